@@ -1,0 +1,167 @@
+//! Turning Slurm node names into the addresses written to nodes_config.cfg:
+//! through DNS, a static map file, or the node name itself.
+
+use crate::config::{AddressSource, AddressesConfig};
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::Path;
+
+/// Why some nodes have no address: the caller decides who is to blame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    pub nodes: Vec<String>,
+    pub detail: String,
+}
+
+/// Resolve every node, in order. Either all resolve, or the error lists the
+/// nodes that did not (config problems, like an unreadable map, are `Err`
+/// of the outer result).
+pub fn resolve_all(
+    nodes: &[String],
+    cfg: &AddressesConfig,
+) -> Result<std::result::Result<Vec<String>, Unresolved>> {
+    match cfg.source {
+        AddressSource::Hostname => Ok(Ok(nodes.to_vec())),
+        AddressSource::Map => {
+            let map = load_map(&cfg.map_file)?;
+            let missing: Vec<String> = nodes
+                .iter()
+                .filter(|n| !map.contains_key(n.as_str()))
+                .cloned()
+                .collect();
+            if !missing.is_empty() {
+                return Ok(Err(Unresolved {
+                    nodes: missing,
+                    detail: format!("not listed in {}", cfg.map_file.display()),
+                }));
+            }
+            Ok(Ok(nodes.iter().map(|n| map[n.as_str()].to_string()).collect()))
+        }
+        AddressSource::Dns => {
+            let mut out = Vec::with_capacity(nodes.len());
+            let mut missing = Vec::new();
+            for n in nodes {
+                match resolve_dns(n) {
+                    Some(ip) => out.push(ip.to_string()),
+                    None => missing.push(n.clone()),
+                }
+            }
+            if missing.is_empty() {
+                Ok(Ok(out))
+            } else {
+                Ok(Err(Unresolved {
+                    nodes: missing,
+                    detail: "no address from the system resolver".into(),
+                }))
+            }
+        }
+    }
+}
+
+/// IPv4 first (what IMEX deployments use), else the first IPv6 address.
+fn resolve_dns(name: &str) -> Option<IpAddr> {
+    let addrs: Vec<IpAddr> = (name, 0).to_socket_addrs().ok()?.map(|a| a.ip()).collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| addrs.first())
+        .copied()
+}
+
+/// The map file: TOML, `node = "address"` at top level or under `[nodes]`.
+/// Every value must be an IP literal, so a typo cannot reach the daemon.
+pub fn load_map(path: &Path) -> Result<HashMap<String, IpAddr>> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::new(format!(
+            "cannot read the address map {} ([imex.addresses] map_file): {e}",
+            path.display()
+        ))
+    })?;
+    let table: toml::Table = toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+            .unwrap_or(0);
+        Error::new(format!(
+            "bad address map {}:{line}: {}",
+            path.display(),
+            e.message().trim()
+        ))
+    })?;
+    let entries = match table.get("nodes") {
+        Some(toml::Value::Table(t)) => t.clone(),
+        _ => table,
+    };
+    let mut map = HashMap::new();
+    for (node, value) in entries {
+        let ip = value
+            .as_str()
+            .and_then(|s| s.trim().parse::<IpAddr>().ok())
+            .ok_or_else(|| {
+                Error::new(format!(
+                    "bad address map {}: {node} = {value} is not an IP address in quotes",
+                    path.display()
+                ))
+            })?;
+        map.insert(node, ip);
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(source: AddressSource, map: &Path) -> AddressesConfig {
+        AddressesConfig {
+            source,
+            map_file: map.to_path_buf(),
+        }
+    }
+
+    #[test]
+    fn map_resolves_in_order_and_reports_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let m = d.path().join("map.toml");
+        std::fs::write(&m, "n1 = \"10.0.0.1\"\nn2 = \"fd00::2\"\n").unwrap();
+        let c = cfg(AddressSource::Map, &m);
+        let nodes = vec!["n2".to_string(), "n1".to_string()];
+        assert_eq!(resolve_all(&nodes, &c).unwrap().unwrap(), ["fd00::2", "10.0.0.1"]);
+        let nodes = vec!["n1".to_string(), "n9".to_string()];
+        let u = resolve_all(&nodes, &c).unwrap().unwrap_err();
+        assert_eq!(u.nodes, ["n9"]);
+        std::fs::write(&m, "[nodes]\nn1 = \"10.0.0.1\"\n").unwrap();
+        assert_eq!(
+            resolve_all(&["n1".to_string()], &c).unwrap().unwrap(),
+            ["10.0.0.1"]
+        );
+    }
+
+    #[test]
+    fn bad_map_is_a_config_error() {
+        let d = tempfile::tempdir().unwrap();
+        let m = d.path().join("map.toml");
+        std::fs::write(&m, "n1 = \"10.0.0.300\"\n").unwrap();
+        let e = resolve_all(&["n1".into()], &cfg(AddressSource::Map, &m)).unwrap_err();
+        assert!(e.to_string().contains("not an IP address"), "{e}");
+        std::fs::write(&m, "n1 = \n").unwrap();
+        let e = resolve_all(&["n1".into()], &cfg(AddressSource::Map, &m)).unwrap_err();
+        assert!(e.to_string().contains("map.toml:1"), "{e}");
+        let e = resolve_all(&["n1".into()], &cfg(AddressSource::Map, &d.path().join("x")));
+        assert!(e.unwrap_err().to_string().contains("map_file"));
+    }
+
+    #[test]
+    fn dns_and_hostname_sources() {
+        let c = cfg(AddressSource::Dns, Path::new("/x"));
+        assert_eq!(
+            resolve_all(&["localhost".into()], &c).unwrap().unwrap(),
+            ["127.0.0.1"]
+        );
+        let u = resolve_all(&["no-such-host.invalid".into()], &c).unwrap().unwrap_err();
+        assert_eq!(u.nodes, ["no-such-host.invalid"]);
+        let c = cfg(AddressSource::Hostname, Path::new("/x"));
+        assert_eq!(resolve_all(&["gb-01".into()], &c).unwrap().unwrap(), ["gb-01"]);
+    }
+}

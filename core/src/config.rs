@@ -1,0 +1,387 @@
+//! The slurm-imex configuration (`/etc/slurm/imex.toml`): its keys, their
+//! defaults, where the file is found, and the one-line errors for bad files.
+//! Every key has a default, and the file may be absent at its default path.
+
+use crate::error::{Error, Result};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the config lives when nobody says otherwise.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/slurm/imex.toml";
+/// Environment variable that overrides the default config path.
+pub const CONFIG_ENV: &str = "SLURM_IMEX_CONFIG";
+/// The driver's hard limit on IMEX channels (20-bit dev_t minor).
+pub const MAX_CHANNEL_COUNT: u32 = 1 << 20;
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub imex: ImexConfig,
+    pub gpu: GpuConfig,
+    pub database: DatabaseConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ImexConfig {
+    /// The driver's NVreg_ImexChannelCount.
+    pub channel_count: ChannelCount,
+    pub channel_dir: PathBuf,
+    pub proc_devices: PathBuf,
+    pub hide_channels_from_other_jobs: bool,
+    pub port_base: u16,
+    pub port_span: PortSpan,
+    pub ready_timeout: HumanDuration,
+    /// Longest pause between two readiness polls (they start at 20 ms).
+    pub ready_poll_max: HumanDuration,
+    /// Per-node runtime state: job records, domain owner, pid file.
+    pub state_dir: PathBuf,
+    /// Upper bound on the hosts one job's hostlist may expand to.
+    pub max_nodes: usize,
+    pub daemon: DaemonConfig,
+    pub addresses: AddressesConfig,
+}
+
+impl Default for ImexConfig {
+    fn default() -> Self {
+        ImexConfig {
+            channel_count: ChannelCount(2048),
+            channel_dir: "/dev/nvidia-caps-imex-channels".into(),
+            proc_devices: "/proc/devices".into(),
+            hide_channels_from_other_jobs: true,
+            port_base: 33792,
+            port_span: PortSpan(16384),
+            ready_timeout: HumanDuration(Duration::from_secs(60)),
+            ready_poll_max: HumanDuration(Duration::from_secs(1)),
+            state_dir: "/run/slurm-imex".into(),
+            max_nodes: 4096,
+            daemon: DaemonConfig::default(),
+            addresses: AddressesConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DaemonManager {
+    /// `systemctl restart/stop <unit>`; the unit must start the daemon with
+    /// `-c <job_config>` (see conf-examples/nvidia-imex.service.d).
+    Systemd,
+    /// The prolog spawns `<binary> -c <job_config>` itself and keeps a pid file.
+    Process,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    pub manager: DaemonManager,
+    pub unit: String,
+    pub binary: PathBuf,
+    pub ctl: PathBuf,
+    /// The admin's daemon config; never modified.
+    pub base_config: PathBuf,
+    /// Where the per-job node list is written (and emptied when idle).
+    pub nodes_config: PathBuf,
+    /// Where the per-job daemon config is rendered; the daemon runs with it.
+    pub job_config: PathBuf,
+    /// SIGTERM-to-SIGKILL grace (process) or systemctl stop bound (systemd).
+    pub stop_timeout: HumanDuration,
+    /// Bound on `systemctl restart`.
+    pub start_timeout: HumanDuration,
+    /// Bound on each `nvidia-imex-ctl` call.
+    pub ctl_timeout: HumanDuration,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            manager: DaemonManager::Systemd,
+            unit: "nvidia-imex".into(),
+            binary: "/usr/bin/nvidia-imex".into(),
+            ctl: "/usr/bin/nvidia-imex-ctl".into(),
+            base_config: "/etc/nvidia-imex/config.cfg".into(),
+            nodes_config: "/etc/nvidia-imex/nodes_config.cfg".into(),
+            job_config: "/run/slurm-imex/nvidia-imex.cfg".into(),
+            stop_timeout: HumanDuration(Duration::from_secs(10)),
+            start_timeout: HumanDuration(Duration::from_secs(30)),
+            ctl_timeout: HumanDuration(Duration::from_secs(5)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AddressSource {
+    /// Resolve each Slurm node name through the system resolver (IPv4 first).
+    Dns,
+    /// Write the Slurm node name itself; the daemon resolves it (driver >= 570.158).
+    Hostname,
+    /// Look each node up in `map_file` (`node = "address"` lines).
+    Map,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AddressesConfig {
+    pub source: AddressSource,
+    pub map_file: PathBuf,
+}
+
+impl Default for AddressesConfig {
+    fn default() -> Self {
+        AddressesConfig {
+            source: AddressSource::Dns,
+            map_file: "/etc/slurm/imex-addresses.toml".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpuConfig {
+    pub nvml_library: PathBuf,
+    pub kmsg: PathBuf,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        GpuConfig {
+            nvml_library: "libnvidia-ml.so.1".into(),
+            kmsg: "/dev/kmsg".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    pub path: PathBuf,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            path: "/var/lib/slurm-imex/jobs.db".into(),
+        }
+    }
+}
+
+/// `channel_count`: 2..=2^20 (channel 0 is never handed out, so at least
+/// one more channel must exist).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChannelCount(pub u32);
+
+impl<'de> Deserialize<'de> for ChannelCount {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = i64::deserialize(d)?;
+        if !(2..=MAX_CHANNEL_COUNT as i64).contains(&v) {
+            return Err(de::Error::custom(format!(
+                "channel_count = {v} is out of range: use the driver's NVreg_ImexChannelCount, \
+                 between 2 and {MAX_CHANNEL_COUNT}"
+            )));
+        }
+        Ok(ChannelCount(v as u32))
+    }
+}
+
+/// `port_span`: at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortSpan(pub u16);
+
+impl<'de> Deserialize<'de> for PortSpan {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let v = i64::deserialize(d)?;
+        if !(1..=65535).contains(&v) {
+            return Err(de::Error::custom(format!(
+                "port_span = {v} is out of range: use 1..=65535"
+            )));
+        }
+        Ok(PortSpan(v as u16))
+    }
+}
+
+/// A duration written as `"60s"`, `"500ms"`, `"2m"`, or a number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Secs(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Secs(s) => Ok(HumanDuration(Duration::from_secs(s))),
+            Raw::Text(t) => humantime::parse_duration(t.trim())
+                .map(HumanDuration)
+                .map_err(|e| {
+                    de::Error::custom(format!(
+                        "\"{t}\" is not a duration ({e}): write e.g. \"60s\", \"500ms\" or \"2m\""
+                    ))
+                }),
+        }
+    }
+}
+
+impl Config {
+    /// Parse config text; `origin` names the file in error messages.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let msg = e.message().trim().replace('\n', " ");
+            let at = match line {
+                Some(l) => format!("{}:{l}", origin.display()),
+                None => origin.display().to_string(),
+            };
+            Error::new(format!(
+                "bad config {at}: {msg} (every key is documented in conf-examples/imex.toml)"
+            ))
+        })?;
+        config.validate(origin)?;
+        Ok(config)
+    }
+
+    fn validate(&self, origin: &Path) -> Result<()> {
+        let i = &self.imex;
+        let last = i.port_base as u32 + i.port_span.0 as u32 - 1;
+        if i.port_base == 0 || last > 65535 {
+            return Err(Error::new(format!(
+                "bad config {}: [imex] port_base = {} with port_span = {} reaches port {last}: \
+                 keep port_base >= 1 and port_base + port_span - 1 <= 65535",
+                origin.display(),
+                i.port_base,
+                i.port_span.0
+            )));
+        }
+        if i.max_nodes == 0 {
+            return Err(Error::new(format!(
+                "bad config {}: [imex] max_nodes must be at least 1",
+                origin.display()
+            )));
+        }
+        if i.ready_timeout.0.is_zero() || i.ready_poll_max.0.is_zero() {
+            return Err(Error::new(format!(
+                "bad config {}: [imex] ready_timeout and ready_poll_max must be positive",
+                origin.display()
+            )));
+        }
+        for (key, p) in [
+            ("imex.channel_dir", &i.channel_dir),
+            ("imex.state_dir", &i.state_dir),
+            ("imex.daemon.nodes_config", &i.daemon.nodes_config),
+            ("imex.daemon.job_config", &i.daemon.job_config),
+            ("imex.daemon.base_config", &i.daemon.base_config),
+        ] {
+            if !p.is_absolute() {
+                return Err(Error::new(format!(
+                    "bad config {}: {key} = \"{}\" must be an absolute path",
+                    origin.display(),
+                    p.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Load from an explicit path (must exist), or else from `$SLURM_IMEX_CONFIG`
+    /// (must exist), or else from the default path (may be absent: defaults).
+    pub fn load(explicit: Option<&Path>) -> Result<(Config, PathBuf)> {
+        let from_env = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty());
+        let (path, must_exist) = match (explicit, from_env) {
+            (Some(p), _) => (p.to_path_buf(), true),
+            (None, Some(p)) => (PathBuf::from(p), true),
+            (None, None) => (PathBuf::from(DEFAULT_CONFIG_PATH), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok((Config::parse(&text, &path)?, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => {
+                Ok((Config::default(), path))
+            }
+            Err(e) => Err(Error::new(format!(
+                "cannot read config {}: {e} (fix the path given by config=, --config or ${CONFIG_ENV})",
+                path.display()
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(t: &str) -> Result<Config> {
+        Config::parse(t, Path::new("/etc/slurm/imex.toml"))
+    }
+
+    #[test]
+    fn empty_file_gives_contract_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.imex.channel_count.0, 2048);
+        assert_eq!(c.imex.port_base, 33792);
+        assert_eq!(c.imex.port_span.0, 16384);
+        assert_eq!(c.imex.ready_timeout.0, Duration::from_secs(60));
+        assert_eq!(c.imex.daemon.manager, DaemonManager::Systemd);
+        assert_eq!(c.imex.addresses.source, AddressSource::Dns);
+        assert_eq!(c.database.path, PathBuf::from("/var/lib/slurm-imex/jobs.db"));
+    }
+
+    #[test]
+    fn shipped_example_parses_and_equals_defaults() {
+        let text = include_str!("../../conf-examples/imex.toml");
+        let c = parse(text).unwrap();
+        assert_eq!(c, Config::default(), "conf-examples/imex.toml must document the defaults");
+    }
+
+    #[test]
+    fn values_are_read() {
+        let c = parse(
+            "[imex]\nready_timeout = \"750ms\"\nchannel_count = 16\n[imex.daemon]\nmanager = \"process\"\n\
+             [imex.addresses]\nsource = \"map\"\nmap_file = \"/x.toml\"\n",
+        )
+        .unwrap();
+        assert_eq!(c.imex.ready_timeout.0, Duration::from_millis(750));
+        assert_eq!(c.imex.channel_count.0, 16);
+        assert_eq!(c.imex.daemon.manager, DaemonManager::Process);
+        assert_eq!(c.imex.addresses.source, AddressSource::Map);
+        let c = parse("[imex]\nready_timeout = 5\n").unwrap();
+        assert_eq!(c.imex.ready_timeout.0, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn unknown_key_names_file_line_and_key() {
+        let e = parse("[imex]\nchannel_count = 8\nchanel_dir = \"/x\"\n").unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("/etc/slurm/imex.toml:3"), "{s}");
+        assert!(s.contains("chanel_dir"), "{s}");
+        assert!(!s.contains('\n'));
+    }
+
+    #[test]
+    fn bad_values_name_line_and_what_to_do() {
+        let e = parse("\n[imex]\nchannel_count = 1\n").unwrap_err().to_string();
+        assert!(e.contains(":3") && e.contains("channel_count = 1"), "{e}");
+        let e = parse("[imex]\nready_timeout = \"soon\"\n").unwrap_err().to_string();
+        assert!(e.contains(":2") && e.contains("not a duration"), "{e}");
+        let e = parse("[imex.daemon]\nmanager = \"upstart\"\n").unwrap_err().to_string();
+        assert!(e.contains(":2") && e.contains("upstart"), "{e}");
+        let e = parse("[imex]\nport_base = 60000\n").unwrap_err().to_string();
+        assert!(e.contains("port_base") && e.contains("65535"), "{e}");
+        let e = parse("[imex]\nstate_dir = \"run\"\n").unwrap_err().to_string();
+        assert!(e.contains("imex.state_dir") && e.contains("absolute"), "{e}");
+        let e = parse("[imex\n").unwrap_err().to_string();
+        assert!(e.contains("imex.toml:1"), "{e}");
+    }
+
+    #[test]
+    fn missing_explicit_file_is_an_error_but_missing_default_is_not() {
+        let e = Config::load(Some(Path::new("/nonexistent/imex.toml"))).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/imex.toml"), "{e}");
+    }
+}

@@ -1,0 +1,121 @@
+//! Crash-safe file writes: everything the prolog and epilog write as root goes
+//! through `write_atomic`, so a reader never sees a half-written file.
+
+use crate::error::{Error, Result};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// Write `contents` to `path` atomically: a temporary file in the same
+/// directory, fsync, rename over the target, fsync the directory.
+/// The parent directory must exist. `mode` is applied to the new file.
+pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::new(format!("{}: not a file path", path.display())))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp.{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let fail = |e: std::io::Error, what: &str| {
+        let _ = fs::remove_file(&tmp);
+        Error::new(format!("cannot {what} {}: {e}", path.display()))
+    };
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(|e| fail(e, "create a temporary file for"))?;
+    file.write_all(contents).map_err(|e| fail(e, "write"))?;
+    // The umask may have narrowed the mode at create time.
+    file.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(|e| fail(e, "set the mode of"))?;
+    file.sync_all().map_err(|e| fail(e, "fsync"))?;
+    drop(file);
+    fs::rename(&tmp, path).map_err(|e| fail(e, "rename into place"))?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Create a directory (and parents) if missing, with `mode` on the last one.
+pub fn ensure_dir(path: &Path, mode: u32) -> Result<()> {
+    if path.is_dir() {
+        return Ok(());
+    }
+    fs::create_dir_all(path)
+        .map_err(|e| Error::new(format!("cannot create directory {}: {e}", path.display())))?;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .map_err(|e| Error::new(format!("cannot chmod {}: {e}", path.display())))
+}
+
+/// Remove a file; a missing file is not an error (idempotent teardown).
+pub fn remove_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::new(format!("cannot remove {}: {e}", path.display()))),
+    }
+}
+
+/// The last `n` lines of a text file, for failure messages. Reads at most
+/// the final 64 KiB so a huge log cannot slow the prolog down.
+pub fn tail_lines(path: &Path, n: usize) -> Option<Vec<String>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let start = len.saturating_sub(64 * 1024);
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect();
+    Some(lines[lines.len().saturating_sub(n)..].to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_content_and_sets_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.cfg");
+        write_atomic(&p, b"one\n", 0o600).unwrap();
+        write_atomic(&p, b"two\n", 0o644).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two\n");
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
+        // No temporary file is left behind.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn atomic_write_into_missing_dir_fails_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("nope/f.cfg");
+        let e = write_atomic(&p, b"x", 0o644).unwrap_err();
+        assert!(e.to_string().contains("nope/f.cfg"), "{e}");
+    }
+
+    #[test]
+    fn tail_returns_last_non_empty_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("log");
+        fs::write(&p, "a\nb\n\nc\nd\n").unwrap();
+        assert_eq!(tail_lines(&p, 2).unwrap(), vec!["c", "d"]);
+        assert!(tail_lines(&dir.path().join("none"), 2).is_none());
+    }
+}

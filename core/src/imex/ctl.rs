@@ -1,0 +1,364 @@
+//! Talking to `nvidia-imex-ctl` and understanding its answers: `-q` (local
+//! daemon state), `-N -j` (domain status as JSON) and the `-N` text table,
+//! and the verdict "is this job's domain ready, and if not, whose fault".
+//!
+//! Parsing is tolerant by design (reference/imex.md (c)): NVIDIA's own
+//! fixtures show tab-indented, sparse and minimal JSON, so readiness is
+//! decided from the top-level `status` and each configured node's `status`,
+//! and missing fields are "unknown", never a crash.
+
+use crate::error::{Error, Result};
+use crate::process::run_bounded;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub status: Option<String>,
+    pub host: Option<String>,
+    pub version: Option<String>,
+    /// Peer index → connection status (CONNECTED, NEVER_CONNECTED, INVALID…).
+    pub connections: BTreeMap<usize, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DomainStatus {
+    /// UP, DEGRADED, DOWN (or whatever a newer daemon says).
+    pub domain: String,
+    pub nodes: BTreeMap<usize, NodeStatus>,
+}
+
+/// Parse `nvidia-imex-ctl -N -j` output.
+pub fn parse_domain_json(text: &str) -> Result<DomainStatus> {
+    let v: serde_json::Value = serde_json::from_str(text.trim()).map_err(|e| {
+        Error::new(format!(
+            "nvidia-imex-ctl -N -j printed no valid JSON ({e}): {}",
+            snippet(text)
+        ))
+    })?;
+    let domain = v
+        .get("status")
+        .and_then(|s| s.as_str())
+        .ok_or_else(|| {
+            Error::new(format!(
+                "nvidia-imex-ctl -N -j output has no top-level \"status\": {}",
+                snippet(text)
+            ))
+        })?
+        .to_string();
+    let mut nodes = BTreeMap::new();
+    if let Some(map) = v.get("nodes").and_then(|n| n.as_object()) {
+        for (key, node) in map {
+            let Ok(index) = key.trim().parse::<usize>() else {
+                continue; // not a node index: ignore rather than guess
+            };
+            let text_of = |k: &str| node.get(k).and_then(|x| x.as_str()).map(str::to_string);
+            let mut connections = BTreeMap::new();
+            if let Some(conns) = node.get("connections").and_then(|c| c.as_object()) {
+                for (peer, c) in conns {
+                    if let (Ok(p), Some(s)) = (
+                        peer.trim().parse::<usize>(),
+                        c.get("status").and_then(|s| s.as_str()),
+                    ) {
+                        connections.insert(p, s.to_string());
+                    }
+                }
+            }
+            nodes.insert(
+                index,
+                NodeStatus {
+                    status: text_of("status"),
+                    host: text_of("host"),
+                    version: text_of("version"),
+                    connections,
+                },
+            );
+        }
+    }
+    Ok(DomainStatus { domain, nodes })
+}
+
+/// Parse the `-N` text form (older drivers print no Version column). Used as
+/// a fallback only; JSON is preferred whenever the daemon offers it.
+pub fn parse_domain_text(text: &str) -> Result<DomainStatus> {
+    let mut status = DomainStatus::default();
+    let mut matrix_columns: Vec<usize> = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("Domain State:") {
+            status.domain = rest.trim().to_string();
+        } else if let Some(rest) = t.strip_prefix("Node #") {
+            // "Node #0   - 172.31.48.81    - READY                - Version: 570.172"
+            let fields: Vec<&str> = rest.split(" - ").map(str::trim).collect();
+            if let Some(Ok(index)) = fields.first().map(|f| f.parse::<usize>()) {
+                let node = status.nodes.entry(index).or_default();
+                node.host = fields.get(1).map(|s| s.to_string());
+                node.status = fields.get(2).map(|s| s.to_string());
+                node.version = fields
+                    .get(3)
+                    .and_then(|v| v.strip_prefix("Version:"))
+                    .map(|v| v.trim().to_string());
+            }
+        } else if let Some(rest) = t.strip_prefix("Nodes From\\To") {
+            matrix_columns = rest
+                .split_whitespace()
+                .filter_map(|c| c.parse().ok())
+                .collect();
+        } else if !matrix_columns.is_empty() {
+            let mut cells = t.split_whitespace();
+            if let Some(Ok(row)) = cells.next().map(|c| c.parse::<usize>()) {
+                let node = status.nodes.entry(row).or_default();
+                for (col, cell) in matrix_columns.iter().zip(cells) {
+                    node.connections.insert(*col, connection_word(cell).to_string());
+                }
+            }
+        }
+    }
+    if status.domain.is_empty() {
+        return Err(Error::new(format!(
+            "nvidia-imex-ctl -N printed no \"Domain State:\" line: {}",
+            snippet(text)
+        )));
+    }
+    Ok(status)
+}
+
+/// The legend letters of the `-N` matrix, spelled as the JSON does.
+fn connection_word(cell: &str) -> &'static str {
+    match cell {
+        "C" => "CONNECTED",
+        "N" => "NEVER_CONNECTED",
+        "I" => "INVALID",
+        "R" => "RECOVERING",
+        "D" => "DISCONNECTED",
+        "A" => "AUTHENTICATING",
+        "!V!" => "VERSION_MISMATCH",
+        "!M!" => "NODE_MAP_MISMATCH",
+        _ => "UNKNOWN",
+    }
+}
+
+fn snippet(text: &str) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.len() > 160 {
+        format!("{}…", &one[..one.char_indices().nth(160).map_or(one.len(), |(i, _)| i)])
+    } else if one.is_empty() {
+        "(empty)".to_string()
+    } else {
+        one
+    }
+}
+
+/// The `-q` answer: exactly one state word (READY, INITIALIZING, …).
+pub fn parse_query(stdout: &str) -> Option<String> {
+    let t = stdout.trim();
+    let word_like = !t.is_empty() && t.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+    word_like.then(|| t.to_string())
+}
+
+/// Is the job's domain usable, from this node's point of view?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    Ready,
+    NotReady(NotReady),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotReady {
+    pub domain: String,
+    /// This node's own entry is READY.
+    pub local_ready: bool,
+    /// Configured indexes whose status is not READY (or absent).
+    pub not_ready: Vec<usize>,
+    /// Peers this node reports as not CONNECTED (when it reports connections).
+    pub not_connected: Vec<usize>,
+}
+
+/// Decide readiness for a domain of `node_count` nodes in which this node has
+/// index `local`: UP, every configured node READY, and (where the daemon
+/// lists them) every connection of this node CONNECTED.
+pub fn assess(status: &DomainStatus, node_count: usize, local: usize) -> Readiness {
+    let is_ready = |i: &usize| {
+        status
+            .nodes
+            .get(i)
+            .and_then(|n| n.status.as_deref())
+            .is_some_and(|s| s == "READY")
+    };
+    let not_ready: Vec<usize> = (0..node_count).filter(|i| !is_ready(i)).collect();
+    let not_connected: Vec<usize> = match status.nodes.get(&local) {
+        Some(n) if !n.connections.is_empty() => (0..node_count)
+            .filter(|p| *p != local)
+            .filter(|p| n.connections.get(p).map(String::as_str) != Some("CONNECTED"))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if status.domain == "UP" && not_ready.is_empty() && not_connected.is_empty() {
+        Readiness::Ready
+    } else {
+        Readiness::NotReady(NotReady {
+            domain: status.domain.clone(),
+            local_ready: is_ready(&local),
+            not_ready,
+            not_connected,
+        })
+    }
+}
+
+/// Client for one daemon config.
+pub struct Ctl<'a> {
+    pub program: &'a Path,
+    pub config: &'a Path,
+    pub timeout: Duration,
+}
+
+impl Ctl<'_> {
+    /// `nvidia-imex-ctl -c <cfg> -N -j`, parsed.
+    pub fn domain_status(&self) -> Result<DomainStatus> {
+        let cfg = self.config.to_string_lossy();
+        let out = run_bounded(self.program, &["-c", &cfg, "-N", "-j"], self.timeout)?;
+        if !out.success() {
+            return Err(Error::new(format!(
+                "nvidia-imex-ctl -N -j exited {}: {}",
+                out.code.map_or("on a signal".into(), |c| c.to_string()),
+                snippet(&out.one_line())
+            )));
+        }
+        parse_domain_json(&out.stdout)
+    }
+
+    /// `nvidia-imex-ctl -c <cfg> -q`: the local daemon's state word.
+    pub fn local_state(&self) -> Result<String> {
+        let cfg = self.config.to_string_lossy();
+        let out = run_bounded(self.program, &["-c", &cfg, "-q"], self.timeout)?;
+        match (out.success(), parse_query(&out.stdout)) {
+            (true, Some(word)) => Ok(word),
+            _ => Err(Error::new(format!(
+                "nvidia-imex-ctl -q: {}",
+                snippet(&out.one_line())
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(name: &str) -> String {
+        std::fs::read_to_string(format!(
+            "{}/../tests/data/samples/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn parses_dcgm_fixture_with_tabs_sparse_connections_and_self_links() {
+        let s = parse_domain_json(&sample("imex-ctl-N-j-1.json")).unwrap();
+        assert_eq!(s.domain, "DEGRADED");
+        assert_eq!(s.nodes.len(), 2);
+        assert_eq!(s.nodes[&3].host.as_deref(), Some("10.76.186.255"));
+        assert_eq!(s.nodes[&3].version.as_deref(), Some("580.30"));
+        assert_eq!(s.nodes[&3].connections[&6], "CONNECTED");
+        assert_eq!(s.nodes[&1].connections[&1], "CONNECTED");
+        // Nodes 0 and 2 are configured but absent: not ready, never a crash.
+        match assess(&s, 4, 1) {
+            Readiness::NotReady(n) => {
+                assert_eq!(n.not_ready, vec![0, 2]);
+                assert!(n.local_ready);
+                assert_eq!(n.not_connected, vec![2, 3]);
+            }
+            r => panic!("{r:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_minimal_and_shortened_fixtures() {
+        let s = parse_domain_json(&sample("imex-ctl-N-j-2.json")).unwrap();
+        assert_eq!(s.domain, "UP");
+        assert_eq!(s.nodes[&0].status.as_deref(), Some("READY"));
+        assert!(s.nodes[&0].host.is_none() && s.nodes[&0].connections.is_empty());
+        assert_eq!(assess(&s, 1, 0), Readiness::Ready);
+        let s = parse_domain_json(&sample("imex-ctl-N-j-3.json")).unwrap();
+        assert_eq!(s.domain, "DEGRADED");
+        assert_eq!(s.nodes[&5].host.as_deref(), Some("10.76.189.233"));
+    }
+
+    #[test]
+    fn up_requires_every_configured_node_ready_and_connected() {
+        let j = r#"{"nodes":{"0":{"status":"READY","connections":{"1":{"status":"CONNECTED"}}},
+                   "1":{"status":"UNAVAILABLE","version":"","connections":{"0":{"status":"INVALID"}}}},
+                   "timestamp":"x","status":"DEGRADED"}"#;
+        let s = parse_domain_json(j).unwrap();
+        match assess(&s, 2, 0) {
+            Readiness::NotReady(n) => assert_eq!((n.not_ready, n.local_ready), (vec![1], true)),
+            r => panic!("{r:?}"),
+        }
+        match assess(&s, 2, 1) {
+            Readiness::NotReady(n) => {
+                assert!(!n.local_ready);
+                assert_eq!(n.not_connected, vec![0]);
+            }
+            r => panic!("{r:?}"),
+        }
+        // A domain that says UP but misses a configured node is not ready.
+        let s = parse_domain_json(r#"{"nodes":{"0":{"status":"READY"}},"status":"UP"}"#).unwrap();
+        assert!(matches!(assess(&s, 2, 0), Readiness::NotReady(_)));
+    }
+
+    #[test]
+    fn malformed_json_is_an_error_not_a_panic() {
+        for bad in [
+            "",
+            "{",
+            "[]",
+            "null",
+            r#"{"nodes":{}}"#,
+            r#"{"status":7}"#,
+            "Query Status returned error code: 14 - failed to connect to all addresses",
+        ] {
+            assert!(parse_domain_json(bad).is_err(), "{bad}");
+        }
+        // Odd node keys and odd field types are ignored, not fatal.
+        let s = parse_domain_json(
+            r#"{"nodes":{"x":{},"0":{"status":5,"connections":[1]},"1":"READY"},"status":"DOWN"}"#,
+        )
+        .unwrap();
+        assert_eq!(s.nodes[&0].status, None);
+        assert!(matches!(assess(&s, 2, 0), Readiness::NotReady(_)));
+    }
+
+    #[test]
+    fn parses_every_published_text_table() {
+        let s = parse_domain_text(&sample("imex-ctl-N-1.txt")).unwrap();
+        assert_eq!(s.domain, "UP");
+        assert_eq!(s.nodes.len(), 18);
+        assert_eq!(s.nodes[&17].host.as_deref(), Some("172.31.56.47"));
+        assert_eq!(s.nodes[&17].version.as_deref(), Some("570.172"));
+        assert_eq!(s.nodes[&4].connections.len(), 18);
+        assert_eq!(assess(&s, 18, 4), Readiness::Ready);
+        let s = parse_domain_text(&sample("imex-ctl-N-4.txt")).unwrap();
+        assert_eq!(assess(&s, 18, 0), Readiness::Ready);
+        let s = parse_domain_text(&sample("imex-ctl-N-2.txt")).unwrap();
+        assert_eq!((s.domain.as_str(), s.nodes.len()), ("UP", 1));
+        assert_eq!(s.nodes[&0].version, None);
+        let s = parse_domain_text(&sample("imex-ctl-N-3.txt")).unwrap();
+        assert_eq!(s.nodes[&1].host.as_deref(), Some("10.136.206.48"));
+        assert_eq!(s.nodes[&1].connections[&0], "CONNECTED");
+        assert_eq!(assess(&s, 2, 1), Readiness::Ready);
+        assert!(parse_domain_text("Nodes:\n").is_err());
+    }
+
+    #[test]
+    fn query_output_samples() {
+        let q = sample("imex-ctl-q.txt");
+        let blocks: Vec<&str> = q.split("----").collect();
+        assert_eq!(parse_query(blocks[0]), Some("READY".into()));
+        for b in &blocks[1..] {
+            assert_eq!(parse_query(b), None, "{b}");
+        }
+        assert_eq!(parse_query("WAITING_FOR_PEERS\n"), Some("WAITING_FOR_PEERS".into()));
+    }
+}

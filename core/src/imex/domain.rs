@@ -1,0 +1,284 @@
+//! The per-job IMEX domain lifecycle: `setup` (prolog) builds it and waits
+//! until it is UP; `teardown` (epilog) returns the node to idle. Both decide
+//! who is to blame (DESIGN.md §6): only a fault of this node is a `NodeFault`
+//! (the prolog fails, Slurm drains the node); anything else is recorded for
+//! the SPANK plugin, which fails the job and leaves the node up.
+
+use crate::channel::{channel_for_job, channel_major};
+use crate::config::{Config, DaemonManager};
+use crate::error::{Error, Result};
+use crate::fsutil::{remove_if_exists, write_atomic};
+use crate::hostlist;
+use crate::imex::ctl::{assess, Ctl, NotReady, Readiness};
+use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
+use crate::imex::job_record::{JobRecord, Outcome, StateDir};
+use crate::imex::manager::{Liveness, Manager};
+use crate::imex::port::server_port;
+use crate::slurm_env::JobEnv;
+use crate::addresses;
+use std::time::{Duration, Instant};
+
+/// What the prolog concluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupOutcome {
+    /// Domain UP; the job may start.
+    Ready { channel: u32, waited: Duration },
+    /// Not this node's fault: recorded; the plugin fails the job's tasks.
+    JobFailure(String),
+    /// This node is at fault: the prolog must fail (drain + requeue).
+    NodeFault(String),
+}
+
+/// How many daemon log lines a failure message carries.
+const LOG_TAIL_LINES: usize = 3;
+
+/// Build this job's IMEX domain on this node and wait until it is UP.
+pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
+    let state = StateDir::new(&cfg.imex.state_dir);
+    let channel = channel_for_job(job.job_id, cfg.imex.channel_count.0);
+    let mut record = JobRecord {
+        job_id: job.job_id,
+        channel,
+        server_port: 0,
+        nodes: Vec::new(),
+        outcome: Outcome::Ready { waited_ms: 0 },
+    };
+    let outcome = match setup_inner(job, cfg, &state, &mut record) {
+        Ok(o) => o,
+        Err(e) => SetupOutcome::NodeFault(e.to_string()),
+    };
+    record.outcome = match &outcome {
+        SetupOutcome::Ready { waited, .. } => Outcome::Ready {
+            waited_ms: waited.as_millis() as u64,
+        },
+        SetupOutcome::JobFailure(c) => Outcome::Failed {
+            cause: c.clone(),
+            node_fault: false,
+        },
+        SetupOutcome::NodeFault(c) => Outcome::Failed {
+            cause: c.clone(),
+            node_fault: true,
+        },
+    };
+    if let Err(e) = state.write_record(&record) {
+        // Without a record the plugin cannot let the job run: this node is broken.
+        return SetupOutcome::NodeFault(format!("cannot record the IMEX job state: {e}"));
+    }
+    outcome
+}
+
+/// `Err` means a fault of this node (its config, files, daemon).
+fn setup_inner(
+    job: &JobEnv,
+    cfg: &Config,
+    state: &StateDir,
+    record: &mut JobRecord,
+) -> Result<SetupOutcome> {
+    let imex = &cfg.imex;
+    let daemon = &imex.daemon;
+    let node = &job.node_name;
+
+    channel_major(&imex.proc_devices)
+        .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))?;
+
+    // Claim the daemon before touching it; another job's domain is never disturbed.
+    {
+        let lock = state.lock()?;
+        match state.owner(&lock)? {
+            Some(other) if other != job.job_id => {
+                return Ok(SetupOutcome::JobFailure(format!(
+                    "node {node} already serves the IMEX domain of job {other}; IMEX jobs need \
+                     whole nodes (use an exclusive partition or --exclusive)"
+                )));
+            }
+            _ => state.set_owner(&lock, job.job_id)?,
+        }
+    }
+
+    let nodes = match hostlist::expand(&job.node_list, imex.max_nodes) {
+        Ok(n) => n,
+        Err(e) => return Ok(SetupOutcome::JobFailure(format!("SLURM_JOB_NODELIST: {e}"))),
+    };
+    record.nodes = nodes.clone();
+    let Some(local_index) = nodes.iter().position(|n| n == node) else {
+        return Ok(SetupOutcome::JobFailure(format!(
+            "this node ({node}) is not in the job's node list {}",
+            job.node_list
+        )));
+    };
+    let addrs = match addresses::resolve_all(&nodes, &imex.addresses)? {
+        Ok(a) => a,
+        Err(u) => {
+            return Ok(SetupOutcome::JobFailure(format!(
+                "no IMEX address for node(s) {}: {} (fix [imex.addresses])",
+                u.nodes.join(","),
+                u.detail
+            )))
+        }
+    };
+
+    let base = DaemonConfigFile::read(&daemon.base_config)?;
+    let cmd_port = base.cmd_port(&daemon.base_config)?;
+    let port = server_port(job.job_id, imex.port_base, imex.port_span.0, Some(cmd_port));
+    record.server_port = port;
+    let mut overrides = vec![
+        (
+            "IMEX_NODE_CONFIG_FILE",
+            daemon.nodes_config.to_string_lossy().into_owned(),
+        ),
+        ("SERVER_PORT", port.to_string()),
+    ];
+    if daemon.manager == DaemonManager::Process {
+        // The process manager must know the daemon's pid, so it must not fork.
+        overrides.push(("DAEMONIZE", "0".to_string()));
+    }
+    let rendered = base.with_overrides(&overrides);
+    write_atomic(
+        &daemon.nodes_config,
+        render_nodes_config(&addrs).as_bytes(),
+        0o644,
+    )?;
+    write_atomic(&daemon.job_config, rendered.render().as_bytes(), 0o644)?;
+
+    let mut manager = Manager::new(daemon, state);
+    let log_file = rendered.log_file();
+    let started = Instant::now();
+    manager.start().map_err(|e| {
+        e.context(format!("nvidia-imex could not start on {node}"))
+            .with_log(&manager, log_file.as_deref())
+    })?;
+    let ctl = Ctl {
+        program: &daemon.ctl,
+        config: &daemon.job_config,
+        timeout: daemon.ctl_timeout.0,
+    };
+
+    let deadline = started + imex.ready_timeout.0;
+    let mut pause = Duration::from_millis(20);
+    let mut last: Option<NotReady> = None;
+    let mut last_error: Option<Error> = None;
+    loop {
+        if let Liveness::Exited(how) = manager.liveness() {
+            return Err(Error::new(format!(
+                "nvidia-imex on {node} {how} while starting"
+            ))
+            .with_log(&manager, log_file.as_deref()));
+        }
+        match ctl.domain_status() {
+            Ok(status) => match assess(&status, nodes.len(), local_index) {
+                Readiness::Ready => {
+                    return Ok(SetupOutcome::Ready {
+                        channel: record.channel,
+                        waited: started.elapsed(),
+                    })
+                }
+                Readiness::NotReady(n) => last = Some(n),
+            },
+            Err(e) => last_error = Some(e),
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break;
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(imex.ready_poll_max.0);
+    }
+
+    let waited = imex.ready_timeout.0;
+    let name = |i: &usize| format!("{} ({})", nodes[*i], addrs[*i]);
+    match last {
+        Some(n) if n.local_ready => {
+            let mut culprits: Vec<usize> = n.not_ready.clone();
+            culprits.extend(n.not_connected.iter().filter(|i| !n.not_ready.contains(i)));
+            let list: Vec<String> = culprits.iter().map(name).collect();
+            Ok(SetupOutcome::JobFailure(format!(
+                "IMEX domain of job {} not ready after {}: peer(s) never became ready or \
+                 connected: {}; domain {} (this node {node} is READY)",
+                job.job_id,
+                humantime::format_duration(waited),
+                list.join(", "),
+                n.domain
+            )))
+        }
+        _ => {
+            let local_state = ctl.local_state().unwrap_or_else(|e| e.to_string());
+            let detail = match last_error {
+                Some(e) if last.is_none() => format!("; last ctl error: {e}"),
+                _ => String::new(),
+            };
+            Err(Error::new(format!(
+                "nvidia-imex on {node} not READY after {} (state: {local_state}){detail}",
+                humantime::format_duration(waited)
+            ))
+            .with_log(&manager, log_file.as_deref()))
+        }
+    }
+}
+
+trait WithLog {
+    fn with_log(self, manager: &Manager, log_file: Option<&str>) -> Error;
+}
+
+impl WithLog for Error {
+    fn with_log(self, manager: &Manager, log_file: Option<&str>) -> Error {
+        let tail = manager.log_tail(log_file, LOG_TAIL_LINES);
+        if tail.is_empty() {
+            self
+        } else {
+            Error::new(format!("{self}; daemon log: {}", tail.join(" | ")))
+        }
+    }
+}
+
+/// Return this node to idle after `job`: stop the daemon, empty the nodes
+/// config, remove per-job files. Idempotent, and safe after a prolog that
+/// failed, was killed anywhere, or never ran. A domain owned by another job
+/// is left alone.
+pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
+    let state = StateDir::new(&cfg.imex.state_dir);
+    let daemon = &cfg.imex.daemon;
+    let outcome = {
+        let lock = state.lock()?;
+        match state.owner(&lock)? {
+            Some(other) if other != job_id => TeardownOutcome::LeftToOwner(other),
+            owner => {
+                let mut manager = Manager::new(daemon, &state);
+                manager.stop()?;
+                restore_idle_nodes_config(cfg)?;
+                remove_if_exists(&daemon.job_config)?;
+                state.clear_owner(&lock)?;
+                if owner.is_some() {
+                    TeardownOutcome::TornDown
+                } else {
+                    TeardownOutcome::AlreadyIdle
+                }
+            }
+        }
+    };
+    state.remove_record(job_id)?;
+    Ok(outcome)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TeardownOutcome {
+    TornDown,
+    AlreadyIdle,
+    /// Another job owns this node's domain; it was not touched.
+    LeftToOwner(u32),
+}
+
+/// The idle nodes config is empty, so a daemon started by accident joins no
+/// domain (NVIDIA's own prolog does the same).
+fn restore_idle_nodes_config(cfg: &Config) -> Result<()> {
+    let path = &cfg.imex.daemon.nodes_config;
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() == 0 => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match path.parent().map(|p| p.is_dir()) {
+                Some(true) => write_atomic(path, b"", 0o644),
+                _ => Ok(()),
+            }
+        }
+        _ => write_atomic(path, b"", 0o644),
+    }
+}

@@ -1,0 +1,16 @@
+//! slurm-imex core: all domain logic behind the SPANK plugin, the prolog and
+//! epilog, and the admin CLI. One module per noun; binaries and the plugin
+//! are thin adapters over it.
+
+pub mod addresses;
+pub mod channel;
+pub mod config;
+pub mod error;
+pub mod fsutil;
+pub mod hostlist;
+pub mod imex;
+pub mod logging;
+pub mod process;
+pub mod slurm_env;
+
+pub use error::{Error, Result};
