@@ -16,6 +16,7 @@ use crate::imex::manager::{Liveness, Manager};
 use crate::imex::port::server_port;
 use crate::slurm_env::JobEnv;
 use crate::addresses;
+use crate::bail;
 use std::time::{Duration, Instant};
 
 /// What the prolog concluded.
@@ -119,6 +120,13 @@ fn setup_inner(
 
     let base = DaemonConfigFile::read(&daemon.base_config)?;
     let cmd_port = base.cmd_port(&daemon.base_config)?;
+    if let Some(v) = base.get("IMEX_CMD_ENABLED").filter(|v| *v != "1") {
+        bail!(
+            "{}: IMEX_CMD_ENABLED={v}, but readiness is checked through nvidia-imex-ctl: \
+             set IMEX_CMD_ENABLED=1",
+            daemon.base_config.display()
+        );
+    }
     let port = server_port(job.job_id, imex.port_base, imex.port_span.0, Some(cmd_port));
     record.server_port = port;
     let mut overrides = vec![
