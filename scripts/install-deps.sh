@@ -1,0 +1,20 @@
+#!/bin/bash
+# Installs what building and testing slurm-imex needs on Debian 12 (root).
+# Idempotent: skips apt when everything is already there.
+set -euo pipefail
+need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd)
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The packages enable the system services; the tests run their own daemons.
+for s in slurmctld slurmd munge; do
+  systemctl disable --now "$s" >/dev/null 2>&1 || true
+done
+command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }

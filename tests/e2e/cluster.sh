@@ -1,0 +1,195 @@
+# shellcheck shell=bash
+# A real local multi-node Slurm for slurm-imex (reference/spank.md §6):
+# slurmctld on the host, one slurmd per test node, each node in its own
+# network, mount and UTS namespace with its own IP (10.77.0.1N on a bridge
+# made here) and hostname (nN). Per-node bind mounts give each node its own
+# /etc/nvidia-imex, /run/nvidia-imex, /run/slurm-imex, /var/lib/slurm-imex,
+# /dev/nvidia-caps-imex-channels and fake hardware files (/run/fakehw).
+# Plugin, prolog and epilog are installed from conf-examples/.
+# Everything started here is stopped by PID in cluster_down.
+
+E2E_NODES=${E2E_NODES:-3}
+C=${SLURM_IMEX_E2E_DIR:-/tmp/slurm-imex-e2e}
+REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BR=imexbr0
+NET=10.77.0
+CHANNEL_MAJOR=507
+TEST_USER=imexuser
+export SLURM_CONF=$C/etc-slurm/slurm.conf
+
+node_ip() { echo "$NET.$((10 + $1))"; }
+slurmd_pid() { cat "$C/run/slurmd-n$1.pid"; }
+# Run a command inside node N's namespaces (net, mount, UTS).
+in_node() { local n=$1; shift; nsenter -t "$(slurmd_pid "$n")" -n -m -u -- "$@"; }
+as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+
+# Copy the built artifacts and render every config from conf-examples.
+cluster_install() {
+  local bin=$1 i
+  rm -rf "$C"
+  mkdir -p "$C"/{bin,etc-slurm,state,run,log,out,spool}
+  for f in slurm-imex-prolog slurm-imex-epilog nvidia-imex nvidia-imex-ctl; do cp "$bin/$f" "$C/bin/"; done
+  [ -x "$bin/slurm-imex" ] && cp "$bin/slurm-imex" "$C/bin/"
+  cp "$bin/libspank_imex.so" "$C/bin/spank_imex.so"
+  chmod 755 "$C" "$C/bin" "$C/etc-slurm"
+  chmod 1777 "$C/out"
+
+  sed -e "s#/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so#$C/bin/spank_imex.so#" \
+      -e "s#config=/etc/slurm/imex.toml#config=$C/etc-slurm/imex.toml#" \
+      "$REPO/conf-examples/plugstack.conf" > "$C/etc-slurm/plugstack.conf"
+
+  sed -e "s#^manager = .*#manager = \"process\"#" \
+      -e "s#^binary = .*#binary = \"$C/bin/nvidia-imex\"#" \
+      -e "s#^ctl = .*#ctl = \"$C/bin/nvidia-imex-ctl\"#" \
+      -e "s#^proc_devices = .*#proc_devices = \"/run/fakehw/proc-devices\"#" \
+      -e "s#^ready_timeout = .*#ready_timeout = \"${E2E_READY_TIMEOUT:-4s}\"#" \
+      -e "s#^source = .*#source = \"map\"#" \
+      -e "s#^map_file = .*#map_file = \"$C/etc-slurm/imex-addresses.toml\"#" \
+      -e "s#^kmsg = .*#kmsg = \"/run/fakehw/kmsg\"#" \
+      "$REPO/conf-examples/imex.toml" > "$C/etc-slurm/imex.toml"
+  for key in 'manager = "process"' "binary = \"$C" 'proc_devices = "/run/fakehw' 'source = "map"'; do
+    grep -qF "$key" "$C/etc-slurm/imex.toml" || { echo "cluster_install: imex.toml override '$key' did not apply" >&2; return 1; }
+  done
+
+  : > "$C/etc-slurm/imex-addresses.toml"
+  for i in $(seq 1 "$E2E_NODES"); do echo "n$i = \"$(node_ip "$i")\"" >> "$C/etc-slurm/imex-addresses.toml"; done
+
+  local host; host=$(hostname -s)
+  {
+    cat <<CONF
+ClusterName=imextest
+SlurmctldHost=$host($NET.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=6817
+SlurmdPort=6818
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$C/state
+SlurmdSpoolDir=$C/spool/%n
+SlurmctldPidFile=$C/run/slurmctld.pid
+SlurmdPidFile=$C/run/slurmd-%n.pid
+SlurmctldLogFile=$C/log/slurmctld.log
+SlurmdLogFile=$C/log/slurmd-%n.log
+SlurmctldDebug=info
+SlurmdDebug=debug
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+MailProg=/bin/true
+PlugStackConfig=$C/etc-slurm/plugstack.conf
+SchedulerParameters=sched_interval=1
+CONF
+    for i in $(seq 1 "$E2E_NODES"); do
+      echo "NodeName=n$i NodeAddr=$(node_ip "$i") CPUs=2 RealMemory=1000 State=UNKNOWN"
+    done
+    # The shipped fragment, with this cluster's paths and nodes.
+    sed -e "s#/usr/sbin/slurm-imex-#$C/bin/slurm-imex-#" -e "s#Nodes=[^ ]*#Nodes=n[1-$E2E_NODES]#" \
+      "$REPO/conf-examples/slurm.conf.fragment" | grep -v '^#'
+    # A partition that lets two jobs share a node (the busy-node test).
+    echo "PartitionName=shared Nodes=n[1-$E2E_NODES] OverSubscribe=NO MaxTime=INFINITE State=UP"
+  } > "$C/etc-slurm/slurm.conf"
+
+  for i in $(seq 1 "$E2E_NODES"); do
+    local d=$C/nodes/n$i
+    mkdir -p "$d"/{etc-imex,run-imex,run-slurm-imex,var-lib,dev-channels,hw}
+    sed -e "s#^LOG_FILE_NAME=.*#LOG_FILE_NAME=/run/nvidia-imex/nvidia-imex.log#" \
+      "$REPO/conf-examples/nvidia-imex-config.cfg" > "$d/etc-imex/config.cfg"
+    : > "$d/etc-imex/nodes_config.cfg"
+    printf 'Character devices:\n  1 mem\n195 nvidia\n195 nvidiactl\n%d nvidia-caps-imex-channels\n\nBlock devices:\n  7 loop\n' \
+      "$CHANNEL_MAJOR" > "$d/hw/proc-devices"
+    : > "$d/hw/kmsg"
+    # A channel node that must never be visible inside a job (the driver's channel0).
+    mknod "$d/dev-channels/channel0" c "$CHANNEL_MAJOR" 0 2>/dev/null || touch "$d/dev-channels/channel0"
+    chmod 666 "$d/dev-channels/channel0"
+  done
+  id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
+}
+
+cluster_up() {
+  local i
+  ip link add "$BR" type bridge
+  ip addr add "$NET.1/24" dev "$BR"
+  ip link set "$BR" up
+  for i in $(seq 1 "$E2E_NODES"); do
+    ip netns add "imex-n$i"
+    ip link add "vh$i" type veth peer name "vn$i"
+    ip link set "vn$i" netns "imex-n$i"
+    ip link set "vh$i" master "$BR"
+    ip link set "vh$i" up
+    ip -n "imex-n$i" addr add "$(node_ip "$i")/24" dev "vn$i"
+    ip -n "imex-n$i" link set "vn$i" up
+    ip -n "imex-n$i" link set lo up
+  done
+  # Host mount points for the per-node bind mounts.
+  mkdir -p /etc/nvidia-imex /run/nvidia-imex /run/slurm-imex /var/lib/slurm-imex \
+           /dev/nvidia-caps-imex-channels /run/fakehw /etc/slurm
+
+  mkdir -p /run/munge && chown munge:munge /run/munge
+  if ! { [ -f /run/munge/munged.pid ] && kill -0 "$(cat /run/munge/munged.pid)" 2>/dev/null; }; then
+    runuser -u munge -- /usr/sbin/munged --force
+    cp /run/munge/munged.pid "$C/run/munged.started-by-us"
+  fi
+  slurmctld -f "$SLURM_CONF" -c
+  for i in $(seq 1 "$E2E_NODES"); do
+    local d=$C/nodes/n$i
+    mkdir -p "$C/spool/n$i"
+    nsenter --net="/run/netns/imex-n$i" -- unshare --mount --uts --propagation private -- /bin/sh -c "
+      set -e
+      mount --bind '$C/etc-slurm' /etc/slurm
+      mount --bind '$d/etc-imex' /etc/nvidia-imex
+      mount --bind '$d/run-imex' /run/nvidia-imex
+      mount --bind '$d/run-slurm-imex' /run/slurm-imex
+      mount --bind '$d/var-lib' /var/lib/slurm-imex
+      mount --bind '$d/dev-channels' /dev/nvidia-caps-imex-channels
+      mount --bind '$d/hw' /run/fakehw
+      hostname n$i
+      exec slurmd -f '$SLURM_CONF'"
+  done
+  for i in $(seq 1 300); do
+    [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = "$E2E_NODES" ] && return 0
+    sleep 0.1
+  done
+  echo "cluster_up: nodes did not become idle; see $C/log" >&2
+  sinfo -N >&2 || true
+  return 1
+}
+
+# Stop what cluster_up started, by PID, and say if anything was left over.
+cluster_down() {
+  local f pid i leftovers=0
+  squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null || true
+  for f in "$C"/run/slurmd-*.pid "$C/run/slurmctld.pid"; do
+    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
+  for f in "$C"/run/slurmd-*.pid "$C/run/slurmctld.pid"; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  for f in "$C"/nodes/*/run-slurm-imex/nvidia-imex.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "cluster_down: nvidia-imex pid $pid was still running ($f); killing it" >&2
+      kill -9 "$pid" 2>/dev/null || true
+      leftovers=1
+    fi
+  done
+  if [ -f "$C/run/munged.started-by-us" ]; then
+    kill "$(cat "$C/run/munged.started-by-us")" 2>/dev/null || true
+    rm -f "$C/run/munged.started-by-us"
+  fi
+  for i in $(seq 1 "$E2E_NODES"); do ip netns del "imex-n$i" 2>/dev/null || true; done
+  ip link del "$BR" 2>/dev/null || true
+  return $leftovers
+}

@@ -1,0 +1,89 @@
+# shellcheck shell=bash
+# Assertions and Slurm helpers for the end-to-end tests.
+
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+CURRENT_TEST=""
+CURRENT_OK=1
+
+fail() { echo "    FAIL: $*"; CURRENT_OK=0; }
+expect_eq() { # actual expected what
+  if [ "$1" != "$2" ]; then fail "$3: expected [$2], got [$1]"; fi
+}
+expect_contains() { # haystack needle what
+  case "$1" in *"$2"*) ;; *) fail "$3: [$2] not found in: $(echo "$1" | head -c 600)";; esac
+}
+expect_not_contains() {
+  case "$1" in *"$2"*) fail "$3: [$2] unexpectedly found in: $(echo "$1" | head -c 600)";; esac
+}
+
+run_test() {
+  CURRENT_TEST=$1
+  CURRENT_OK=1
+  echo "--- $1"
+  reset_nodes
+  local start=$SECONDS
+  "$1"
+  if [ "$CURRENT_OK" = 1 ]; then
+    PASSED=$((PASSED + 1)); echo "    ok ($((SECONDS - start)) s)"
+  else
+    FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); echo "    FAILED ($((SECONDS - start)) s)"
+  fi
+}
+
+job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+job_state() { job_field "$1" JobState; }
+
+# Wait until the job reaches one of the given states; prints the state.
+wait_job() { # id timeout_s state...
+  local id=$1 t=$2; shift 2
+  local s i
+  for i in $(seq 1 $((t * 10))); do
+    s=$(job_state "$id")
+    for want in "$@"; do [ "$s" = "$want" ] && { echo "$s"; return 0; }; done
+    sleep 0.1
+  done
+  echo "${s:-UNKNOWN}"
+  return 1
+}
+wait_done() { wait_job "$1" "${2:-60}" COMPLETED FAILED CANCELLED TIMEOUT NODE_FAIL OUT_OF_MEMORY BOOT_FAIL DEADLINE PREEMPTED; }
+
+node_state() { sinfo -h -N -n "$1" -o %T | head -1; }
+node_reason() { scontrol show node "$1" | sed -n 's/.*Reason=\(.*\)/\1/p' | head -1; }
+
+# Wait until no job holds the node and its epilog is over.
+wait_node_free() { # node timeout
+  local i s
+  for i in $(seq 1 $(( ${2:-30} * 10 ))); do
+    s=$(node_state "$1")
+    case "$s" in idle|drained|down|"drained*"|"down*") return 0;; esac
+    sleep 0.1
+  done
+  return 1
+}
+
+reset_nodes() {
+  local i
+  for i in $(seq 1 "$E2E_NODES"); do
+    rm -f "$C/nodes/n$i/run-imex/fake-fault"
+    case "$(node_state "n$i")" in
+      drain*|down*|fail*) scontrol update nodename="n$i" state=resume 2>/dev/null || true;;
+    esac
+  done
+  for i in $(seq 1 "$E2E_NODES"); do wait_node_free "n$i" 30 || echo "    (n$i not free: $(node_state "n$i"))"; done
+}
+
+# The idle contract of the epilog on node N.
+expect_idle() {
+  local n=$1 d=$C/nodes/n$1
+  expect_eq "$(cat "$d/etc-imex/nodes_config.cfg")" "" "n$n nodes_config.cfg empty after the job"
+  [ -e "$d/run-slurm-imex/domain.owner" ] && fail "n$n still has a domain owner: $(cat "$d/run-slurm-imex/domain.owner")"
+  [ -e "$d/run-slurm-imex/nvidia-imex.cfg" ] && fail "n$n still has the per-job daemon config"
+  [ -e "$d/run-slurm-imex/nvidia-imex.pid" ] && fail "n$n still has a daemon pid file"
+  [ -n "$(ls -A "$d/run-slurm-imex/jobs" 2>/dev/null)" ] && fail "n$n still has job records: $(ls "$d/run-slurm-imex/jobs")"
+  in_node "$n" "$C/bin/nvidia-imex-ctl" -c /etc/nvidia-imex/config.cfg -q >/dev/null 2>&1 && fail "n$n: an IMEX daemon still answers"
+  return 0
+}
+
+channel_for() { echo $(( 1 + $1 % 2047 )); }

@@ -1,0 +1,210 @@
+#!/bin/bash
+# End-to-end tests of slurm-imex on a real Slurm 22.05 cluster of
+# $E2E_NODES nodes (tests/e2e/cluster.sh). Needs root. Prints
+# "e2e: N passed, M failed" and exits non-zero on any failure.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+BIN=${BIN:-$REPO/target/release}
+source "$HERE/cluster.sh"
+source "$HERE/lib.sh"
+
+# The script every --imex test job runs on each node: one line of facts.
+REPORT='echo "NODE=$(hostname) CH=${SLURM_IMEX_CHANNEL:-none} NV=${NVIDIA_IMEX_CHANNELS:-none} LS=[$(ls -A /dev/nvidia-caps-imex-channels | tr "\n" " ")] STAT=[$(stat -c "%F:%Hr:%Lr:%U:%a" /dev/nvidia-caps-imex-channels/* 2>/dev/null | tr "\n" " ")]"'
+
+submit() { # extra sbatch args..., last arg is the script body
+  local body=${*: -1}
+  local args=("${@:1:$#-1}")
+  local script; script=$(mktemp "$C/out/job.XXXXXX.sh")
+  printf '#!/bin/bash\n%s\n' "$body" > "$script"
+  chmod 755 "$script"
+  as_user sbatch --parsable -o "$C/out/%j.out" -e "$C/out/%j.err" "${args[@]}" "$script"
+}
+hold_until_released='for i in $(seq 1 600); do [ -e '"$C"'/out/release-$SLURM_JOB_ID ] && break; sleep 0.1; done'
+release() { touch "$C/out/release-$1"; }
+
+test_imex_job_gets_private_channel_and_domain() {
+  local id
+  id=$(submit -N3 --imex "srun -N3 --ntasks-per-node=1 bash -c '$REPORT'
+$hold_until_released") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_job "$id" 30 RUNNING)" RUNNING "job $id running"
+  local ch; ch=$(channel_for "$id")
+  # While the job runs: identical nodes_config with exactly the job's 3 addresses, domain UP.
+  local want; want=$(printf '%s\n%s\n%s' "$(node_ip 1)" "$(node_ip 2)" "$(node_ip 3)")
+  local i; for i in 1 2 3; do
+    expect_eq "$(cat "$C/nodes/n$i/etc-imex/nodes_config.cfg")" "$want" "n$i nodes_config.cfg"
+    local js; js=$(in_node "$i" "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)
+    expect_contains "$js" '"status":"UP"' "n$i domain state"
+    expect_eq "$(grep -c "" <<<"$(grep -o '"status":"READY"' <<<"$js")")" 3 "n$i sees 3 READY nodes"
+    expect_eq "$(grep '^SERVER_PORT=' "$C/nodes/n$i/run-slurm-imex/nvidia-imex.cfg")" "SERVER_PORT=$((33792 + id % 16384))" "n$i per-job SERVER_PORT"
+  done
+  cmp -s "$C/nodes/n1/etc-imex/nodes_config.cfg" "$C/nodes/n3/etc-imex/nodes_config.cfg" || fail "nodes_config differs between n1 and n3"
+  release "$id"
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  local out; out=$(cat "$C/out/$id.out" "$C/out/$id.err")
+  expect_eq "$(grep -c '^NODE=' <<<"$out")" 3 "one report per node"
+  for i in 1 2 3; do
+    local line; line=$(grep "^NODE=n$i " <<<"$out")
+    expect_contains "$line" "CH=$ch NV=$ch " "n$i SLURM_IMEX_CHANNEL and NVIDIA_IMEX_CHANNELS"
+    expect_contains "$line" "LS=[channel$ch ]" "n$i sees only channel$ch"
+    expect_contains "$line" "STAT=[character special file:$CHANNEL_MAJOR:$ch:$TEST_USER:600 ]" "n$i channel device"
+  done
+  for i in 1 2 3; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
+test_job_without_imex_sees_no_channel() {
+  local id
+  id=$(submit -N3 "srun -N3 --ntasks-per-node=1 bash -c '$REPORT'") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  local out; out=$(cat "$C/out/$id.out")
+  expect_eq "$(grep -c '^NODE=' <<<"$out")" 3 "one report per node"
+  expect_eq "$(grep -c 'CH=none NV=none LS=\[\] STAT=\[\]' <<<"$out")" 3 "empty channel dir, no channel env: $out"
+  # The host's channel0 is still there; it was only hidden.
+  [ -e "$C/nodes/n1/dev-channels/channel0" ] || fail "host channel0 vanished"
+}
+
+test_peer_that_never_connects_fails_job_without_draining() {
+  echo "MODE=unreachable" > "$C/nodes/n3/run-imex/fake-fault"
+  local id
+  id=$(submit -N3 --imex "srun -N3 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
+  local err; err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "n3 ($(node_ip 3))" "message names the peer"
+  expect_contains "$err" "never became ready" "message says why"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job script did not run"
+  local i; for i in 1 2 3; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
+    expect_idle "$i"
+  done
+}
+
+test_local_daemon_crash_drains_only_its_node() {
+  echo "MODE=crash" > "$C/nodes/n2/run-imex/fake-fault"
+  local id
+  id=$(submit -N3 --imex "srun -N3 true") || { fail "sbatch failed"; return; }
+  local i s
+  for i in $(seq 1 200); do
+    s=$(node_state n2); case "$s" in drain*) break;; esac; sleep 0.1
+  done
+  case "$(node_state n2)" in drain*) ;; *) fail "n2 not drained: $(node_state n2)";; esac
+  expect_contains "$(node_reason n2)" "rolog" "n2 drain reason"
+  # The job goes back to the queue (held) rather than running on a broken node.
+  s=$(wait_job "$id" 30 PENDING)
+  expect_eq "$s" PENDING "job $id requeued"
+  scancel "$id"
+  for i in 1 3; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "healthy n$i drained: $(node_reason "n$i")";; esac
+    expect_idle "$i"
+  done
+  grep -q "crashing at start" "$C/nodes/n2/run-imex/nvidia-imex.log" || fail "n2 daemon log lacks the crash"
+}
+
+test_misuse_is_rejected_at_submission() {
+  local before out rc
+  before=$(squeue -h | wc -l)
+  out=$(submit --imex=foo "true" 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "sbatch --imex=foo succeeded"
+  expect_contains "$out" "imex" "error names the option"
+  out=$(SLURM_SPANK__SLURM_SPANK_OPTION_imex_imex=foo submit "true" 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "--imex with a value through the environment was accepted"
+  expect_contains "$out" "--imex takes no value" "env misuse message"
+  expect_eq "$(echo "$out" | grep -c 'imex: ')" 1 "one error line"
+  expect_eq "$(squeue -h | wc -l)" "$before" "nothing was submitted"
+  local help; help=$(as_user sbatch --help; as_user salloc --help; as_user srun --help)
+  expect_eq "$(grep -c -- '--imex ' <<<"$help")" 3 "--imex listed in sbatch, salloc and srun --help"
+}
+
+test_second_imex_job_on_busy_node_is_refused() {
+  local a b
+  a=$(submit -p shared -w n1 -N1 -n1 --imex "$hold_until_released; srun true && echo A-OK") || { fail "sbatch A"; return; }
+  expect_eq "$(wait_job "$a" 30 RUNNING)" RUNNING "job A running"
+  b=$(submit -p shared -w n1 -N1 -n1 --imex "echo SHOULD-NOT-RUN") || { fail "sbatch B"; return; }
+  expect_eq "$(wait_done "$b" 60)" FAILED "job B final state"
+  expect_contains "$(cat "$C/out/$b.err" "$C/out/$b.out")" "already serves the IMEX domain of job $a" "job B message"
+  expect_eq "$(job_state "$a")" RUNNING "job A still running"
+  expect_eq "$(cat "$C/nodes/n1/run-slurm-imex/domain.owner")" "$a" "n1 domain still owned by A"
+  expect_eq "$(cat "$C/nodes/n1/etc-imex/nodes_config.cfg")" "$(node_ip 1)" "A's nodes_config intact"
+  expect_contains "$(in_node 1 "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)" '"status":"UP"' "A's domain still UP"
+  release "$a"
+  expect_eq "$(wait_done "$a")" COMPLETED "job A final state"
+  expect_contains "$(cat "$C/out/$a.out")" "A-OK" "job A's step ran after B was refused"
+  case "$(node_state n1)" in drain*|down*) fail "n1 drained";; esac
+  wait_node_free n1; expect_idle 1
+}
+
+test_srun_imex_inside_salloc() {
+  local out rc ch
+  out=$(as_user salloc -N2 --imex srun -N2 --ntasks-per-node=1 bash -c "$REPORT" 2>&1); rc=$?
+  expect_eq "$rc" 0 "salloc --imex + srun exit code ($out)"
+  expect_eq "$(grep -c "^NODE=" <<<"$out")" 2 "two reports"
+  ch=$(grep -o 'CH=[0-9]*' <<<"$out" | sort -u)
+  expect_eq "$(wc -l <<<"$ch")" 1 "same channel on both nodes"
+  expect_contains "$out" "STAT=[character special file:$CHANNEL_MAJOR:${ch#CH=}:$TEST_USER:600 ]" "channel device in salloc"
+  # srun --imex in an allocation made without --imex: a clear error, no hang.
+  out=$(as_user timeout 60 salloc -N1 srun --imex true 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "srun --imex without an --imex allocation succeeded"
+  expect_contains "$out" "allocation was made without --imex" "message says what to do"
+  local i; for i in 1 2 3; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
+test_epilog_is_idempotent_without_prolog() {
+  # The epilog on a node where no prolog ran, twice: succeeds and stays idle.
+  local i rc
+  for i in 1 2; do
+    in_node 1 env -i SLURM_JOB_ID=999999 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SPANK_IMEX=1 \
+      "$C/bin/slurm-imex-epilog" >/dev/null 2>&1; rc=$?
+    expect_eq "$rc" 0 "epilog run $i exit code"
+  done
+  expect_idle 1
+}
+
+test_prolog_killed_midway_then_epilog_restores_idle() {
+  # A prolog killed while waiting for a domain that can never form (peer n2
+  # has no daemon), then the epilog: the node must return to idle.
+  in_node 1 env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
+    "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
+  local pid=$! i
+  for i in $(seq 1 50); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
+  [ -s "$C/nodes/n1/etc-imex/nodes_config.cfg" ] || fail "prolog did not get as far as writing nodes_config"
+  kill -9 "$pid"; wait "$pid" 2>/dev/null
+  in_node 1 env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
+    "$C/bin/slurm-imex-epilog"
+  expect_eq "$?" 0 "epilog exit code"
+  expect_idle 1
+}
+
+main() {
+  [ "$(id -u)" = 0 ] || { echo "e2e: must run as root" >&2; exit 1; }
+  for f in slurm-imex-prolog slurm-imex-epilog nvidia-imex nvidia-imex-ctl libspank_imex.so; do
+    [ -e "$BIN/$f" ] || { echo "e2e: $BIN/$f missing: run cargo build --release --workspace" >&2; exit 1; }
+  done
+  cluster_down >/dev/null 2>&1 || true
+  cluster_install "$BIN" || exit 1
+  local t0=$SECONDS
+  if ! cluster_up; then cluster_down; exit 1; fi
+  echo "cluster of $E2E_NODES nodes up in $((SECONDS - t0)) s"
+  local tests=(
+    test_imex_job_gets_private_channel_and_domain
+    test_job_without_imex_sees_no_channel
+    test_misuse_is_rejected_at_submission
+    test_srun_imex_inside_salloc
+    test_second_imex_job_on_busy_node_is_refused
+    test_peer_that_never_connects_fails_job_without_draining
+    test_local_daemon_crash_drains_only_its_node
+    test_epilog_is_idempotent_without_prolog
+    test_prolog_killed_midway_then_epilog_restores_idle
+  )
+  local t
+  for t in "${tests[@]}"; do
+    if [ -n "${E2E_ONLY:-}" ] && [[ "$t" != *"$E2E_ONLY"* ]]; then continue; fi
+    run_test "$t"
+  done
+  cluster_down || { FAILED=$((FAILED + 1)); FAILED_NAMES+=(cluster_down_leftovers); }
+  echo "e2e run time: $((SECONDS - t0)) s"
+  [ ${#FAILED_NAMES[@]} -gt 0 ] && echo "failed: ${FAILED_NAMES[*]}"
+  echo "e2e: $PASSED passed, $FAILED failed"
+  [ "$FAILED" = 0 ]
+}
+main "$@"

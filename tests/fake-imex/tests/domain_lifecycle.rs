@@ -1,0 +1,224 @@
+//! The prolog/epilog domain lifecycle (slurm_imex_core::imex::domain) driven
+//! against the fake nvidia-imex on loopback, one node: readiness, blame for
+//! each kind of failure, ownership, and idempotent teardown.
+
+use slurm_imex_core::config::Config;
+use slurm_imex_core::imex::domain::{setup, teardown, SetupOutcome, TeardownOutcome};
+use slurm_imex_core::imex::job_record::{Outcome, StateDir};
+use slurm_imex_core::slurm_env::JobEnv;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The fake daemon is single-instance per run dir and the env is per
+/// process, so these tests take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+struct Node {
+    dir: tempfile::TempDir,
+    config: Config,
+}
+
+impl Node {
+    fn new(cmd_port: u16, extra_base: &str) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::create_dir_all(p("run-imex")).unwrap();
+        std::env::set_var("FAKE_IMEX_RUN_DIR", p("run-imex"));
+        std::fs::write(
+            p("proc-devices"),
+            "Character devices:\n195 nvidia\n507 nvidia-caps-imex-channels\n",
+        )
+        .unwrap();
+        std::fs::write(p("map.toml"), "n1 = \"127.0.0.1\"\nn2 = \"127.0.0.2\"\n").unwrap();
+        std::fs::write(
+            p("base.cfg"),
+            format!(
+                "LOG_FILE_NAME={}\nDAEMONIZE=1\nSERVER_PORT=50000\nIMEX_CMD_ENABLED=1\nIMEX_CMD_PORT={cmd_port}\n{extra_base}",
+                p("imex.log").display()
+            ),
+        )
+        .unwrap();
+        let toml = format!(
+            r#"[imex]
+proc_devices = "{pd}"
+state_dir = "{state}"
+ready_timeout = "1500ms"
+ready_poll_max = "100ms"
+[imex.daemon]
+manager = "process"
+binary = "{bin}"
+ctl = "{ctl}"
+base_config = "{base}"
+nodes_config = "{nodes}"
+job_config = "{job}"
+stop_timeout = "2s"
+[imex.addresses]
+source = "map"
+map_file = "{map}"
+"#,
+            pd = p("proc-devices").display(),
+            state = p("state").display(),
+            bin = env!("CARGO_BIN_EXE_nvidia-imex"),
+            ctl = env!("CARGO_BIN_EXE_nvidia-imex-ctl"),
+            base = p("base.cfg").display(),
+            nodes = p("nodes_config.cfg").display(),
+            job = p("job.cfg").display(),
+            map = p("map.toml").display(),
+        );
+        let config = Config::parse(&toml, Path::new("test.toml")).unwrap();
+        Node { dir, config }
+    }
+
+    fn path(&self, n: &str) -> PathBuf {
+        self.dir.path().join(n)
+    }
+
+    fn fault(&self, text: &str) {
+        std::fs::write(self.path("run-imex/fake-fault"), text).unwrap();
+    }
+
+    fn job(&self, id: u32, nodes: &str) -> JobEnv {
+        JobEnv {
+            job_id: id,
+            node_name: "n1".into(),
+            node_list: nodes.into(),
+            uid: Some(1000),
+            user: None,
+            imex_requested: true,
+            gpus: None,
+        }
+    }
+
+    fn daemon_answers(&self) -> bool {
+        std::process::Command::new(env!("CARGO_BIN_EXE_nvidia-imex-ctl"))
+            .args(["-c", self.path("base.cfg").to_str().unwrap(), "-q"])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    }
+
+    fn assert_idle(&self) {
+        assert_eq!(std::fs::read_to_string(self.path("nodes_config.cfg")).unwrap(), "");
+        assert!(!self.path("job.cfg").exists(), "per-job daemon config left behind");
+        assert!(!self.path("state/nvidia-imex.pid").exists(), "pid file left behind");
+        assert!(!self.path("state/domain.owner").exists(), "owner left behind");
+        assert!(!self.daemon_answers(), "daemon still running");
+    }
+}
+
+#[test]
+fn ready_domain_then_teardown_twice() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(46001, "");
+    let job = node.job(4242, "n1");
+    let outcome = setup(&job, &node.config);
+    let SetupOutcome::Ready { channel, .. } = outcome else { panic!("{outcome:?}") };
+    assert_eq!(channel, 1 + 4242 % 2047);
+    assert_eq!(std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(), "127.0.0.1\n");
+    let rendered = std::fs::read_to_string(node.path("job.cfg")).unwrap();
+    assert!(rendered.contains(&format!("SERVER_PORT={}", 33792 + 4242)), "{rendered}");
+    assert!(rendered.contains("DAEMONIZE=0"));
+    assert!(rendered.contains(&format!("IMEX_NODE_CONFIG_FILE={}", node.path("nodes_config.cfg").display())));
+    // The admin's base config is never modified.
+    assert!(std::fs::read_to_string(node.path("base.cfg")).unwrap().contains("SERVER_PORT=50000"));
+    let state = StateDir::new(&node.config.imex.state_dir);
+    assert!(matches!(state.read_record(4242).unwrap().unwrap().outcome, Outcome::Ready { .. }));
+    assert!(node.daemon_answers());
+
+    assert_eq!(teardown(4242, &node.config).unwrap(), TeardownOutcome::TornDown);
+    node.assert_idle();
+    assert_eq!(state.read_record(4242).unwrap(), None);
+    assert_eq!(teardown(4242, &node.config).unwrap(), TeardownOutcome::AlreadyIdle);
+    node.assert_idle();
+}
+
+#[test]
+fn daemon_exiting_at_start_is_a_node_fault_with_its_log() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(46002, "");
+    node.fault("MODE=exit\nEXIT_CODE=3\n");
+    let outcome = setup(&node.job(100, "n1"), &node.config);
+    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
+    assert!(msg.contains("exited with status 3"), "{msg}");
+    assert!(msg.contains("fake fault injection"), "log tail missing: {msg}");
+    assert!(!msg.contains('\n'));
+    teardown(100, &node.config).unwrap();
+    node.assert_idle();
+}
+
+#[test]
+fn local_daemon_never_ready_is_a_node_fault() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(46003, "");
+    node.fault("MODE=never-ready\n");
+    let outcome = setup(&node.job(101, "n1"), &node.config);
+    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
+    assert!(msg.contains("not READY after 1s 500ms") && msg.contains("INITIALIZING"), "{msg}");
+    teardown(101, &node.config).unwrap();
+    node.assert_idle();
+}
+
+#[test]
+fn missing_peer_is_a_job_failure_naming_it() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(46004, "");
+    let outcome = setup(&node.job(102, "n[1-2]"), &node.config);
+    let SetupOutcome::JobFailure(msg) = outcome else { panic!("{outcome:?}") };
+    assert!(msg.contains("n2 (127.0.0.2)"), "{msg}");
+    assert!(!msg.contains("n1 (127.0.0.1)"), "{msg}");
+    assert_eq!(
+        std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
+        "127.0.0.1\n127.0.0.2\n"
+    );
+    let state = StateDir::new(&node.config.imex.state_dir);
+    match state.read_record(102).unwrap().unwrap().outcome {
+        Outcome::Failed { node_fault, cause } => assert!(!node_fault && cause == msg),
+        o => panic!("{o:?}"),
+    }
+    teardown(102, &node.config).unwrap();
+    node.assert_idle();
+}
+
+#[test]
+fn busy_node_refuses_second_job_and_keeps_the_first() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(46005, "");
+    assert!(matches!(setup(&node.job(200, "n1"), &node.config), SetupOutcome::Ready { .. }));
+    let outcome = setup(&node.job(201, "n1"), &node.config);
+    let SetupOutcome::JobFailure(msg) = outcome else { panic!("{outcome:?}") };
+    assert!(msg.contains("already serves the IMEX domain of job 200"), "{msg}");
+    // The refused job's epilog leaves job 200's domain alone.
+    assert_eq!(teardown(201, &node.config).unwrap(), TeardownOutcome::LeftToOwner(200));
+    assert!(node.daemon_answers());
+    assert_eq!(std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(), "127.0.0.1\n");
+    assert_eq!(teardown(200, &node.config).unwrap(), TeardownOutcome::TornDown);
+    node.assert_idle();
+}
+
+#[test]
+fn node_problems_are_node_faults_with_what_to_do() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(46006, "IMEX_CMD_ENABLED=0\n");
+    let outcome = setup(&node.job(300, "n1"), &node.config);
+    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
+    assert!(msg.contains("set IMEX_CMD_ENABLED=1"), "{msg}");
+    teardown(300, &node.config).unwrap();
+
+    std::fs::write(node.path("proc-devices"), "Character devices:\n195 nvidia\n").unwrap();
+    let outcome = setup(&node.job(301, "n1"), &node.config);
+    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
+    assert!(msg.contains("IMEX channel device missing on n1"), "{msg}");
+    teardown(301, &node.config).unwrap();
+    node.assert_idle();
+}
+
+#[test]
+fn unknown_node_address_is_a_job_failure() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(46007, "");
+    let outcome = setup(&node.job(400, "n1,gb-r9-01"), &node.config);
+    let SetupOutcome::JobFailure(msg) = outcome else { panic!("{outcome:?}") };
+    assert!(msg.contains("gb-r9-01") && msg.contains("map.toml"), "{msg}");
+    teardown(400, &node.config).unwrap();
+    node.assert_idle();
+}
