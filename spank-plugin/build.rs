@@ -22,7 +22,8 @@ fn main() {
                 })
         })
         .unwrap_or(0x160508);
-    let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("slurm_version.rs");
+    let out =
+        PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("slurm_version.rs");
     fs::write(
         out,
         format!("/// Slurm version (0xMMmmpp) this plugin was built for.\npub const TARGET_SLURM_VERSION: u32 = {version:#x};\n"),

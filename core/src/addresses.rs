@@ -36,7 +36,10 @@ pub fn resolve_all(
                     detail: format!("not listed in {}", cfg.map_file.display()),
                 }));
             }
-            Ok(Ok(nodes.iter().map(|n| map[n.as_str()].to_string()).collect()))
+            Ok(Ok(nodes
+                .iter()
+                .map(|n| map[n.as_str()].to_string())
+                .collect()))
         }
         AddressSource::Dns => {
             let mut out = Vec::with_capacity(nodes.len());
@@ -127,7 +130,10 @@ mod tests {
         std::fs::write(&m, "n1 = \"10.0.0.1\"\nn2 = \"fd00::2\"\n").unwrap();
         let c = cfg(AddressSource::Map, &m);
         let nodes = vec!["n2".to_string(), "n1".to_string()];
-        assert_eq!(resolve_all(&nodes, &c).unwrap().unwrap(), ["fd00::2", "10.0.0.1"]);
+        assert_eq!(
+            resolve_all(&nodes, &c).unwrap().unwrap(),
+            ["fd00::2", "10.0.0.1"]
+        );
         let nodes = vec!["n1".to_string(), "n9".to_string()];
         let u = resolve_all(&nodes, &c).unwrap().unwrap_err();
         assert_eq!(u.nodes, ["n9"]);
@@ -148,7 +154,10 @@ mod tests {
         std::fs::write(&m, "n1 = \n").unwrap();
         let e = resolve_all(&["n1".into()], &cfg(AddressSource::Map, &m)).unwrap_err();
         assert!(e.to_string().contains("map.toml:1"), "{e}");
-        let e = resolve_all(&["n1".into()], &cfg(AddressSource::Map, &d.path().join("x")));
+        let e = resolve_all(
+            &["n1".into()],
+            &cfg(AddressSource::Map, &d.path().join("x")),
+        );
         assert!(e.unwrap_err().to_string().contains("map_file"));
     }
 
@@ -159,9 +168,14 @@ mod tests {
             resolve_all(&["localhost".into()], &c).unwrap().unwrap(),
             ["127.0.0.1"]
         );
-        let u = resolve_all(&["no-such-host.invalid".into()], &c).unwrap().unwrap_err();
+        let u = resolve_all(&["no-such-host.invalid".into()], &c)
+            .unwrap()
+            .unwrap_err();
         assert_eq!(u.nodes, ["no-such-host.invalid"]);
         let c = cfg(AddressSource::Hostname, Path::new("/x"));
-        assert_eq!(resolve_all(&["gb-01".into()], &c).unwrap().unwrap(), ["gb-01"]);
+        assert_eq!(
+            resolve_all(&["gb-01".into()], &c).unwrap().unwrap(),
+            ["gb-01"]
+        );
     }
 }

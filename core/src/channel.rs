@@ -103,7 +103,11 @@ pub fn isolate_channel_dir(dir: &Path, grant: Option<&ChannelGrant>) -> Result<(
         MsFlags::MS_SLAVE | MsFlags::MS_REC,
         None::<&str>,
     )
-    .map_err(|e| Error::new(format!("cannot make / a slave mount in the task namespace: {e}")))?;
+    .map_err(|e| {
+        Error::new(format!(
+            "cannot make / a slave mount in the task namespace: {e}"
+        ))
+    })?;
     mount(
         Some("tmpfs"),
         dir,
@@ -111,7 +115,12 @@ pub fn isolate_channel_dir(dir: &Path, grant: Option<&ChannelGrant>) -> Result<(
         MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
         Some("mode=0755,size=4k,nr_inodes=16"),
     )
-    .map_err(|e| Error::new(format!("cannot mount a private tmpfs on {}: {e}", dir.display())))?;
+    .map_err(|e| {
+        Error::new(format!(
+            "cannot mount a private tmpfs on {}: {e}",
+            dir.display()
+        ))
+    })?;
     if let Some(g) = grant {
         let path = g.device_path(dir);
         mknod(
@@ -121,8 +130,12 @@ pub fn isolate_channel_dir(dir: &Path, grant: Option<&ChannelGrant>) -> Result<(
             makedev(g.major as u64, g.channel as u64),
         )
         .map_err(|e| Error::new(format!("mknod {} failed: {e}", path.display())))?;
-        chown(&path, Some(Uid::from_raw(g.uid)), Some(Gid::from_raw(g.gid)))
-            .map_err(|e| Error::new(format!("chown {} failed: {e}", path.display())))?;
+        chown(
+            &path,
+            Some(Uid::from_raw(g.uid)),
+            Some(Gid::from_raw(g.gid)),
+        )
+        .map_err(|e| Error::new(format!("chown {} failed: {e}", path.display())))?;
         // mknod honours the umask; set the mode explicitly.
         nix::sys::stat::fchmodat(
             None,
@@ -167,7 +180,10 @@ mod tests {
         let full = "Character devices:\n  1 mem\n511 nvidia-caps-imex-channels\n\nBlock devices:\n  7 loop\n";
         assert_eq!(parse_channel_major(full), Some(511));
         assert_eq!(parse_channel_major("x nvidia-caps-imex-channels\n"), None);
-        assert_eq!(parse_channel_major("234 nvidia-caps-imex-channels-x\n"), None);
+        assert_eq!(
+            parse_channel_major("234 nvidia-caps-imex-channels-x\n"),
+            None
+        );
         assert_eq!(parse_channel_major(""), None);
     }
 
@@ -177,7 +193,13 @@ mod tests {
         let p = d.path().join("devices");
         std::fs::write(&p, "Character devices:\n195 nvidia\n").unwrap();
         let e = channel_major(&p).unwrap_err().to_string();
-        assert!(e.contains("NVreg_ImexChannelCount") && e.contains("devices"), "{e}");
-        assert!(channel_major(&d.path().join("none")).unwrap_err().to_string().contains("proc_devices"));
+        assert!(
+            e.contains("NVreg_ImexChannelCount") && e.contains("devices"),
+            "{e}"
+        );
+        assert!(channel_major(&d.path().join("none"))
+            .unwrap_err()
+            .to_string()
+            .contains("proc_devices"));
     }
 }

@@ -34,7 +34,7 @@ pub struct ImexConfig {
     pub port_base: u16,
     pub port_span: PortSpan,
     pub ready_timeout: HumanDuration,
-    /// Longest pause between two readiness polls (they start at 20 ms).
+    /// Longest pause between two readiness polls (20 ms for the first second).
     pub ready_poll_max: HumanDuration,
     /// Per-node runtime state: job records, domain owner, pid file.
     pub state_dir: PathBuf,
@@ -329,14 +329,21 @@ mod tests {
         assert_eq!(c.imex.ready_timeout.0, Duration::from_secs(60));
         assert_eq!(c.imex.daemon.manager, DaemonManager::Systemd);
         assert_eq!(c.imex.addresses.source, AddressSource::Dns);
-        assert_eq!(c.database.path, PathBuf::from("/var/lib/slurm-imex/jobs.db"));
+        assert_eq!(
+            c.database.path,
+            PathBuf::from("/var/lib/slurm-imex/jobs.db")
+        );
     }
 
     #[test]
     fn shipped_example_parses_and_equals_defaults() {
         let text = include_str!("../../conf-examples/imex.toml");
         let c = parse(text).unwrap();
-        assert_eq!(c, Config::default(), "conf-examples/imex.toml must document the defaults");
+        assert_eq!(
+            c,
+            Config::default(),
+            "conf-examples/imex.toml must document the defaults"
+        );
     }
 
     #[test]
@@ -365,16 +372,29 @@ mod tests {
 
     #[test]
     fn bad_values_name_line_and_what_to_do() {
-        let e = parse("\n[imex]\nchannel_count = 1\n").unwrap_err().to_string();
+        let e = parse("\n[imex]\nchannel_count = 1\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":3") && e.contains("channel_count = 1"), "{e}");
-        let e = parse("[imex]\nready_timeout = \"soon\"\n").unwrap_err().to_string();
+        let e = parse("[imex]\nready_timeout = \"soon\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":2") && e.contains("not a duration"), "{e}");
-        let e = parse("[imex.daemon]\nmanager = \"upstart\"\n").unwrap_err().to_string();
+        let e = parse("[imex.daemon]\nmanager = \"upstart\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":2") && e.contains("upstart"), "{e}");
-        let e = parse("[imex]\nport_base = 60000\n").unwrap_err().to_string();
+        let e = parse("[imex]\nport_base = 60000\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("port_base") && e.contains("65535"), "{e}");
-        let e = parse("[imex]\nstate_dir = \"run\"\n").unwrap_err().to_string();
-        assert!(e.contains("imex.state_dir") && e.contains("absolute"), "{e}");
+        let e = parse("[imex]\nstate_dir = \"run\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("imex.state_dir") && e.contains("absolute"),
+            "{e}"
+        );
         let e = parse("[imex\n").unwrap_err().to_string();
         assert!(e.contains("imex.toml:1"), "{e}");
     }

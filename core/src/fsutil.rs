@@ -97,7 +97,10 @@ mod tests {
         write_atomic(&p, b"one\n", 0o600).unwrap();
         write_atomic(&p, b"two\n", 0o644).unwrap();
         assert_eq!(fs::read_to_string(&p).unwrap(), "two\n");
-        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
         // No temporary file is left behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }

@@ -230,7 +230,10 @@ mod tests {
     #[test]
     fn expansion_is_bounded() {
         let e = expand("n[1-5000]", 4096).unwrap_err().to_string();
-        assert!(e.contains("more than 4096") && e.contains("max_nodes"), "{e}");
+        assert!(
+            e.contains("more than 4096") && e.contains("max_nodes"),
+            "{e}"
+        );
         let e = expand("a[0-99999]b[0-99999]c[0-99999]", 4096).unwrap_err();
         assert!(e.to_string().contains("more than"));
         assert!(expand("n[1-4096]", 4096).is_ok());

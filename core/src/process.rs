@@ -93,7 +93,12 @@ mod tests {
 
     #[test]
     fn captures_output_and_exit_code() {
-        let o = run_bounded(Path::new("/bin/sh"), &["-c", "echo hi; echo err >&2; exit 3"], Duration::from_secs(5)).unwrap();
+        let o = run_bounded(
+            Path::new("/bin/sh"),
+            &["-c", "echo hi; echo err >&2; exit 3"],
+            Duration::from_secs(5),
+        )
+        .unwrap();
         assert_eq!(o.code, Some(3));
         assert_eq!(o.stdout, "hi\n");
         assert_eq!(o.one_line(), "hi err");
@@ -101,14 +106,20 @@ mod tests {
 
     #[test]
     fn arguments_are_not_interpreted_by_a_shell() {
-        let o = run_bounded(Path::new("/bin/echo"), &["$(id)", ";", "x"], Duration::from_secs(5)).unwrap();
+        let o = run_bounded(
+            Path::new("/bin/echo"),
+            &["$(id)", ";", "x"],
+            Duration::from_secs(5),
+        )
+        .unwrap();
         assert_eq!(o.stdout, "$(id) ; x\n");
     }
 
     #[test]
     fn slow_programs_are_killed() {
         let t = Instant::now();
-        let e = run_bounded(Path::new("/bin/sleep"), &["5"], Duration::from_millis(100)).unwrap_err();
+        let e =
+            run_bounded(Path::new("/bin/sleep"), &["5"], Duration::from_millis(100)).unwrap_err();
         assert!(e.to_string().contains("killed"));
         assert!(t.elapsed() < Duration::from_secs(3));
         assert!(run_bounded(Path::new("/nonexistent"), &[], Duration::from_secs(1)).is_err());

@@ -33,9 +33,10 @@ impl JobEnv {
             })
         };
         let job_id_text = required("SLURM_JOB_ID")?;
-        let job_id = job_id_text.trim().parse::<u32>().map_err(|_| {
-            Error::new(format!("SLURM_JOB_ID=\"{job_id_text}\" is not a job id"))
-        })?;
+        let job_id = job_id_text
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| Error::new(format!("SLURM_JOB_ID=\"{job_id_text}\" is not a job id")))?;
         let node_name = required("SLURMD_NODENAME")?;
         let node_list = get("SLURM_JOB_NODELIST")
             .or_else(|| get("SLURM_NODELIST"))
@@ -43,9 +44,11 @@ impl JobEnv {
             .unwrap_or_else(|| node_name.clone());
         let uid = match get("SLURM_JOB_UID").filter(|v| !v.is_empty()) {
             None => None,
-            Some(v) => Some(v.trim().parse::<u32>().map_err(|_| {
-                Error::new(format!("SLURM_JOB_UID=\"{v}\" is not a uid"))
-            })?),
+            Some(v) => Some(
+                v.trim()
+                    .parse::<u32>()
+                    .map_err(|_| Error::new(format!("SLURM_JOB_UID=\"{v}\" is not a uid")))?,
+            ),
         };
         let gpus = match get("SLURM_JOB_GPUS").filter(|v| !v.trim().is_empty()) {
             None => None,
@@ -74,7 +77,9 @@ fn parse_gpu_indexes(v: &str) -> Result<Vec<u32>> {
     for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let num = |s: &str| {
             s.parse::<u32>().map_err(|_| {
-                Error::new(format!("SLURM_JOB_GPUS=\"{v}\": \"{item}\" is not a GPU index"))
+                Error::new(format!(
+                    "SLURM_JOB_GPUS=\"{v}\": \"{item}\" is not a GPU index"
+                ))
             })
         };
         match item.split_once('-') {
@@ -134,9 +139,17 @@ mod tests {
         assert!(err.contains("SLURM_JOB_ID is not set"), "{err}");
         let err = env(&[("SLURM_JOB_ID", "x1"), ("SLURMD_NODENAME", "n1")]).unwrap_err();
         assert!(err.to_string().contains("SLURM_JOB_ID=\"x1\""));
-        let err = env(&[("SLURM_JOB_ID", "1"), ("SLURMD_NODENAME", "n"), ("SLURM_JOB_GPUS", "0,x")]);
+        let err = env(&[
+            ("SLURM_JOB_ID", "1"),
+            ("SLURMD_NODENAME", "n"),
+            ("SLURM_JOB_GPUS", "0,x"),
+        ]);
         assert!(err.unwrap_err().to_string().contains("SLURM_JOB_GPUS"));
-        let e = env(&[("SLURM_JOB_ID", "1"), ("SLURMD_NODENAME", "n"), ("SPANK_IMEX", "0")]);
+        let e = env(&[
+            ("SLURM_JOB_ID", "1"),
+            ("SLURMD_NODENAME", "n"),
+            ("SPANK_IMEX", "0"),
+        ]);
         assert!(!e.unwrap().imex_requested);
     }
 }

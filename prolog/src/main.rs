@@ -25,7 +25,11 @@ fn main() -> ExitCode {
     };
     match setup(&job, &config) {
         SetupOutcome::Ready { channel, waited } => {
-            tracing::info!(channel, waited_ms = waited.as_millis() as u64, "IMEX domain UP");
+            tracing::info!(
+                channel,
+                waited_ms = waited.as_millis() as u64,
+                "IMEX domain UP"
+            );
             ExitCode::SUCCESS
         }
         SetupOutcome::JobFailure(cause) => {

@@ -55,6 +55,9 @@ mod tests {
         let a = PluginArgs::parse(&["config="]);
         assert!(a.error.is_some());
         let a = PluginArgs::parse(&["config=/nonexistent/imex.toml"]);
-        assert!(a.load_config().unwrap_err().contains("/nonexistent/imex.toml"));
+        assert!(a
+            .load_config()
+            .unwrap_err()
+            .contains("/nonexistent/imex.toml"));
     }
 }

@@ -10,7 +10,10 @@ use slurm_imex_core::imex::job_record::{Outcome, StateDir};
 use slurm_spank::{spank_log_verbose, SpankHandle};
 use std::error::Error;
 
-pub(crate) fn task_init_privileged(args: &PluginArgs, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
+pub(crate) fn task_init_privileged(
+    args: &PluginArgs,
+    spank: &mut SpankHandle,
+) -> Result<(), Box<dyn Error>> {
     let imex = spank.is_option_set(IMEX_OPTION);
     let config = match args.load_config() {
         Ok(c) => c,
@@ -24,9 +27,8 @@ pub(crate) fn task_init_privileged(args: &PluginArgs, spank: &mut SpankHandle) -
     let dir = &config.imex.channel_dir;
     if !imex {
         if config.imex.hide_channels_from_other_jobs {
-            isolate_channel_dir(dir, None).map_err(|e| {
-                format!("imex: cannot hide IMEX channels from this job: {e}")
-            })?;
+            isolate_channel_dir(dir, None)
+                .map_err(|e| format!("imex: cannot hide IMEX channels from this job: {e}"))?;
         }
         return Ok(());
     }
@@ -36,7 +38,9 @@ pub(crate) fn task_init_privileged(args: &PluginArgs, spank: &mut SpankHandle) -
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "this node".into());
     let state = StateDir::new(&config.imex.state_dir);
-    let record = state.read_record(job_id).map_err(|e| format!("imex: {e}"))?;
+    let record = state
+        .read_record(job_id)
+        .map_err(|e| format!("imex: {e}"))?;
     let record = match record {
         None => {
             return Err(format!(

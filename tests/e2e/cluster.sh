@@ -116,6 +116,12 @@ CONF
 
 cluster_up() {
   local i
+  # Leftovers of an interrupted run would make every step below fail.
+  for i in $(seq 1 "$E2E_NODES"); do
+    ip netns del "imex-n$i" 2>/dev/null || true
+    ip link del "vh$i" 2>/dev/null || true
+  done
+  ip link del "$BR" 2>/dev/null || true
   ip link add "$BR" type bridge
   ip addr add "$NET.1/24" dev "$BR"
   ip link set "$BR" up

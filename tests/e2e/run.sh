@@ -22,12 +22,18 @@ submit() { # extra sbatch args..., last arg is the script body
 }
 hold_until_released='for i in $(seq 1 600); do [ -e '"$C"'/out/release-$SLURM_JOB_ID ] && break; sleep 0.1; done'
 release() { touch "$C/out/release-$1"; }
+# Slurm marks a job RUNNING at allocation while prologs may still run on
+# other nodes; a step (srun) starts only once every prolog is done. Test jobs
+# touch this marker after their first step.
+started_marker='touch '"$C"'/out/started-$SLURM_JOB_ID'
+wait_started() { local i; for i in $(seq 1 300); do [ -e "$C/out/started-$1" ] && return 0; sleep 0.1; done; return 1; }
 
 test_imex_job_gets_private_channel_and_domain() {
   local id
   id=$(submit -N3 --imex "srun -N3 --ntasks-per-node=1 bash -c '$REPORT'
+$started_marker
 $hold_until_released") || { fail "sbatch failed"; return; }
-  expect_eq "$(wait_job "$id" 30 RUNNING)" RUNNING "job $id running"
+  wait_started "$id" || fail "job $id never started its step"
   local ch; ch=$(channel_for "$id")
   # While the job runs: identical nodes_config with exactly the job's 3 addresses, domain UP.
   local want; want=$(printf '%s\n%s\n%s' "$(node_ip 1)" "$(node_ip 2)" "$(node_ip 3)")
@@ -118,8 +124,8 @@ test_misuse_is_rejected_at_submission() {
 
 test_second_imex_job_on_busy_node_is_refused() {
   local a b
-  a=$(submit -p shared -w n1 -N1 -n1 --imex "$hold_until_released; srun true && echo A-OK") || { fail "sbatch A"; return; }
-  expect_eq "$(wait_job "$a" 30 RUNNING)" RUNNING "job A running"
+  a=$(submit -p shared -w n1 -N1 -n1 --imex "srun true; $started_marker; $hold_until_released; srun true && echo A-OK") || { fail "sbatch A"; return; }
+  wait_started "$a" || fail "job A never started its step"
   b=$(submit -p shared -w n1 -N1 -n1 --imex "echo SHOULD-NOT-RUN") || { fail "sbatch B"; return; }
   expect_eq "$(wait_done "$b" 60)" FAILED "job B final state"
   expect_contains "$(cat "$C/out/$b.err" "$C/out/$b.out")" "already serves the IMEX domain of job $a" "job B message"

@@ -110,7 +110,8 @@ pub fn parse_domain_text(text: &str) -> Result<DomainStatus> {
             if let Some(Ok(row)) = cells.next().map(|c| c.parse::<usize>()) {
                 let node = status.nodes.entry(row).or_default();
                 for (col, cell) in matrix_columns.iter().zip(cells) {
-                    node.connections.insert(*col, connection_word(cell).to_string());
+                    node.connections
+                        .insert(*col, connection_word(cell).to_string());
                 }
             }
         }
@@ -142,7 +143,10 @@ fn connection_word(cell: &str) -> &'static str {
 fn snippet(text: &str) -> String {
     let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one.len() > 160 {
-        format!("{}…", &one[..one.char_indices().nth(160).map_or(one.len(), |(i, _)| i)])
+        format!(
+            "{}…",
+            &one[..one.char_indices().nth(160).map_or(one.len(), |(i, _)| i)]
+        )
     } else if one.is_empty() {
         "(empty)".to_string()
     } else {
@@ -359,6 +363,9 @@ mod tests {
         for b in &blocks[1..] {
             assert_eq!(parse_query(b), None, "{b}");
         }
-        assert_eq!(parse_query("WAITING_FOR_PEERS\n"), Some("WAITING_FOR_PEERS".into()));
+        assert_eq!(
+            parse_query("WAITING_FOR_PEERS\n"),
+            Some("WAITING_FOR_PEERS".into())
+        );
     }
 }

@@ -50,10 +50,10 @@ impl DaemonConfigFile {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.lines
             .iter()
+            .rev()
             .filter_map(|l| split_key_value(l))
-            .filter(|(k, _)| *k == key)
+            .find(|(k, _)| *k == key)
             .map(|(_, v)| v)
-            .last()
     }
 
     /// `IMEX_CMD_PORT`, defaulted; a non-numeric value is an error naming the file.
@@ -161,8 +161,12 @@ mod tests {
         let c = DaemonConfigFile::parse("IMEX_CMD_PORT=1\n #x\n IMEX_CMD_PORT = 2 \n");
         assert_eq!(c.cmd_port(Path::new("c")).unwrap(), 2);
         let c = DaemonConfigFile::parse("IMEX_CMD_PORT=abc\n");
-        let e = c.cmd_port(Path::new("/etc/nvidia-imex/config.cfg")).unwrap_err();
-        assert!(e.to_string().contains("/etc/nvidia-imex/config.cfg: IMEX_CMD_PORT=abc"));
+        let e = c
+            .cmd_port(Path::new("/etc/nvidia-imex/config.cfg"))
+            .unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("/etc/nvidia-imex/config.cfg: IMEX_CMD_PORT=abc"));
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! (the prolog fails, Slurm drains the node); anything else is recorded for
 //! the SPANK plugin, which fails the job and leaves the node up.
 
+use crate::addresses;
+use crate::bail;
 use crate::channel::{channel_for_job, channel_major};
 use crate::config::{Config, DaemonManager};
 use crate::error::{Error, Result};
@@ -15,8 +17,6 @@ use crate::imex::job_record::{JobRecord, Outcome, StateDir};
 use crate::imex::manager::{Liveness, Manager};
 use crate::imex::port::server_port;
 use crate::slurm_env::JobEnv;
-use crate::addresses;
-use crate::bail;
 use std::time::{Duration, Instant};
 
 /// What the prolog concluded.
@@ -162,15 +162,18 @@ fn setup_inner(
     };
 
     let deadline = started + imex.ready_timeout.0;
+    // Poll every 20 ms for the first second (domains of healthy nodes form
+    // in a few hundred ms), then back off exponentially to ready_poll_max.
+    let fast_phase = Duration::from_secs(1);
     let mut pause = Duration::from_millis(20);
     let mut last: Option<NotReady> = None;
     let mut last_error: Option<Error> = None;
     loop {
         if let Liveness::Exited(how) = manager.liveness() {
-            return Err(Error::new(format!(
-                "nvidia-imex on {node} {how} while starting"
-            ))
-            .with_log(&manager, log_file.as_deref()));
+            return Err(
+                Error::new(format!("nvidia-imex on {node} {how} while starting"))
+                    .with_log(&manager, log_file.as_deref()),
+            );
         }
         match ctl.domain_status() {
             Ok(status) => match assess(&status, nodes.len(), local_index) {
@@ -189,7 +192,9 @@ fn setup_inner(
             break;
         }
         std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(imex.ready_poll_max.0);
+        if started.elapsed() >= fast_phase {
+            pause = (pause * 2).min(imex.ready_poll_max.0);
+        }
     }
 
     let waited = imex.ready_timeout.0;

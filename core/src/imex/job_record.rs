@@ -182,7 +182,11 @@ mod tests {
         s.clear_owner(&lock).unwrap();
         assert_eq!(s.read_owner().unwrap(), None);
         std::fs::write(d.path().join("domain.owner"), "junk").unwrap();
-        assert!(s.read_owner().unwrap_err().to_string().contains("not a job id"));
+        assert!(s
+            .read_owner()
+            .unwrap_err()
+            .to_string()
+            .contains("not a job id"));
     }
 
     #[test]

@@ -123,7 +123,9 @@ impl<'a> Manager<'a> {
                     Duration::from_secs(5),
                 ) {
                     Ok(o) if o.success() => Liveness::Running,
-                    Ok(o) => Liveness::Exited(format!("unit {} is {}", self.cfg.unit, o.stdout.trim())),
+                    Ok(o) => {
+                        Liveness::Exited(format!("unit {} is {}", self.cfg.unit, o.stdout.trim()))
+                    }
                     Err(e) => Liveness::Exited(e.to_string()),
                 }
             }
@@ -184,7 +186,10 @@ impl<'a> Manager<'a> {
         if self.wait_gone(pid, self.cfg.stop_timeout.0) {
             return Ok(());
         }
-        tracing::warn!(pid = pid.as_raw(), "nvidia-imex ignored SIGTERM; sending SIGKILL");
+        tracing::warn!(
+            pid = pid.as_raw(),
+            "nvidia-imex ignored SIGTERM; sending SIGKILL"
+        );
         let _ = kill(pid, Signal::SIGKILL);
         if self.wait_gone(pid, Duration::from_secs(5)) {
             return Ok(());

@@ -98,10 +98,22 @@ map_file = "{map}"
     }
 
     fn assert_idle(&self) {
-        assert_eq!(std::fs::read_to_string(self.path("nodes_config.cfg")).unwrap(), "");
-        assert!(!self.path("job.cfg").exists(), "per-job daemon config left behind");
-        assert!(!self.path("state/nvidia-imex.pid").exists(), "pid file left behind");
-        assert!(!self.path("state/domain.owner").exists(), "owner left behind");
+        assert_eq!(
+            std::fs::read_to_string(self.path("nodes_config.cfg")).unwrap(),
+            ""
+        );
+        assert!(
+            !self.path("job.cfg").exists(),
+            "per-job daemon config left behind"
+        );
+        assert!(
+            !self.path("state/nvidia-imex.pid").exists(),
+            "pid file left behind"
+        );
+        assert!(
+            !self.path("state/domain.owner").exists(),
+            "owner left behind"
+        );
         assert!(!self.daemon_answers(), "daemon still running");
     }
 }
@@ -112,23 +124,45 @@ fn ready_domain_then_teardown_twice() {
     let node = Node::new(46001, "");
     let job = node.job(4242, "n1");
     let outcome = setup(&job, &node.config);
-    let SetupOutcome::Ready { channel, .. } = outcome else { panic!("{outcome:?}") };
+    let SetupOutcome::Ready { channel, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
     assert_eq!(channel, 1 + 4242 % 2047);
-    assert_eq!(std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(), "127.0.0.1\n");
+    assert_eq!(
+        std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
+        "127.0.0.1\n"
+    );
     let rendered = std::fs::read_to_string(node.path("job.cfg")).unwrap();
-    assert!(rendered.contains(&format!("SERVER_PORT={}", 33792 + 4242)), "{rendered}");
+    assert!(
+        rendered.contains(&format!("SERVER_PORT={}", 33792 + 4242)),
+        "{rendered}"
+    );
     assert!(rendered.contains("DAEMONIZE=0"));
-    assert!(rendered.contains(&format!("IMEX_NODE_CONFIG_FILE={}", node.path("nodes_config.cfg").display())));
+    assert!(rendered.contains(&format!(
+        "IMEX_NODE_CONFIG_FILE={}",
+        node.path("nodes_config.cfg").display()
+    )));
     // The admin's base config is never modified.
-    assert!(std::fs::read_to_string(node.path("base.cfg")).unwrap().contains("SERVER_PORT=50000"));
+    assert!(std::fs::read_to_string(node.path("base.cfg"))
+        .unwrap()
+        .contains("SERVER_PORT=50000"));
     let state = StateDir::new(&node.config.imex.state_dir);
-    assert!(matches!(state.read_record(4242).unwrap().unwrap().outcome, Outcome::Ready { .. }));
+    assert!(matches!(
+        state.read_record(4242).unwrap().unwrap().outcome,
+        Outcome::Ready { .. }
+    ));
     assert!(node.daemon_answers());
 
-    assert_eq!(teardown(4242, &node.config).unwrap(), TeardownOutcome::TornDown);
+    assert_eq!(
+        teardown(4242, &node.config).unwrap(),
+        TeardownOutcome::TornDown
+    );
     node.assert_idle();
     assert_eq!(state.read_record(4242).unwrap(), None);
-    assert_eq!(teardown(4242, &node.config).unwrap(), TeardownOutcome::AlreadyIdle);
+    assert_eq!(
+        teardown(4242, &node.config).unwrap(),
+        TeardownOutcome::AlreadyIdle
+    );
     node.assert_idle();
 }
 
@@ -138,9 +172,14 @@ fn daemon_exiting_at_start_is_a_node_fault_with_its_log() {
     let node = Node::new(46002, "");
     node.fault("MODE=exit\nEXIT_CODE=3\n");
     let outcome = setup(&node.job(100, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
+    let SetupOutcome::NodeFault(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
     assert!(msg.contains("exited with status 3"), "{msg}");
-    assert!(msg.contains("fake fault injection"), "log tail missing: {msg}");
+    assert!(
+        msg.contains("fake fault injection"),
+        "log tail missing: {msg}"
+    );
     assert!(!msg.contains('\n'));
     teardown(100, &node.config).unwrap();
     node.assert_idle();
@@ -152,8 +191,13 @@ fn local_daemon_never_ready_is_a_node_fault() {
     let node = Node::new(46003, "");
     node.fault("MODE=never-ready\n");
     let outcome = setup(&node.job(101, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
-    assert!(msg.contains("not READY after 1s 500ms") && msg.contains("INITIALIZING"), "{msg}");
+    let SetupOutcome::NodeFault(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        msg.contains("not READY after 1s 500ms") && msg.contains("INITIALIZING"),
+        "{msg}"
+    );
     teardown(101, &node.config).unwrap();
     node.assert_idle();
 }
@@ -163,7 +207,9 @@ fn missing_peer_is_a_job_failure_naming_it() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46004, "");
     let outcome = setup(&node.job(102, "n[1-2]"), &node.config);
-    let SetupOutcome::JobFailure(msg) = outcome else { panic!("{outcome:?}") };
+    let SetupOutcome::JobFailure(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
     assert!(msg.contains("n2 (127.0.0.2)"), "{msg}");
     assert!(!msg.contains("n1 (127.0.0.1)"), "{msg}");
     assert_eq!(
@@ -183,15 +229,32 @@ fn missing_peer_is_a_job_failure_naming_it() {
 fn busy_node_refuses_second_job_and_keeps_the_first() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46005, "");
-    assert!(matches!(setup(&node.job(200, "n1"), &node.config), SetupOutcome::Ready { .. }));
+    assert!(matches!(
+        setup(&node.job(200, "n1"), &node.config),
+        SetupOutcome::Ready { .. }
+    ));
     let outcome = setup(&node.job(201, "n1"), &node.config);
-    let SetupOutcome::JobFailure(msg) = outcome else { panic!("{outcome:?}") };
-    assert!(msg.contains("already serves the IMEX domain of job 200"), "{msg}");
+    let SetupOutcome::JobFailure(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        msg.contains("already serves the IMEX domain of job 200"),
+        "{msg}"
+    );
     // The refused job's epilog leaves job 200's domain alone.
-    assert_eq!(teardown(201, &node.config).unwrap(), TeardownOutcome::LeftToOwner(200));
+    assert_eq!(
+        teardown(201, &node.config).unwrap(),
+        TeardownOutcome::LeftToOwner(200)
+    );
     assert!(node.daemon_answers());
-    assert_eq!(std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(), "127.0.0.1\n");
-    assert_eq!(teardown(200, &node.config).unwrap(), TeardownOutcome::TornDown);
+    assert_eq!(
+        std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
+        "127.0.0.1\n"
+    );
+    assert_eq!(
+        teardown(200, &node.config).unwrap(),
+        TeardownOutcome::TornDown
+    );
     node.assert_idle();
 }
 
@@ -200,13 +263,21 @@ fn node_problems_are_node_faults_with_what_to_do() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46006, "IMEX_CMD_ENABLED=0\n");
     let outcome = setup(&node.job(300, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
+    let SetupOutcome::NodeFault(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
     assert!(msg.contains("set IMEX_CMD_ENABLED=1"), "{msg}");
     teardown(300, &node.config).unwrap();
 
-    std::fs::write(node.path("proc-devices"), "Character devices:\n195 nvidia\n").unwrap();
+    std::fs::write(
+        node.path("proc-devices"),
+        "Character devices:\n195 nvidia\n",
+    )
+    .unwrap();
     let outcome = setup(&node.job(301, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else { panic!("{outcome:?}") };
+    let SetupOutcome::NodeFault(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
     assert!(msg.contains("IMEX channel device missing on n1"), "{msg}");
     teardown(301, &node.config).unwrap();
     node.assert_idle();
@@ -217,8 +288,13 @@ fn unknown_node_address_is_a_job_failure() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46007, "");
     let outcome = setup(&node.job(400, "n1,gb-r9-01"), &node.config);
-    let SetupOutcome::JobFailure(msg) = outcome else { panic!("{outcome:?}") };
-    assert!(msg.contains("gb-r9-01") && msg.contains("map.toml"), "{msg}");
+    let SetupOutcome::JobFailure(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        msg.contains("gb-r9-01") && msg.contains("map.toml"),
+        "{msg}"
+    );
     teardown(400, &node.config).unwrap();
     node.assert_idle();
 }

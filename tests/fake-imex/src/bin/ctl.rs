@@ -23,11 +23,19 @@ fn main() {
         match args[i].as_str() {
             "-c" => {
                 i += 1;
-                config = Some(PathBuf::from(args.get(i).cloned().unwrap_or_else(|| usage_exit())));
+                config = Some(PathBuf::from(
+                    args.get(i).cloned().unwrap_or_else(|| usage_exit()),
+                ));
             }
             "-i" => {
-                let ip: IpAddr = args.get(i + 1).and_then(|s| s.parse().ok()).unwrap_or_else(|| usage_exit());
-                let port: u16 = args.get(i + 2).and_then(|s| s.parse().ok()).unwrap_or_else(|| usage_exit());
+                let ip: IpAddr = args
+                    .get(i + 1)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| usage_exit());
+                let port: u16 = args
+                    .get(i + 2)
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or_else(|| usage_exit());
                 target = Some(SocketAddr::new(ip, port));
                 i += 2;
             }
@@ -73,13 +81,17 @@ fn main() {
                 println!(
                     "Query Status returned error code: 14 - failed to connect to all addresses; \
                      last error: UNKNOWN: {family}:{addr}: {}",
-                    if e.kind() == std::io::ErrorKind::ConnectionRefused { "Connection refused".to_string() } else { e.to_string() }
+                    if e.kind() == std::io::ErrorKind::ConnectionRefused {
+                        "Connection refused".to_string()
+                    } else {
+                        e.to_string()
+                    }
                 );
                 std::process::exit(1);
             }
         };
         if mode == 'q' {
-            print!("{}\n", answer.trim());
+            println!("{}", answer.trim());
             return;
         }
         let Ok(view) = serde_json::from_str::<DomainView>(&answer) else {
@@ -114,8 +126,15 @@ fn render_json(view: &DomainView, names: bool) -> String {
     for (i, n) in &view.nodes {
         let mut conns = serde_json::Map::new();
         for (j, s) in &n.connections {
-            let host = view.nodes.get(j).map(|p| p.host.clone()).unwrap_or_default();
-            conns.insert(j.to_string(), serde_json::json!({"host": host, "status": s, "changed": true}));
+            let host = view
+                .nodes
+                .get(j)
+                .map(|p| p.host.clone())
+                .unwrap_or_default();
+            conns.insert(
+                j.to_string(),
+                serde_json::json!({"host": host, "status": s, "changed": true}),
+            );
         }
         let mut node = serde_json::json!({
             "status": n.status, "host": n.host, "version": n.version, "changed": true,
@@ -126,7 +145,8 @@ fn render_json(view: &DomainView, names: bool) -> String {
         }
         nodes.insert(i.to_string(), node);
     }
-    serde_json::json!({"nodes": nodes, "timestamp": view.timestamp, "status": view.domain}).to_string()
+    serde_json::json!({"nodes": nodes, "timestamp": view.timestamp, "status": view.domain})
+        .to_string()
 }
 
 fn cell(status: &str) -> &'static str {
@@ -157,7 +177,11 @@ fn render_text(view: &DomainView, names: bool) -> String {
     );
     s.push_str(&format!("{}\nNodes:\n", view.timestamp));
     for (i, n) in &view.nodes {
-        let host = if names && !n.host_name.is_empty() { format!("{} ({})", n.host, n.host_name) } else { n.host.clone() };
+        let host = if names && !n.host_name.is_empty() {
+            format!("{} ({})", n.host, n.host_name)
+        } else {
+            n.host.clone()
+        };
         s.push_str(&format!(
             "{:<10}- {:<15} - {:<20} - Version: {}\n",
             format!("Node #{i}"),
@@ -167,12 +191,20 @@ fn render_text(view: &DomainView, names: bool) -> String {
         ));
     }
     let cols: Vec<String> = view.nodes.keys().map(|i| format!("{i:<4}")).collect();
-    s.push_str(&format!("\n Nodes From\\To  {}\n", cols.concat().trim_end()));
+    s.push_str(&format!(
+        "\n Nodes From\\To  {}\n",
+        cols.concat().trim_end()
+    ));
     for (i, n) in &view.nodes {
         let cells: Vec<String> = view
             .nodes
             .keys()
-            .map(|j| format!("{:<4}", cell(n.connections.get(j).map(String::as_str).unwrap_or(""))))
+            .map(|j| {
+                format!(
+                    "{:<4}",
+                    cell(n.connections.get(j).map(String::as_str).unwrap_or(""))
+                )
+            })
             .collect();
         s.push_str(&format!("{i:8}        {}\n", cells.concat().trim_end()));
     }

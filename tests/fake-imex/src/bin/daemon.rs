@@ -10,7 +10,9 @@
 //!   MODE=unreachable      READY, but neither accepts nor makes peer connections
 //!   MODE=version-mismatch report another driver version to peers
 
-use fake_imex::{ctl_timestamp, log_timestamp, DaemonCfg, DomainView, NodeView, DEFAULT_CONFIG, FAKE_VERSION};
+use fake_imex::{
+    ctl_timestamp, log_timestamp, DaemonCfg, DomainView, NodeView, DEFAULT_CONFIG, FAKE_VERSION,
+};
 use nix::fcntl::{Flock, FlockArg};
 use nix::sys::signal::{SigSet, Signal};
 use std::collections::BTreeMap;
@@ -62,6 +64,7 @@ struct Shared {
     port: u16,
     state: Mutex<String>,
     peers: Mutex<BTreeMap<usize, Peer>>,
+    up_recorded: std::sync::atomic::AtomicBool,
     log: Log,
 }
 
@@ -91,7 +94,11 @@ impl Shared {
 
     fn hello(&self) -> String {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let row: Vec<String> = self.my_row().iter().map(|(i, s)| format!("{i}:{s}")).collect();
+        let row: Vec<String> = self
+            .my_row()
+            .iter()
+            .map(|(i, s)| format!("{i}:{s}"))
+            .collect();
         format!(
             "HELLO {} {} {} {:x} {} {}\n",
             self.me,
@@ -109,7 +116,9 @@ impl Shared {
         if f.len() < 6 || f[0] != "HELLO" {
             return false;
         }
-        let Ok(id) = f[1].parse::<usize>() else { return false };
+        let Ok(id) = f[1].parse::<usize>() else {
+            return false;
+        };
         if id >= self.addrs.len() || id == self.me {
             return false;
         }
@@ -124,6 +133,7 @@ impl Shared {
                 "Connection established to node {id} with ip address {}. Number of times connected: {}",
                 self.addrs[id], p.times_connected
             ));
+            record_event(&format!("connected {id}"));
         }
         p.state = f[2].to_string();
         p.version = f[3].to_string();
@@ -138,7 +148,20 @@ impl Shared {
             })
             .unwrap_or_default();
         p.last_seen = Some(Instant::now());
+        drop(peers);
+        self.note_domain_up();
         true
+    }
+
+    /// Record (once) the moment this daemon's own view first reads UP.
+    fn note_domain_up(&self) {
+        if self.view().domain == "UP"
+            && !self
+                .up_recorded
+                .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            record_event("domain-up");
+        }
     }
 
     fn view(&self) -> DomainView {
@@ -151,7 +174,11 @@ impl Shared {
                 NodeView {
                     host: addr.clone(),
                     host_name: self.host_name.clone(),
-                    status: if local_state == "READY" { "READY".into() } else { "UNAVAILABLE".into() },
+                    status: if local_state == "READY" {
+                        "READY".into()
+                    } else {
+                        "UNAVAILABLE".into()
+                    },
                     version: self.version.clone(),
                     connections: my_row.clone(),
                 }
@@ -162,7 +189,11 @@ impl Shared {
                     Some(p) if up => NodeView {
                         host: addr.clone(),
                         host_name: p.host_name.clone(),
-                        status: if p.state == "READY" { "READY".into() } else { "UNAVAILABLE".into() },
+                        status: if p.state == "READY" {
+                            "READY".into()
+                        } else {
+                            "UNAVAILABLE".into()
+                        },
                         version: p.version.clone(),
                         connections: p.connections.clone(),
                     },
@@ -171,7 +202,9 @@ impl Shared {
                         host_name: String::new(),
                         status: "UNAVAILABLE".into(),
                         version: String::new(),
-                        connections: (0..self.addrs.len()).map(|j| (j, "INVALID".to_string())).collect(),
+                        connections: (0..self.addrs.len())
+                            .map(|j| (j, "INVALID".to_string()))
+                            .collect(),
                     },
                 }
             };
@@ -195,9 +228,28 @@ impl Shared {
     }
 }
 
+/// Millisecond-stamped events for benchmarks (`<run dir>/fake-events`):
+/// the real log has only second resolution.
+fn record_event(what: &str) {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    if let Ok(mut f) = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(format!("{}/fake-events", run_dir()))
+    {
+        let _ = writeln!(f, "{ms} {what}");
+    }
+}
+
 fn fault_settings() -> BTreeMap<String, String> {
-    let path = std::env::var("FAKE_IMEX_FAULT_FILE").unwrap_or_else(|_| format!("{}/fake-fault", run_dir()));
-    DaemonCfg::read(Path::new(&path)).map(|c| c.values).unwrap_or_default()
+    let path = std::env::var("FAKE_IMEX_FAULT_FILE")
+        .unwrap_or_else(|_| format!("{}/fake-fault", run_dir()));
+    DaemonCfg::read(Path::new(&path))
+        .map(|c| c.values)
+        .unwrap_or_default()
 }
 
 /// The daemon's runtime directory (lock, fault file): /run/nvidia-imex, or
@@ -208,7 +260,10 @@ fn run_dir() -> String {
 
 fn local_ips() -> Vec<IpAddr> {
     if let Ok(list) = std::env::var("FAKE_IMEX_LOCAL_IPS") {
-        return list.split(',').filter_map(|s| s.trim().parse().ok()).collect();
+        return list
+            .split(',')
+            .filter_map(|s| s.trim().parse().ok())
+            .collect();
     }
     nix::ifaddrs::getifaddrs()
         .map(|it| {
@@ -241,7 +296,9 @@ fn interface_of(ip: &IpAddr) -> String {
 }
 
 fn fnv(text: &str) -> u64 {
-    text.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    text.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 fn main() {
@@ -274,7 +331,10 @@ fn main() {
     let cfg = match DaemonCfg::read(&config) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("Unable to open configuration file at {} ({e})", config.display());
+            eprintln!(
+                "Unable to open configuration file at {} ({e})",
+                config.display()
+            );
             std::process::exit(1);
         }
     };
@@ -282,9 +342,14 @@ fn main() {
     // Logging: LOG_FILE_NAME, or stderr when empty or unopenable.
     let log_name = cfg.get("LOG_FILE_NAME");
     let append = cfg.get("LOG_APPEND_TO_LOG") != "0";
-    let out: Box<dyn Write + Send> = match (!log_name.is_empty())
-        .then(|| OpenOptions::new().create(true).append(append).write(true).truncate(!append).open(&log_name))
-    {
+    let out: Box<dyn Write + Send> = match (!log_name.is_empty()).then(|| {
+        OpenOptions::new()
+            .create(true)
+            .append(append)
+            .write(true)
+            .truncate(!append)
+            .open(&log_name)
+    }) {
         Some(Ok(f)) => Box::new(f),
         other => {
             if let Some(Err(e)) = other {
@@ -294,21 +359,38 @@ fn main() {
             Box::new(std::io::stderr())
         }
     };
-    let log = Log { out: Mutex::new(out) };
+    let log = Log {
+        out: Mutex::new(out),
+    };
     {
         let mut o = log.out.lock().unwrap();
         let _ = writeln!(o, "IMEX Log initializing at: {}", ctl_timestamp());
     }
     let faults = fault_settings();
     let mode = faults.get("MODE").cloned().unwrap_or_default();
-    let version = if mode == "version-mismatch" { "570.00".to_string() } else { FAKE_VERSION.to_string() };
-    log.info(&format!("IMEX version {version} is running with the following configuration options"));
+    let version = if mode == "version-mismatch" {
+        "570.00".to_string()
+    } else {
+        FAKE_VERSION.to_string()
+    };
+    log.info(&format!(
+        "IMEX version {version} is running with the following configuration options"
+    ));
     log.info(&format!("Logging level = {}", cfg.get("LOG_LEVEL")));
     log.info(&format!("Logging file name/path = {log_name}"));
-    log.info(&format!("Append to log file = {}", cfg.get("LOG_APPEND_TO_LOG")));
-    log.info(&format!("Max Log file size = {} (MBs)", cfg.get("LOG_FILE_MAX_SIZE")));
+    log.info(&format!(
+        "Append to log file = {}",
+        cfg.get("LOG_APPEND_TO_LOG")
+    ));
+    log.info(&format!(
+        "Max Log file size = {} (MBs)",
+        cfg.get("LOG_FILE_MAX_SIZE")
+    ));
     log.info(&format!("Use Syslog file = {}", cfg.get("LOG_USE_SYSLOG")));
-    log.info(&format!("IMEX Library communication bind interface = {}", cfg.get("BIND_INTERFACE_IP")));
+    log.info(&format!(
+        "IMEX Library communication bind interface = {}",
+        cfg.get("BIND_INTERFACE_IP")
+    ));
     let port = port_override.or(cfg.port("SERVER_PORT")).unwrap_or(50000);
     log.info(&format!("IMEX library communication bind port = {port}"));
 
@@ -318,7 +400,10 @@ fn main() {
             std::process::abort();
         }
         "exit" => {
-            let code = faults.get("EXIT_CODE").and_then(|c| c.parse().ok()).unwrap_or(1);
+            let code = faults
+                .get("EXIT_CODE")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(1);
             log.error(&format!("fake fault injection: exiting with status {code}"));
             std::process::exit(code);
         }
@@ -328,9 +413,16 @@ fn main() {
     // The node file: its line index is the node id.
     let node_file = cfg.get("IMEX_NODE_CONFIG_FILE");
     let text = std::fs::read_to_string(&node_file).unwrap_or_default();
-    let addrs: Vec<String> = text.lines().map(str::trim).filter(|l| !l.is_empty()).map(str::to_string).collect();
+    let addrs: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect();
     if addrs.is_empty() {
-        log.error(&format!("Failed to read node configuration file {node_file}: no nodes configured"));
+        log.error(&format!(
+            "Failed to read node configuration file {node_file}: no nodes configured"
+        ));
         std::process::exit(1);
     }
     let mut ips = Vec::new();
@@ -339,12 +431,21 @@ fn main() {
             Ok(ip) => ips.push(Some(ip)),
             Err(_) => {
                 log.info(&format!("Treating node config entry '{a}' as a host name."));
-                ips.push((a.as_str(), 0).to_socket_addrs().ok().and_then(|mut s| s.next()).map(|s| s.ip()));
+                ips.push(
+                    (a.as_str(), 0)
+                        .to_socket_addrs()
+                        .ok()
+                        .and_then(|mut s| s.next())
+                        .map(|s| s.ip()),
+                );
             }
         }
     }
     let mine = local_ips();
-    let Some(me) = ips.iter().position(|ip| ip.is_some_and(|ip| mine.contains(&ip))) else {
+    let Some(me) = ips
+        .iter()
+        .position(|ip| ip.is_some_and(|ip| mine.contains(&ip)))
+    else {
         log.error(&format!(
             "No matching network interface found for any IP addresses in the node configuration file {node_file}."
         ));
@@ -358,11 +459,17 @@ fn main() {
 
     // One daemon per node.
     let _ = std::fs::create_dir_all(run_dir());
-    let lock_file = OpenOptions::new().create(true).truncate(false).write(true).open(format!("{}/fake-imex.lock", run_dir()));
+    let lock_file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(format!("{}/fake-imex.lock", run_dir()));
     let _lock = match lock_file.map(|f| Flock::lock(f, FlockArg::LockExclusiveNonblock)) {
         Ok(Ok(l)) => l,
         _ => {
-            log.error("Failed to allocate Imex session: NV_ERR_IN_USE (another nvidia-imex is running)");
+            log.error(
+                "Failed to allocate Imex session: NV_ERR_IN_USE (another nvidia-imex is running)",
+            );
             std::process::exit(1);
         }
     };
@@ -387,25 +494,39 @@ fn main() {
 
     // Signals are taken by one thread with sigwait; block them everywhere first.
     let mut signals = SigSet::empty();
-    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGQUIT, Signal::SIGHUP, Signal::SIGUSR1] {
+    for s in [
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGHUP,
+        Signal::SIGUSR1,
+    ] {
         signals.add(s);
     }
     let _ = signals.thread_block();
 
     let shared = Arc::new(Shared {
         me,
-        host_name: nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default(),
+        host_name: nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         map_hash: fnv(&addrs.join("\n")),
         addrs,
-        ips: ips.iter().map(|ip| ip.unwrap_or(IpAddr::from([0, 0, 0, 0]))).collect(),
+        ips: ips
+            .iter()
+            .map(|ip| ip.unwrap_or(IpAddr::from([0, 0, 0, 0])))
+            .collect(),
         version,
         port,
         state: Mutex::new("INITIALIZING".into()),
         peers: Mutex::new(BTreeMap::new()),
+        up_recorded: std::sync::atomic::AtomicBool::new(false),
         log,
     });
     let n_peers = shared.addrs.len() - 1;
-    shared.log.info(&format!("Creating gRPC channels to all peers (nPeers = {n_peers})."));
+    shared.log.info(&format!(
+        "Creating gRPC channels to all peers (nPeers = {n_peers})."
+    ));
     shared.log.info("IMEX_WAIT_FOR_QUORUM != FULL, continuing initialization without waiting for connections to all nodes.");
 
     if cfg.get("IMEX_CMD_ENABLED") == "1" {
@@ -418,7 +539,9 @@ fn main() {
                 std::thread::spawn(move || serve_commands(l, s));
             }
             Err(e) => {
-                shared.log.error(&format!("Failed to start command service on port {cmd_port}: {e}"));
+                shared.log.error(&format!(
+                    "Failed to start command service on port {cmd_port}: {e}"
+                ));
                 std::process::exit(1);
             }
         }
@@ -430,7 +553,9 @@ fn main() {
                 std::thread::spawn(move || serve_peers(l, s));
             }
             Err(e) => {
-                shared.log.error(&format!("Failed to bind IMEX server port {my_ip}:{port}: {e}"));
+                shared.log.error(&format!(
+                    "Failed to bind IMEX server port {my_ip}:{port}: {e}"
+                ));
                 std::process::exit(1);
             }
         }
@@ -438,7 +563,10 @@ fn main() {
         std::thread::spawn(move || connect_peers(s));
     }
     let delay = match mode.as_str() {
-        "slow-start" => faults.get("DELAY_MS").and_then(|d| d.parse().ok()).unwrap_or(3000),
+        "slow-start" => faults
+            .get("DELAY_MS")
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(3000),
         _ => 50,
     };
     if mode != "never-ready" {
@@ -447,13 +575,19 @@ fn main() {
             std::thread::sleep(Duration::from_millis(delay));
             s.log.info("GPU event successfully subscribed");
             *s.state.lock().unwrap_or_else(|e| e.into_inner()) = "READY".into();
+            record_event("ready");
+            s.note_domain_up();
         });
     }
 
     loop {
         match signals.wait() {
-            Ok(Signal::SIGHUP) => shared.log.info("Received SIGHUP: dumping verbose log buffer"),
-            Ok(Signal::SIGUSR1) => shared.log.info("Received SIGUSR1: re-resolving node names and restarting outgoing connections"),
+            Ok(Signal::SIGHUP) => shared
+                .log
+                .info("Received SIGHUP: dumping verbose log buffer"),
+            Ok(Signal::SIGUSR1) => shared.log.info(
+                "Received SIGUSR1: re-resolving node names and restarting outgoing connections",
+            ),
             Ok(sig) => {
                 shared.log.info(&format!("Received {sig:?}, shutting down"));
                 *shared.state.lock().unwrap_or_else(|e| e.into_inner()) = "SHUTTING_DOWN".into();
@@ -473,7 +607,10 @@ fn serve_commands(listener: TcpListener, shared: Arc<Shared>) {
             continue;
         }
         let answer = match line.trim() {
-            "QUERY" => format!("{}\n", shared.state.lock().unwrap_or_else(|e| e.into_inner())),
+            "QUERY" => format!(
+                "{}\n",
+                shared.state.lock().unwrap_or_else(|e| e.into_inner())
+            ),
             "STATUS" => serde_json::to_string(&shared.view()).unwrap_or_default() + "\n",
             _ => "ERROR unknown request\n".into(),
         };
@@ -518,12 +655,15 @@ fn connect_peers(shared: Arc<Shared>) {
                 .get(&peer)
                 .is_some_and(|p| p.times_connected > 0);
             if !ok && was_connected && !lost_logged.get(&peer).copied().unwrap_or(false) {
-                shared.log.info(&format!("Connection lost to node {peer}: {}:{}", shared.addrs[peer], shared.port));
+                shared.log.info(&format!(
+                    "Connection lost to node {peer}: {}:{}",
+                    shared.addrs[peer], shared.port
+                ));
                 lost_logged.insert(peer, true);
             } else if ok {
                 lost_logged.insert(peer, false);
             }
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(50));
     }
 }

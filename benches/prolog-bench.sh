@@ -1,0 +1,75 @@
+#!/bin/bash
+# Prolog/epilog timing report for slurm-imex (issue #2). Needs root and a
+# release build. Brings up the e2e cluster (tests/e2e/cluster.sh) and runs
+# the real prolog/epilog binaries inside the node namespaces, with the fake
+# nvidia-imex doing real TCP peer connections. Prints:
+#   1. prolog wall time for a job without --imex (the cost every job pays);
+#   2. --imex prolog wall time on 3 nodes (daemon start to domain UP);
+#   3. latency from the moment the last daemon's view reads UP (fake daemon
+#      event, ms clock) to each prolog returning — the cost of our polling;
+#   4. epilog wall time for an --imex job.
+# Usage: benches/prolog-bench.sh [rounds]   (default 10)
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/.." && pwd)
+BIN=${BIN:-$REPO/target/release}
+ROUNDS=${1:-10}
+E2E_NODES=3
+source "$REPO/tests/e2e/cluster.sh"
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+stats() { # prints min/median/p90/max of numbers on stdin
+  sort -n | awk '{a[NR]=$1} END {printf "min %s  median %s  p90 %s  max %s  (n=%d)", a[1], a[int((NR+1)/2)], a[int(NR*0.9+0.999)], a[NR], NR}'
+}
+prolog_env() { # job nodelist node
+  echo "SLURM_JOB_ID=$1 SLURMD_NODENAME=$3 SLURM_JOB_NODELIST=$2 SLURM_JOB_UID=0 SPANK_IMEX=1"
+}
+
+[ "$(id -u)" = 0 ] || { echo "must run as root" >&2; exit 1; }
+cluster_down >/dev/null 2>&1 || true
+cluster_install "$BIN" || exit 1
+cluster_up || { cluster_down; exit 1; }
+trap 'cluster_down >/dev/null 2>&1' EXIT
+
+echo "slurm-imex prolog/epilog benchmark — $(date -u +%FT%TZ), $(nproc) cores, $ROUNDS rounds"
+
+# 1. No --imex: the exec + environment check every job pays, 200 runs.
+N=200
+t0=$(date +%s%N)
+for i in $(seq 1 $N); do
+  in_node 1 env -i SLURM_JOB_ID=$i SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 "$C/bin/slurm-imex-prolog" || echo "prolog failed" >&2
+done
+t1=$(date +%s%N)
+# The same loop around /bin/true, to subtract nsenter + fork/exec of the harness.
+for i in $(seq 1 $N); do in_node 1 env -i /bin/true; done
+t2=$(date +%s%N)
+per=$(( (t1 - t0) / N / 1000 )); base=$(( (t2 - t1) / N / 1000 ))
+echo "1. prolog, job without --imex: ${per} us per run incl. harness; /bin/true in the same harness: ${base} us; prolog's own share: $(( per - base )) us"
+
+# 2-4. --imex on 3 nodes, concurrently as Slurm runs them.
+: > /tmp/bench.wall; : > /tmp/bench.lat; : > /tmp/bench.epi
+for r in $(seq 1 "$ROUNDS"); do
+  job=$((70000 + r))
+  for n in 1 2 3; do : > "$C/nodes/n$n/run-imex/fake-events"; done
+  start=$(now_ms)
+  for n in 1 2 3; do
+    ( in_node $n env -i $(prolog_env $job 'n[1-3]' n$n) "$C/bin/slurm-imex-prolog" 2>/dev/null; echo "$? $(now_ms)" > "$C/run/bench-n$n" ) &
+  done
+  wait
+  ends=(); ok=1
+  for n in 1 2 3; do read -r rc end < "$C/run/bench-n$n"; [ "$rc" = 0 ] || ok=0; ends+=("$end"); done
+  [ $ok = 1 ] || { echo "round $r: a prolog failed" >&2; continue; }
+  # The moment the last daemon's own view read UP (every node READY and connected).
+  last_conn=$(cat "$C"/nodes/n*/run-imex/fake-events | awk '$2=="domain-up" {print $1}' | sort -n | tail -1)
+  last_end=$(printf '%s\n' "${ends[@]}" | sort -n | tail -1)
+  echo $(( last_end - start )) >> /tmp/bench.wall
+  for e in "${ends[@]}"; do echo $(( e - last_conn )) >> /tmp/bench.lat; done
+  e0=$(now_ms)
+  for n in 1 2 3; do
+    ( in_node $n env -i $(prolog_env $job 'n[1-3]' n$n) "$C/bin/slurm-imex-epilog" 2>/dev/null || echo "epilog failed" >&2; echo $(( $(now_ms) - e0 )) >> /tmp/bench.epi ) &
+  done
+  wait
+done
+echo "2. --imex prolog on 3 nodes, start to last prolog returning (ms): $(stats < /tmp/bench.wall)"
+echo "3. last daemon sees domain UP -> prolog returns (ms, per node): $(stats < /tmp/bench.lat)"
+echo "4. --imex epilog per node (ms): $(stats < /tmp/bench.epi)"

@@ -1,0 +1,12 @@
+#!/bin/bash
+# Every test of slurm-imex: formatting and lints, unit and integration tests,
+# then the end-to-end suite on a real multi-node Slurm. Run as root on
+# Debian 12; installs what it needs (scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+echo "== cargo fmt --check"; cargo fmt --all --check
+echo "== cargo clippy"; cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo build --release"; cargo build --release --workspace --quiet
+echo "== cargo test"; cargo test --workspace --quiet 2>&1 | tee /tmp/slurm-imex-cargo-test.log
+echo "== end-to-end on real Slurm"; bash tests/e2e/run.sh
