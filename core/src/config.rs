@@ -20,6 +20,7 @@ pub const MAX_CHANNEL_COUNT: u32 = 1 << 20;
 pub struct Config {
     pub imex: ImexConfig,
     pub gpu: GpuConfig,
+    pub health: HealthConfig,
     pub database: DatabaseConfig,
 }
 
@@ -154,16 +155,84 @@ impl Default for GpuConfig {
     }
 }
 
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuJobs {
+    /// Every job is a GPU job; jobs without SLURM_JOB_GPUS own every GPU.
+    All,
+    /// Only jobs with SLURM_JOB_GPUS (GRES) are GPU jobs.
+    Gres,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MigPolicy {
+    Any,
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    pub enabled: bool,
+    pub gpu_jobs: GpuJobs,
+    /// GPUs this node must have; 0 = only compare NVML with the PCI bus.
+    pub expected_gpus: u32,
+    /// Driver version this node must run; "" = any.
+    pub expected_driver: String,
+    pub require_ecc: bool,
+    /// Persistence mode off: a drain when true, a warning when false.
+    pub require_persistence: bool,
+    pub mig: MigPolicy,
+    /// Hard cap on the whole gate.
+    pub gate_timeout: HumanDuration,
+    /// A drain-class post-job finding makes the epilog fail (Slurm drains the node).
+    pub drain_from_epilog: bool,
+    /// Also write our reason on the node with `scontrol update`.
+    pub set_drain_reason: bool,
+    pub scontrol: PathBuf,
+    pub scontrol_timeout: HumanDuration,
+    /// Where NVIDIA GPUs are counted on the PCI bus.
+    pub pci_devices: PathBuf,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            enabled: true,
+            gpu_jobs: GpuJobs::All,
+            expected_gpus: 0,
+            expected_driver: String::new(),
+            require_ecc: true,
+            require_persistence: false,
+            mig: MigPolicy::Any,
+            gate_timeout: HumanDuration(Duration::from_secs(10)),
+            drain_from_epilog: true,
+            set_drain_reason: false,
+            scontrol: "scontrol".into(),
+            scontrol_timeout: HumanDuration(Duration::from_secs(5)),
+            pci_devices: "/sys/bus/pci/devices".into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     pub path: PathBuf,
+    /// Records older than this are deleted (at most once a day, by the epilog).
+    pub retention: HumanDuration,
+    /// How long a writer waits for a lock held by another prolog/epilog.
+    pub busy_timeout: HumanDuration,
 }
 
 impl Default for DatabaseConfig {
     fn default() -> Self {
         DatabaseConfig {
             path: "/var/lib/slurm-imex/jobs.db".into(),
+            retention: HumanDuration(Duration::from_secs(180 * 86400)),
+            busy_timeout: HumanDuration(Duration::from_secs(10)),
         }
     }
 }

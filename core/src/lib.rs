@@ -7,10 +7,13 @@ pub mod channel;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod gpu;
+pub mod health;
 pub mod hostlist;
 pub mod imex;
 pub mod logging;
 pub mod process;
+pub mod xid;
 pub mod slurm_env;
 
 pub use error::{Error, Result};

@@ -1,0 +1,143 @@
+//! What one GPU looked like at one moment: identity, reliability counters,
+//! fabric and NVLink state, processes, modes. Snapshots are plain data, so
+//! checks and deltas are pure functions over them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One NVML reading. NOT_SUPPORTED is a normal answer, never a failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reading<T> {
+    Value(T),
+    NotSupported,
+    Failed(String),
+}
+
+impl<T> Reading<T> {
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Reading::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+    pub fn failure(&self) -> Option<&str> {
+        match self {
+            Reading::Failed(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl<T> Default for Reading<T> {
+    fn default() -> Self {
+        Reading::NotSupported
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EccCounts {
+    pub volatile_sbe: u64,
+    pub volatile_dbe: u64,
+    pub aggregate_sbe: u64,
+    pub aggregate_dbe: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetiredPages {
+    pub sbe: u64,
+    pub dbe: u64,
+    pub pending: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemappedRows {
+    pub correctable: u64,
+    pub uncorrectable: u64,
+    pub pending: bool,
+    pub failure: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricInfo {
+    /// NOT_SUPPORTED, NOT_STARTED, IN_PROGRESS, COMPLETED.
+    pub state: String,
+    /// NVML return code of the fabric probe (0 = success; valid when COMPLETED).
+    pub status: u32,
+    pub clique_id: u32,
+    pub cluster_uuid: String,
+    pub health_mask: u32,
+    /// NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY.
+    pub health_summary: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkState {
+    pub link: u32,
+    pub active: bool,
+    pub crc_flit: u64,
+    pub crc_data: u64,
+    pub replay: u64,
+    pub recovery: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessAccounting {
+    pub pid: u32,
+    pub gpu_util: Option<u32>,
+    pub mem_util: Option<u32>,
+    pub max_memory_bytes: Option<u64>,
+    pub time_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PcieWidth {
+    pub current: u32,
+    pub max: u32,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuSnapshot {
+    pub index: u32,
+    pub uuid: String,
+    pub serial: String,
+    /// Normalised to the kernel's form, `0000:9b:00`.
+    pub pci: String,
+    pub name: String,
+    pub taken_at_ms: u64,
+    /// A call answered NVML_ERROR_GPU_IS_LOST.
+    pub lost: bool,
+    pub energy_mj: Reading<u64>,
+    pub ecc: Reading<EccCounts>,
+    pub retired_pages: Reading<RetiredPages>,
+    pub remapped_rows: Reading<RemappedRows>,
+    pub pcie_replays: Reading<u64>,
+    /// Cumulative violation (throttle) time per reason, ns.
+    pub violation_ns: BTreeMap<String, u64>,
+    pub throttle_reasons: Reading<u64>,
+    pub nvlink: Reading<Vec<LinkState>>,
+    /// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (0 = NONE).
+    pub recovery_action: Reading<u64>,
+    pub fabric: Reading<FabricInfo>,
+    pub compute_pids: Reading<Vec<u32>>,
+    pub accounting: Reading<Vec<ProcessAccounting>>,
+    pub persistence: Reading<bool>,
+    pub ecc_enabled: Reading<bool>,
+    pub mig_enabled: Reading<bool>,
+    /// Ok(()) as Value(true); a corrupt infoROM as Value(false).
+    pub inforom_valid: Reading<bool>,
+    pub temperature_c: Reading<u32>,
+    pub pcie_width: Reading<PcieWidth>,
+}
+
+/// Recovery action names (nvmlDeviceGpuRecoveryAction_t).
+pub fn recovery_action_name(action: u64) -> &'static str {
+    match action {
+        0 => "NONE",
+        1 => "GPU_RESET",
+        2 => "NODE_REBOOT",
+        3 => "DRAIN_P2P",
+        4 => "DRAIN_AND_RESET",
+        _ => "UNKNOWN",
+    }
+}
