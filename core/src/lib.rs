@@ -11,9 +11,11 @@ pub mod gpu;
 pub mod health;
 pub mod hostlist;
 pub mod imex;
+pub mod jobdb;
 pub mod logging;
 pub mod process;
 pub mod xid;
 pub mod slurm_env;
+pub mod stats;
 
 pub use error::{Error, Result};
