@@ -5,13 +5,16 @@
 pub mod addresses;
 pub mod channel;
 pub mod config;
+pub mod drain;
 pub mod error;
 pub mod fsutil;
 pub mod gpu;
+pub mod gpu_job;
 pub mod health;
 pub mod hostlist;
 pub mod imex;
 pub mod jobdb;
+pub mod lifecycle;
 pub mod logging;
 pub mod process;
 pub mod xid;

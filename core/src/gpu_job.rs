@@ -1,0 +1,239 @@
+//! The GPU side of every job's prolog and epilog: the health gate before the
+//! job, the start snapshot kept in the state directory, and after the job
+//! the end snapshot, per-GPU deltas, XIDs logged during the job, the
+//! post-job verdict and the database record. A database that is corrupt or
+//! full is logged and skipped: it never fails a job or drains a node.
+
+use crate::config::{Config, GpuJobs};
+use crate::error::{Error, Result};
+use crate::fsutil::{ensure_dir, remove_if_exists, write_atomic};
+use crate::gpu::GpuSnapshot;
+use crate::health::checks::Phase;
+use crate::health::gate::{self, GateRequest, GateResult};
+use crate::health::{drain_reason, verdict_of, Finding, Severity, Verdict};
+use crate::jobdb::write::{GpuRecord, JobRow, PhaseOutcome};
+use crate::jobdb::JobDb;
+use crate::slurm_env::JobEnv;
+use crate::stats::gpu_job_stats;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// What the prolog leaves for the epilog (state_dir/gpu-jobs/<job>.json).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StartState {
+    pub job_id: u32,
+    pub start_ts: i64,
+    pub kmsg_seq: Option<u64>,
+    pub snapshots: Vec<GpuSnapshot>,
+    pub prolog: PhaseOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuPhaseOutcome {
+    /// Not a GPU job, or no GPU on this node.
+    Skipped(&'static str),
+    Done {
+        verdict: Verdict,
+        /// Set when the verdict is DRAIN.
+        drain_reason: Option<String>,
+        warnings: Vec<String>,
+    },
+}
+
+fn now_s() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+fn start_path(cfg: &Config, job_id: u32) -> PathBuf {
+    cfg.imex.state_dir.join("gpu-jobs").join(format!("{job_id}.json"))
+}
+
+fn checkpoint_path(cfg: &Config) -> PathBuf {
+    cfg.imex.state_dir.join("xid-checkpoint.json")
+}
+
+/// Per GPU (PCI id) the last kmsg sequence already judged. Kept on the
+/// state tmpfs, so a reboot (which restarts kmsg numbering) clears it.
+fn load_checkpoint(cfg: &Config) -> BTreeMap<String, u64> {
+    std::fs::read(checkpoint_path(cfg))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+fn advance_checkpoint(cfg: &Config, gate: &GateResult) {
+    let Some(last) = gate.kmsg_last_seq else { return };
+    let mut cp = load_checkpoint(cfg);
+    for s in &gate.snapshots {
+        let e = cp.entry(s.pci.clone()).or_insert(0);
+        *e = (*e).max(last);
+    }
+    let write = ensure_dir(&cfg.imex.state_dir, 0o755).and_then(|_| {
+        write_atomic(&checkpoint_path(cfg), &serde_json::to_vec(&cp).unwrap_or_default(), 0o644)
+    });
+    if let Err(e) = write {
+        tracing::warn!("cannot save the XID checkpoint: {e}");
+    }
+}
+
+fn is_gpu_job(job: &JobEnv, cfg: &Config) -> bool {
+    cfg.health.enabled && (cfg.health.gpu_jobs == GpuJobs::All || job.gpus.is_some())
+}
+
+fn reasons(findings: &[Finding], severity: Severity) -> Vec<String> {
+    findings.iter().filter(|f| f.severity == severity).map(Finding::reason).collect()
+}
+
+fn all_reasons(findings: &[Finding]) -> Vec<String> {
+    let mut r = reasons(findings, Severity::Drain);
+    r.extend(reasons(findings, Severity::Warn));
+    r
+}
+
+/// The quick health gate before a job; keeps the start snapshot.
+pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
+    if !is_gpu_job(job, cfg) {
+        return GpuPhaseOutcome::Skipped("not a GPU job");
+    }
+    let checkpoint = load_checkpoint(cfg);
+    let gate = gate::run(
+        cfg,
+        &GateRequest { phase: Phase::Prolog, gpus: job.gpus.as_deref(), xid_after: &checkpoint },
+    );
+    if gate.no_gpus {
+        return GpuPhaseOutcome::Skipped("no NVIDIA GPU on this node");
+    }
+    let verdict = verdict_of(&gate.findings);
+    let state = StartState {
+        job_id: job.job_id,
+        start_ts: now_s(),
+        kmsg_seq: gate.kmsg_last_seq,
+        snapshots: gate.snapshots.clone(),
+        prolog: PhaseOutcome {
+            verdict,
+            reasons: all_reasons(&gate.findings),
+            ms: gate.elapsed.as_millis() as u64,
+        },
+    };
+    let path = start_path(cfg, job.job_id);
+    let saved = path
+        .parent()
+        .map_or(Ok(()), |d| ensure_dir(d, 0o755))
+        .and_then(|_| write_atomic(&path, &serde_json::to_vec(&state).unwrap_or_default(), 0o644));
+    if let Err(e) = saved {
+        tracing::warn!("cannot keep the start snapshot, the epilog will record end state only: {e}");
+    }
+    advance_checkpoint(cfg, &gate);
+    let drain = drain_reason(&gate.findings);
+    if let Some(reason) = &drain {
+        if cfg.health.set_drain_reason {
+            if let Err(e) = crate::drain::set_drain(&cfg.health, &job.node_name, reason) {
+                tracing::warn!("{e}");
+            }
+        }
+    }
+    GpuPhaseOutcome::Done {
+        verdict,
+        drain_reason: drain,
+        warnings: reasons(&gate.findings, Severity::Warn),
+    }
+}
+
+/// After the job: deltas, XIDs during the job, post-job verdict, record.
+pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
+    let path = start_path(cfg, job.job_id);
+    let start: Option<StartState> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    if start.is_none() && !is_gpu_job(job, cfg) {
+        return GpuPhaseOutcome::Skipped("not a GPU job");
+    }
+    // XIDs during the job: everything after the prolog's kmsg position.
+    let checkpoint = match start.as_ref().and_then(|s| s.kmsg_seq) {
+        Some(seq) => start
+            .as_ref()
+            .map(|s| s.snapshots.iter().map(|g| (g.pci.clone(), seq)).collect())
+            .unwrap_or_default(),
+        None => load_checkpoint(cfg),
+    };
+    let gate = gate::run(
+        cfg,
+        &GateRequest { phase: Phase::Epilog, gpus: job.gpus.as_deref(), xid_after: &checkpoint },
+    );
+    if gate.no_gpus && start.is_none() {
+        return GpuPhaseOutcome::Skipped("no NVIDIA GPU on this node");
+    }
+    let verdict = verdict_of(&gate.findings);
+    let gpus: Vec<GpuRecord> = gate
+        .snapshots
+        .iter()
+        .map(|end| {
+            let begin = start.as_ref().and_then(|s| s.snapshots.iter().find(|g| g.uuid == end.uuid));
+            let mine: Vec<&Finding> = gate
+                .findings
+                .iter()
+                .filter(|f| f.gpu.as_ref().is_some_and(|g| g.index == end.index))
+                .collect();
+            let owned: Vec<Finding> = mine.iter().map(|f| (*f).clone()).collect();
+            GpuRecord {
+                stats: gpu_job_stats(begin, end, &gate.xids),
+                verdict: verdict_of(&owned),
+                reasons: all_reasons(&owned),
+            }
+        })
+        .collect();
+    let row = JobRow {
+        job_id: job.job_id,
+        node: job.node_name.clone(),
+        user: job.user.clone(),
+        uid: job.uid,
+        start_ts: start.as_ref().map_or_else(now_s, |s| s.start_ts),
+        end_ts: Some(now_s()),
+        imex: job.imex_requested,
+        prolog: start.as_ref().map(|s| s.prolog.clone()),
+        epilog: Some(PhaseOutcome {
+            verdict,
+            reasons: all_reasons(&gate.findings),
+            ms: gate.elapsed.as_millis() as u64,
+        }),
+        gpus,
+    };
+    if let Err(e) = record(cfg, &row) {
+        tracing::error!("job {} not recorded: {e}", job.job_id);
+        eprintln!("slurm-imex-epilog: job {} not recorded (the job is not affected): {e}", job.job_id);
+    }
+    advance_checkpoint(cfg, &gate);
+    if let Err(e) = remove_if_exists(&path) {
+        tracing::warn!("{e}");
+    }
+    GpuPhaseOutcome::Done {
+        verdict,
+        drain_reason: drain_reason(&gate.findings),
+        warnings: reasons(&gate.findings, Severity::Warn),
+    }
+}
+
+fn record(cfg: &Config, row: &JobRow) -> Result<()> {
+    let mut db = JobDb::open(&cfg.database.path, cfg.database.busy_timeout.0)?;
+    db.record_job(row)?;
+    let now = now_s();
+    let cutoff = now - cfg.database.retention.0.as_secs() as i64;
+    if let Err(e) = db.prune(cutoff, now, 86_400) {
+        tracing::warn!("retention pruning failed: {e}");
+    }
+    Ok(())
+}
+
+/// The gate for `slurm-imex check`: every GPU, XIDs since the checkpoint,
+/// which then advances (a reported XID is not reported again).
+pub fn check_now(cfg: &Config) -> Result<GateResult> {
+    let checkpoint = load_checkpoint(cfg);
+    let gate = gate::run(cfg, &GateRequest { phase: Phase::Check, gpus: None, xid_after: &checkpoint });
+    if gate.no_gpus {
+        return Err(Error::new("no NVIDIA GPU on this node (NVML not loadable, none on the PCI bus)"));
+    }
+    advance_checkpoint(cfg, &gate);
+    Ok(gate)
+}

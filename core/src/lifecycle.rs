@@ -1,0 +1,142 @@
+//! What the prolog and epilog binaries do, start to end: the GPU health gate
+//! and stats for every GPU job, and the IMEX domain for `--imex` jobs, with
+//! the exit status Slurm acts on (non-zero only for a fault of this node).
+
+use crate::config::Config;
+use crate::gpu_job::{self, GpuPhaseOutcome};
+use crate::imex::domain::{self, SetupOutcome, TeardownOutcome};
+use crate::slurm_env::JobEnv;
+
+/// What a prolog/epilog run ends with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    pub code: u8,
+    /// One line each, for stderr (and the log).
+    pub errors: Vec<String>,
+}
+
+impl Exit {
+    fn ok() -> Exit {
+        Exit { code: 0, errors: Vec::new() }
+    }
+    fn fail(&mut self, line: String) {
+        self.code = 1;
+        self.errors.push(line);
+    }
+}
+
+pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
+    let mut exit = Exit::ok();
+    match gpu_job::prolog(job, cfg) {
+        GpuPhaseOutcome::Done { drain_reason: Some(reason), .. } => {
+            // A drain-class finding: the node must not take the job.
+            exit.fail(format!("slurm-imex-prolog: {reason}"));
+            return exit;
+        }
+        GpuPhaseOutcome::Done { verdict, warnings, .. } => {
+            for w in &warnings {
+                tracing::warn!("{w}");
+            }
+            tracing::info!(verdict = verdict.as_str(), "GPU health gate passed");
+        }
+        GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU health gate skipped: {why}"),
+    }
+    if job.imex_requested {
+        match domain::setup(job, cfg) {
+            SetupOutcome::Ready { channel, waited } => {
+                tracing::info!(channel, waited_ms = waited.as_millis() as u64, "IMEX domain UP")
+            }
+            SetupOutcome::JobFailure(cause) => {
+                // Not this node's fault: the plugin fails the job with this cause.
+                tracing::warn!("job {} cannot use IMEX: {cause}", job.job_id)
+            }
+            SetupOutcome::NodeFault(cause) => exit.fail(format!("slurm-imex-prolog: {cause}")),
+        }
+    }
+    exit
+}
+
+pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
+    let mut exit = Exit::ok();
+    if job.imex_requested {
+        match domain::teardown(job.job_id, cfg) {
+            Ok(TeardownOutcome::LeftToOwner(owner)) => {
+                tracing::info!("IMEX domain belongs to job {owner}; left untouched")
+            }
+            Ok(outcome) => tracing::info!(?outcome, "IMEX domain torn down"),
+            Err(e) => exit.fail(format!(
+                "slurm-imex-epilog on {}: cannot return IMEX to idle: {e}",
+                job.node_name
+            )),
+        }
+    }
+    match gpu_job::epilog(job, cfg) {
+        GpuPhaseOutcome::Done { drain_reason: Some(reason), .. } if cfg.health.drain_from_epilog => {
+            if cfg.health.set_drain_reason {
+                if let Err(e) = crate::drain::set_drain(&cfg.health, &job.node_name, &reason) {
+                    tracing::warn!("{e}");
+                }
+            }
+            exit.fail(format!("slurm-imex-epilog: {reason}"));
+        }
+        GpuPhaseOutcome::Done { verdict, warnings, .. } => {
+            for w in &warnings {
+                tracing::warn!("{w}");
+            }
+            tracing::info!(verdict = verdict.as_str(), "job GPU stats recorded");
+        }
+        GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU stats skipped: {why}"),
+    }
+    exit
+}
+
+/// Which Slurm hook a binary is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    Prolog,
+    Epilog,
+}
+
+impl Hook {
+    fn program(self) -> &'static str {
+        match self {
+            Hook::Prolog => "slurm-imex-prolog",
+            Hook::Epilog => "slurm-imex-epilog",
+        }
+    }
+}
+
+/// The whole binary: logging, Slurm's environment, config, the hook, and
+/// the exit status. Every error is one line on stderr and in the log.
+pub fn run_from_env(hook: Hook) -> u8 {
+    let program = hook.program();
+    crate::logging::init(program);
+    let report = |line: &str| {
+        tracing::error!("{line}");
+        eprintln!("{line}");
+    };
+    let job = match JobEnv::from_process_env() {
+        Ok(j) => j,
+        Err(e) => {
+            report(&format!("{program}: {e}"));
+            return 1;
+        }
+    };
+    let span = crate::logging::job_span(job.job_id, &job.node_name);
+    let _guard = span.enter();
+    let config = match Config::load(None) {
+        Ok((c, _)) => c,
+        Err(e) => {
+            report(&format!("{program} on {}: {e}", job.node_name));
+            return 1;
+        }
+    };
+    let exit = match hook {
+        Hook::Prolog => prolog(&job, &config),
+        Hook::Epilog => epilog(&job, &config),
+    };
+    for line in &exit.errors {
+        report(line);
+    }
+    exit.code
+}

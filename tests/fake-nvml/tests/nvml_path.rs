@@ -1,0 +1,287 @@
+//! The production NVML path (nvml-wrapper dlopen of `[gpu] nvml_library`,
+//! the health gate, the prolog/epilog GPU flow and the job database) run
+//! against this fake libnvidia-ml.so.1 with 8 GPUs.
+
+use slurm_imex_core::config::Config;
+use slurm_imex_core::gpu_job::{self, GpuPhaseOutcome};
+use slurm_imex_core::health::checks::Phase;
+use slurm_imex_core::health::gate::{self, GateRequest};
+use slurm_imex_core::health::{Severity, Verdict};
+use slurm_imex_core::jobdb::query::HistoryFilter;
+use slurm_imex_core::jobdb::JobDb;
+use slurm_imex_core::slurm_env::JobEnv;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// FAKE_NVML_SCENARIO is per process: tests take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn fake_library() -> PathBuf {
+    // target/<profile>/deps/<this test> -> target/<profile>/libnvidia_ml.so
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("libnvidia_ml.so")
+}
+
+/// One GPU of the scenario; `extra` lines override the healthy defaults
+/// (`key = value`) and may end with sub-tables such as `[[gpu.process]]`.
+fn gpu(i: u32, extra: &str) -> String {
+    let mut keys: Vec<(String, String)> = vec![
+        ("uuid".into(), format!("\"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd\"")),
+        ("serial".into(), format!("\"165092406000{i}\"")),
+        ("pci_bus_id".into(), format!("\"00000000:{:02X}:00.0\"", 0x1a + i)),
+        ("energy_mj".into(), (1_000_000 * (i as u64 + 1)).to_string()),
+        ("power_mw".into(), "500000".into()),
+        ("remap_correctable".into(), "0".into()),
+        ("nvlinks".into(), "18".into()),
+        ("pcie_replays".into(), "3".into()),
+        ("accounting".into(), "true".into()),
+        (
+            "fabric".into(),
+            "{ state = \"completed\", clique_id = 7, cluster_uuid = \"dc6e40c4-d722-4357-9ba6-5291dd461278\" }".into(),
+        ),
+    ];
+    let (overrides, tables) = match extra.find("[[") {
+        Some(at) => extra.split_at(at),
+        None => (extra, ""),
+    };
+    for line in overrides.lines().filter(|l| l.contains('=')) {
+        let (k, v) = line.split_once('=').unwrap();
+        let (k, v) = (k.trim().to_string(), v.trim().to_string());
+        match keys.iter_mut().find(|(key, _)| *key == k) {
+            Some(slot) => slot.1 = v,
+            None => keys.push((k, v)),
+        }
+    }
+    let body: String = keys.iter().map(|(k, v)| format!("{k} = {v}\n")).collect();
+    format!("[[gpu]]\n{body}{tables}\n")
+}
+
+struct Node {
+    dir: tempfile::TempDir,
+    cfg: Config,
+}
+
+impl Node {
+    fn new(gpus: &[String]) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        std::fs::write(p("nvml.toml"), format!("driver_version = \"580.95.05\"\n{}", gpus.concat())).unwrap();
+        std::env::set_var("FAKE_NVML_SCENARIO", p("nvml.toml"));
+        std::fs::write(p("kmsg"), "6,1,100,-;Linux version 6.1\n").unwrap();
+        std::fs::create_dir(p("pci")).unwrap();
+        for i in 0..gpus.len() {
+            let d = p(&format!("pci/0000:{:02x}:00.0", 0x1a + i));
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("vendor"), "0x10de\n").unwrap();
+            std::fs::write(d.join("class"), "0x030200\n").unwrap();
+        }
+        let toml = format!(
+            "[imex]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n\
+             [health]\npci_devices = \"{}\"\nexpected_gpus = {}\n[database]\npath = \"{}\"\n",
+            p("state").display(),
+            fake_library().display(),
+            p("kmsg").display(),
+            p("pci").display(),
+            gpus.len(),
+            p("db/jobs.db").display()
+        );
+        let cfg = Config::parse(&toml, Path::new("test.toml")).unwrap();
+        Node { dir, cfg }
+    }
+
+    fn path(&self, n: &str) -> PathBuf {
+        self.dir.path().join(n)
+    }
+
+    fn set_gpus(&self, gpus: &[String]) {
+        std::fs::write(self.path("nvml.toml"), format!("driver_version = \"580.95.05\"\n{}", gpus.concat())).unwrap();
+    }
+
+    fn kmsg(&self, line: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(self.path("kmsg")).unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
+    fn job(&self, id: u32, gpus: Option<Vec<u32>>) -> JobEnv {
+        JobEnv {
+            job_id: id,
+            node_name: "n1".into(),
+            node_list: "n1".into(),
+            uid: Some(1001),
+            user: Some("alice".into()),
+            imex_requested: false,
+            gpus,
+        }
+    }
+}
+
+fn eight(extra: impl Fn(u32) -> String) -> Vec<String> {
+    (0..8).map(|i| gpu(i, &extra(i))).collect()
+}
+
+fn check(cfg: &Config) -> gate::GateResult {
+    gate::run(cfg, &GateRequest { phase: Phase::Prolog, gpus: None, xid_after: &BTreeMap::new() })
+}
+
+#[test]
+fn healthy_eight_gpus_read_through_the_production_path() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let r = check(&node.cfg);
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    assert_eq!(r.snapshots.len(), 8);
+    let s = &r.snapshots[3];
+    assert_eq!(s.serial, "1650924060003");
+    assert_eq!(s.pci, "0000:1d:00");
+    assert_eq!(s.fabric.value().unwrap().cluster_uuid, "dc6e40c4-d722-4357-9ba6-5291dd461278");
+    assert_eq!(s.fabric.value().unwrap().health_summary, "HEALTHY");
+    assert_eq!(s.nvlink.value().unwrap().len(), 18);
+    assert_eq!(s.recovery_action.value(), Some(&0));
+    assert!(*s.energy_mj.value().unwrap() >= 4_000_000);
+    assert_eq!(r.driver.as_deref(), Some("580.95.05"));
+    assert!(r.elapsed < Duration::from_secs(3), "{:?}", r.elapsed);
+}
+
+#[test]
+fn drain_findings_name_check_gpu_and_serial() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|i| if i == 3 { "remap_pending = true".into() } else { String::new() }));
+    let r = check(&node.cfg);
+    let drains: Vec<String> = r.findings.iter().filter(|f| f.severity == Severity::Drain).map(|f| f.reason()).collect();
+    assert_eq!(drains, ["imex-health: row_remap gpu3 1650924060003: row remap pending: GPU reset needed"]);
+
+    node.set_gpus(&eight(|i| match i {
+        1 => "recovery_action = 4".into(),
+        2 => "nvlinks_down = [5]".into(),
+        4 => "fabric = { state = \"in_progress\" }".into(),
+        5 => "lost = true".into(),
+        6 => "ecc_volatile_dbe = 2".into(),
+        _ => String::new(),
+    }));
+    let r = check(&node.cfg);
+    let checks: Vec<(String, Option<u32>)> = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Drain)
+        .map(|f| (f.check.clone(), f.gpu.as_ref().map(|g| g.index)))
+        .collect();
+    for want in [("recovery_action", 1), ("nvlink", 2), ("fabric", 4), ("ecc_dbe", 6)] {
+        assert!(checks.contains(&(want.0.to_string(), Some(want.1))), "{want:?} not in {checks:?}");
+    }
+    // The lost GPU: NVML cannot open it, and the count no longer matches.
+    assert!(checks.iter().any(|(c, g)| c == "gpu_lost" && *g == Some(5)), "{checks:?}");
+}
+
+#[test]
+fn a_hanging_call_is_cut_off_at_its_budget_and_named() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|i| if i == 2 { "hang_in = \"fabric\"\nhang_ms = 6000".into() } else { String::new() }));
+    let r = check(&node.cfg);
+    assert!(r.elapsed < Duration::from_secs(4), "gate took {:?}", r.elapsed);
+    let f = r.findings.iter().find(|f| f.check == "fabric").expect("fabric finding");
+    assert_eq!(f.severity, Severity::Drain);
+    assert_eq!(f.gpu.as_ref().unwrap().index, 2);
+    assert!(f.detail.contains("timed out"), "{}", f.detail);
+    assert_eq!(r.snapshots.len(), 7);
+}
+
+#[test]
+fn nvml_that_cannot_start_is_a_drain_and_a_bad_scenario_is_reported() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    std::fs::write(node.path("nvml.toml"), "init_error = 9\n").unwrap();
+    let r = check(&node.cfg);
+    assert_eq!(r.findings.len(), 1);
+    assert_eq!(r.findings[0].check, "nvml_init");
+    std::fs::write(node.path("nvml.toml"), "[[gpu]]\nuuid = 5\n").unwrap();
+    assert_eq!(check(&node.cfg).findings[0].check, "nvml_init");
+    // No library and no NVIDIA GPU on the PCI bus: not a GPU node.
+    let mut cfg = node.cfg.clone();
+    cfg.gpu.nvml_library = node.path("missing.so");
+    cfg.health.pci_devices = node.path("empty");
+    std::fs::create_dir(node.path("empty")).unwrap();
+    assert!(check(&cfg).no_gpus);
+    cfg.health.pci_devices = node.path("pci");
+    let r = check(&cfg);
+    assert!(!r.no_gpus);
+    assert!(r.findings[0].detail.contains("missing.so"), "{:?}", r.findings);
+}
+
+#[test]
+fn prolog_and_epilog_record_stats_xids_and_verdicts() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    // An XID from before the job is judged once, by the prolog.
+    node.kmsg("4,2,200,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=1, name=old, Graphics Exception");
+    let job = node.job(77, Some(vec![0, 1]));
+    match gpu_job::prolog(&job, &node.cfg) {
+        GpuPhaseOutcome::Done { verdict, drain_reason, warnings } => {
+            assert_eq!((verdict, drain_reason), (Verdict::Warn, None));
+            assert!(warnings[0].contains("XID 13"), "{warnings:?}");
+        }
+        o => panic!("{o:?}"),
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // During the job: an application XID on gpu1, and gpu0 eats ECC.
+    node.kmsg("4,3,300,-;NVRM: Xid (PCI:0000:1b:00): 31, pid=4242, name=python3, Ch 00000003, intr 10000000. MMU Fault");
+    node.set_gpus(&eight(|i| if i == 0 { "ecc_volatile_sbe = 5\npcie_replays = 10\n[[gpu.process]]\npid = 4242\ngpu_util = 87\nmax_memory = 1073741824\ntime_ms = 300".into() } else { String::new() }));
+    match gpu_job::epilog(&job, &node.cfg) {
+        GpuPhaseOutcome::Done { verdict, .. } => assert_eq!(verdict, Verdict::Warn),
+        o => panic!("{o:?}"),
+    }
+    let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
+    let rows = db.history(&HistoryFilter { limit: 10, ..Default::default() }).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0].job_id, rows[0].gpus, rows[0].xids), (77, 2, 1));
+    let shown = &db.show(77).unwrap()[0];
+    let g0 = &shown.gpus[0].stats;
+    assert_eq!(g0.serial, "1650924060000");
+    assert_eq!(g0.ecc_sbe.value, Some(5));
+    assert_eq!(g0.pcie_replays.value, Some(7));
+    // Energy advanced while the job ran, and was not reset.
+    assert!(g0.energy_mj.value.unwrap() > 0 && !g0.energy_mj.reset, "{:?}", g0.energy_mj);
+    assert_eq!(g0.processes.len(), 1);
+    assert_eq!(g0.processes[0].gpu_util, Some(87));
+    let g1 = &shown.gpus[1].stats;
+    assert_eq!(g1.xids.len(), 1);
+    assert_eq!((g1.xids[0].xid, g1.xids[0].bucket.as_str()), (31, "RESTART_APP"));
+    assert_eq!(shown.prolog.as_ref().unwrap().verdict, Verdict::Warn);
+    assert!(!node.path("state/gpu-jobs/77.json").exists());
+}
+
+#[test]
+fn xid_79_during_the_job_makes_the_epilog_drain() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let job = node.job(78, None);
+    assert!(matches!(gpu_job::prolog(&job, &node.cfg), GpuPhaseOutcome::Done { verdict: Verdict::Pass, .. }));
+    node.kmsg("3,9,900,-;NVRM: Xid (PCI:0000:1f:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
+    match gpu_job::epilog(&job, &node.cfg) {
+        GpuPhaseOutcome::Done { verdict, drain_reason, .. } => {
+            assert_eq!(verdict, Verdict::Drain);
+            assert_eq!(
+                drain_reason.as_deref(),
+                Some("imex-health: xid gpu5 1650924060005: XID 79 (REBOOT) on 0000:1f:00: GPU has fallen off the bus.")
+            );
+        }
+        o => panic!("{o:?}"),
+    }
+    // The next prolog does not judge the same XID again.
+    assert!(matches!(gpu_job::prolog(&node.job(79, None), &node.cfg), GpuPhaseOutcome::Done { verdict: Verdict::Pass, .. }));
+}
+
+#[test]
+fn a_broken_database_never_fails_the_epilog() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    std::fs::create_dir_all(node.path("db")).unwrap();
+    std::fs::write(node.path("db/jobs.db"), vec![7u8; 4096]).unwrap();
+    let job = node.job(80, Some(vec![0]));
+    gpu_job::prolog(&job, &node.cfg);
+    assert!(matches!(gpu_job::epilog(&job, &node.cfg), GpuPhaseOutcome::Done { verdict: Verdict::Pass, .. }));
+    // The corrupt file was left as it was, for the admin to look at.
+    assert_eq!(std::fs::read(node.path("db/jobs.db")).unwrap(), vec![7u8; 4096]);
+}
