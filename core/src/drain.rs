@@ -11,11 +11,19 @@ use crate::process::run_bounded;
 pub fn set_drain(cfg: &HealthConfig, node: &str, reason: &str) -> Result<()> {
     let out = run_bounded(
         &cfg.scontrol,
-        &["update", &format!("NodeName={node}"), "State=DRAIN", &format!("Reason={reason}")],
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DRAIN",
+            &format!("Reason={reason}"),
+        ],
         cfg.scontrol_timeout.0,
     )?;
     if !out.success() {
-        return Err(Error::new(format!("scontrol update NodeName={node} State=DRAIN failed: {}", out.one_line())));
+        return Err(Error::new(format!(
+            "scontrol update NodeName={node} State=DRAIN failed: {}",
+            out.one_line()
+        )));
     }
     Ok(())
 }
@@ -39,16 +47,30 @@ pub fn parse_node_line(line: &str) -> Option<NodeStatus> {
         let end = text.rfind(" [").unwrap_or(text.len());
         text[..end].trim().to_string()
     });
-    Some(NodeStatus { state, reason: reason.filter(|r| !r.is_empty() && r != "(null)") })
+    Some(NodeStatus {
+        state,
+        reason: reason.filter(|r| !r.is_empty() && r != "(null)"),
+    })
 }
 
 pub fn node_status(cfg: &HealthConfig, node: &str) -> Result<NodeStatus> {
-    let out = run_bounded(&cfg.scontrol, &["show", "node", node, "-o"], cfg.scontrol_timeout.0)?;
+    let out = run_bounded(
+        &cfg.scontrol,
+        &["show", "node", node, "-o"],
+        cfg.scontrol_timeout.0,
+    )?;
     if !out.success() {
-        return Err(Error::new(format!("scontrol show node {node} failed: {}", out.one_line())));
+        return Err(Error::new(format!(
+            "scontrol show node {node} failed: {}",
+            out.one_line()
+        )));
     }
-    parse_node_line(out.stdout.trim())
-        .ok_or_else(|| Error::new(format!("cannot read node {node} from scontrol output: {}", out.one_line())))
+    parse_node_line(out.stdout.trim()).ok_or_else(|| {
+        Error::new(format!(
+            "cannot read node {node} from scontrol output: {}",
+            out.one_line()
+        ))
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +95,10 @@ pub fn undrain(cfg: &HealthConfig, node: &str) -> Result<Undrain> {
                 cfg.scontrol_timeout.0,
             )?;
             if !out.success() {
-                return Err(Error::new(format!("scontrol update NodeName={node} State=RESUME failed: {}", out.one_line())));
+                return Err(Error::new(format!(
+                    "scontrol update NodeName={node} State=RESUME failed: {}",
+                    out.one_line()
+                )));
             }
             Ok(Undrain::Resumed(r))
         }

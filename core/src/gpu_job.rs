@@ -49,7 +49,10 @@ fn now_s() -> i64 {
 }
 
 fn start_path(cfg: &Config, job_id: u32) -> PathBuf {
-    cfg.imex.state_dir.join("gpu-jobs").join(format!("{job_id}.json"))
+    cfg.imex
+        .state_dir
+        .join("gpu-jobs")
+        .join(format!("{job_id}.json"))
 }
 
 fn checkpoint_path(cfg: &Config) -> PathBuf {
@@ -66,14 +69,20 @@ fn load_checkpoint(cfg: &Config) -> BTreeMap<String, u64> {
 }
 
 fn advance_checkpoint(cfg: &Config, gate: &GateResult) {
-    let Some(last) = gate.kmsg_last_seq else { return };
+    let Some(last) = gate.kmsg_last_seq else {
+        return;
+    };
     let mut cp = load_checkpoint(cfg);
     for s in &gate.snapshots {
         let e = cp.entry(s.pci.clone()).or_insert(0);
         *e = (*e).max(last);
     }
     let write = ensure_dir(&cfg.imex.state_dir, 0o755).and_then(|_| {
-        write_atomic(&checkpoint_path(cfg), &serde_json::to_vec(&cp).unwrap_or_default(), 0o644)
+        write_atomic(
+            &checkpoint_path(cfg),
+            &serde_json::to_vec(&cp).unwrap_or_default(),
+            0o644,
+        )
     });
     if let Err(e) = write {
         tracing::warn!("cannot save the XID checkpoint: {e}");
@@ -85,7 +94,11 @@ fn is_gpu_job(job: &JobEnv, cfg: &Config) -> bool {
 }
 
 fn reasons(findings: &[Finding], severity: Severity) -> Vec<String> {
-    findings.iter().filter(|f| f.severity == severity).map(Finding::reason).collect()
+    findings
+        .iter()
+        .filter(|f| f.severity == severity)
+        .map(Finding::reason)
+        .collect()
 }
 
 fn all_reasons(findings: &[Finding]) -> Vec<String> {
@@ -102,7 +115,11 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     let checkpoint = load_checkpoint(cfg);
     let gate = gate::run(
         cfg,
-        &GateRequest { phase: Phase::Prolog, gpus: job.gpus.as_deref(), xid_after: &checkpoint },
+        &GateRequest {
+            phase: Phase::Prolog,
+            gpus: job.gpus.as_deref(),
+            xid_after: &checkpoint,
+        },
     );
     if gate.no_gpus {
         return GpuPhaseOutcome::Skipped("no NVIDIA GPU on this node");
@@ -123,9 +140,17 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     let saved = path
         .parent()
         .map_or(Ok(()), |d| ensure_dir(d, 0o755))
-        .and_then(|_| write_atomic(&path, &serde_json::to_vec(&state).unwrap_or_default(), 0o644));
+        .and_then(|_| {
+            write_atomic(
+                &path,
+                &serde_json::to_vec(&state).unwrap_or_default(),
+                0o644,
+            )
+        });
     if let Err(e) = saved {
-        tracing::warn!("cannot keep the start snapshot, the epilog will record end state only: {e}");
+        tracing::warn!(
+            "cannot keep the start snapshot, the epilog will record end state only: {e}"
+        );
     }
     advance_checkpoint(cfg, &gate);
     let drain = drain_reason(&gate.findings);
@@ -146,7 +171,9 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
 /// After the job: deltas, XIDs during the job, post-job verdict, record.
 pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     let path = start_path(cfg, job.job_id);
-    let start: Option<StartState> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let start: Option<StartState> = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     if start.is_none() && !is_gpu_job(job, cfg) {
         return GpuPhaseOutcome::Skipped("not a GPU job");
     }
@@ -160,7 +187,11 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     };
     let gate = gate::run(
         cfg,
-        &GateRequest { phase: Phase::Epilog, gpus: job.gpus.as_deref(), xid_after: &checkpoint },
+        &GateRequest {
+            phase: Phase::Epilog,
+            gpus: job.gpus.as_deref(),
+            xid_after: &checkpoint,
+        },
     );
     if gate.no_gpus && start.is_none() {
         return GpuPhaseOutcome::Skipped("no NVIDIA GPU on this node");
@@ -170,7 +201,9 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
         .snapshots
         .iter()
         .map(|end| {
-            let begin = start.as_ref().and_then(|s| s.snapshots.iter().find(|g| g.uuid == end.uuid));
+            let begin = start
+                .as_ref()
+                .and_then(|s| s.snapshots.iter().find(|g| g.uuid == end.uuid));
             let mine: Vec<&Finding> = gate
                 .findings
                 .iter()
@@ -202,7 +235,10 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     };
     if let Err(e) = record(cfg, &row) {
         tracing::error!("job {} not recorded: {e}", job.job_id);
-        eprintln!("slurm-imex-epilog: job {} not recorded (the job is not affected): {e}", job.job_id);
+        eprintln!(
+            "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
+            job.job_id
+        );
     }
     advance_checkpoint(cfg, &gate);
     if let Err(e) = remove_if_exists(&path) {
@@ -230,9 +266,18 @@ fn record(cfg: &Config, row: &JobRow) -> Result<()> {
 /// which then advances (a reported XID is not reported again).
 pub fn check_now(cfg: &Config) -> Result<GateResult> {
     let checkpoint = load_checkpoint(cfg);
-    let gate = gate::run(cfg, &GateRequest { phase: Phase::Check, gpus: None, xid_after: &checkpoint });
+    let gate = gate::run(
+        cfg,
+        &GateRequest {
+            phase: Phase::Check,
+            gpus: None,
+            xid_after: &checkpoint,
+        },
+    );
     if gate.no_gpus {
-        return Err(Error::new("no NVIDIA GPU on this node (NVML not loadable, none on the PCI bus)"));
+        return Err(Error::new(
+            "no NVIDIA GPU on this node (NVML not loadable, none on the PCI bus)",
+        ));
     }
     advance_checkpoint(cfg, &gate);
     Ok(gate)

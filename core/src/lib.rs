@@ -17,8 +17,9 @@ pub mod jobdb;
 pub mod lifecycle;
 pub mod logging;
 pub mod process;
-pub mod xid;
 pub mod slurm_env;
 pub mod stats;
+pub mod timespec;
+pub mod xid;
 
 pub use error::{Error, Result};

@@ -17,7 +17,10 @@ pub struct Exit {
 
 impl Exit {
     fn ok() -> Exit {
-        Exit { code: 0, errors: Vec::new() }
+        Exit {
+            code: 0,
+            errors: Vec::new(),
+        }
     }
     fn fail(&mut self, line: String) {
         self.code = 1;
@@ -28,12 +31,17 @@ impl Exit {
 pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     let mut exit = Exit::ok();
     match gpu_job::prolog(job, cfg) {
-        GpuPhaseOutcome::Done { drain_reason: Some(reason), .. } => {
+        GpuPhaseOutcome::Done {
+            drain_reason: Some(reason),
+            ..
+        } => {
             // A drain-class finding: the node must not take the job.
             exit.fail(format!("slurm-imex-prolog: {reason}"));
             return exit;
         }
-        GpuPhaseOutcome::Done { verdict, warnings, .. } => {
+        GpuPhaseOutcome::Done {
+            verdict, warnings, ..
+        } => {
             for w in &warnings {
                 tracing::warn!("{w}");
             }
@@ -44,7 +52,11 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     if job.imex_requested {
         match domain::setup(job, cfg) {
             SetupOutcome::Ready { channel, waited } => {
-                tracing::info!(channel, waited_ms = waited.as_millis() as u64, "IMEX domain UP")
+                tracing::info!(
+                    channel,
+                    waited_ms = waited.as_millis() as u64,
+                    "IMEX domain UP"
+                )
             }
             SetupOutcome::JobFailure(cause) => {
                 // Not this node's fault: the plugin fails the job with this cause.
@@ -71,7 +83,10 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
         }
     }
     match gpu_job::epilog(job, cfg) {
-        GpuPhaseOutcome::Done { drain_reason: Some(reason), .. } if cfg.health.drain_from_epilog => {
+        GpuPhaseOutcome::Done {
+            drain_reason: Some(reason),
+            ..
+        } if cfg.health.drain_from_epilog => {
             if cfg.health.set_drain_reason {
                 if let Err(e) = crate::drain::set_drain(&cfg.health, &job.node_name, &reason) {
                     tracing::warn!("{e}");
@@ -79,7 +94,9 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
             }
             exit.fail(format!("slurm-imex-epilog: {reason}"));
         }
-        GpuPhaseOutcome::Done { verdict, warnings, .. } => {
+        GpuPhaseOutcome::Done {
+            verdict, warnings, ..
+        } => {
             for w in &warnings {
                 tracing::warn!("{w}");
             }

@@ -20,8 +20,14 @@ pub struct Delta {
 
 pub fn delta(start: Option<u64>, end: Option<u64>) -> Delta {
     match (start, end) {
-        (Some(s), Some(e)) if e >= s => Delta { value: Some(e - s), reset: false },
-        (Some(_), Some(e)) => Delta { value: Some(e), reset: true },
+        (Some(s), Some(e)) if e >= s => Delta {
+            value: Some(e - s),
+            reset: false,
+        },
+        (Some(_), Some(e)) => Delta {
+            value: Some(e),
+            reset: true,
+        },
         _ => Delta::default(),
     }
 }
@@ -58,7 +64,11 @@ pub struct GpuJobStats {
 
 /// Stats of one GPU between two snapshots; `start` is None when the prolog
 /// left no snapshot (then only end-of-job state is known).
-pub fn gpu_job_stats(start: Option<&GpuSnapshot>, end: &GpuSnapshot, xids: &[XidEvent]) -> GpuJobStats {
+pub fn gpu_job_stats(
+    start: Option<&GpuSnapshot>,
+    end: &GpuSnapshot,
+    xids: &[XidEvent],
+) -> GpuJobStats {
     let s = |f: &dyn Fn(&GpuSnapshot) -> Option<u64>| start.and_then(f);
     let ecc = |f: fn(&crate::gpu::snapshot::EccCounts) -> u64| {
         move |g: &GpuSnapshot| g.ecc.value().map(f)
@@ -78,11 +88,15 @@ pub fn gpu_job_stats(start: Option<&GpuSnapshot>, end: &GpuSnapshot, xids: &[Xid
     }
     let mut nvlink_errors = BTreeMap::new();
     if let (Some(Reading::Value(a)), Reading::Value(b)) = (start.map(|s| &s.nvlink), &end.nvlink) {
-        let sum = |links: &[crate::gpu::snapshot::LinkState], f: fn(&crate::gpu::snapshot::LinkState) -> u64| {
+        let sum = |links: &[crate::gpu::snapshot::LinkState],
+                   f: fn(&crate::gpu::snapshot::LinkState) -> u64| {
             links.iter().map(f).sum::<u64>()
         };
         for (name, f) in [
-            ("crc_flit", (|l: &crate::gpu::snapshot::LinkState| l.crc_flit) as fn(&_) -> u64),
+            (
+                "crc_flit",
+                (|l: &crate::gpu::snapshot::LinkState| l.crc_flit) as fn(&_) -> u64,
+            ),
             ("crc_data", |l| l.crc_data),
             ("replay", |l| l.replay),
             ("recovery", |l| l.recovery),
@@ -99,7 +113,12 @@ pub fn gpu_job_stats(start: Option<&GpuSnapshot>, end: &GpuSnapshot, xids: &[Xid
     let processes: Vec<ProcessAccounting> = end
         .accounting
         .value()
-        .map(|a| a.iter().filter(|p| !before.contains(&p.pid)).copied().collect())
+        .map(|a| {
+            a.iter()
+                .filter(|p| !before.contains(&p.pid))
+                .copied()
+                .collect()
+        })
         .unwrap_or_default();
     GpuJobStats {
         index: end.index,
@@ -136,7 +155,11 @@ mod tests {
             serial: "s".into(),
             pci: "0000:1a:00".into(),
             energy_mj: energy,
-            ecc: Reading::Value(EccCounts { volatile_dbe: dbe, volatile_sbe: 3, ..Default::default() }),
+            ecc: Reading::Value(EccCounts {
+                volatile_dbe: dbe,
+                volatile_sbe: 3,
+                ..Default::default()
+            }),
             pcie_replays: Reading::Value(replays),
             violation_ns: [("power".to_string(), 1_000u64)].into(),
             ..Default::default()
@@ -145,8 +168,20 @@ mod tests {
 
     #[test]
     fn counter_deltas_and_resets() {
-        assert_eq!(delta(Some(10), Some(15)), Delta { value: Some(5), reset: false });
-        assert_eq!(delta(Some(10), Some(4)), Delta { value: Some(4), reset: true });
+        assert_eq!(
+            delta(Some(10), Some(15)),
+            Delta {
+                value: Some(5),
+                reset: false
+            }
+        );
+        assert_eq!(
+            delta(Some(10), Some(4)),
+            Delta {
+                value: Some(4),
+                reset: true
+            }
+        );
         assert_eq!(delta(None, Some(4)), Delta::default());
         assert_eq!(delta(Some(4), None), Delta::default());
         assert_eq!(delta(Some(0), Some(0)).value, Some(0));
@@ -159,7 +194,13 @@ mod tests {
         b.violation_ns.insert("power".into(), 4_000);
         b.violation_ns.insert("thermal".into(), 50); // not in start: unknown, not counted
         let st = gpu_job_stats(Some(&a), &b, &[]);
-        assert_eq!(st.energy_mj, Delta { value: Some(750_000), reset: false });
+        assert_eq!(
+            st.energy_mj,
+            Delta {
+                value: Some(750_000),
+                reset: false
+            }
+        );
         assert_eq!(st.ecc_dbe.value, Some(2));
         assert_eq!(st.ecc_sbe.value, Some(0));
         assert_eq!(st.pcie_replays.value, Some(4));
@@ -170,13 +211,22 @@ mod tests {
     fn energy_reset_and_missing_fields() {
         let a = snap(Reading::Value(9_000_000), 0, 0);
         let b = snap(Reading::Value(200), 0, 0);
-        assert_eq!(gpu_job_stats(Some(&a), &b, &[]).energy_mj, Delta { value: Some(200), reset: true });
+        assert_eq!(
+            gpu_job_stats(Some(&a), &b, &[]).energy_mj,
+            Delta {
+                value: Some(200),
+                reset: true
+            }
+        );
         // NOT_SUPPORTED energy: unknown, never zero.
         let c = snap(Reading::NotSupported, 0, 0);
         assert_eq!(gpu_job_stats(Some(&a), &c, &[]).energy_mj.value, None);
         // No prolog snapshot: nothing to diff, end state still known.
         let mut d = snap(Reading::Value(5), 0, 0);
-        d.remapped_rows = Reading::Value(RemappedRows { pending: true, ..Default::default() });
+        d.remapped_rows = Reading::Value(RemappedRows {
+            pending: true,
+            ..Default::default()
+        });
         let st = gpu_job_stats(None, &d, &[]);
         assert_eq!(st.energy_mj.value, None);
         assert_eq!(st.remap_pending_end, Some(true));
@@ -186,14 +236,53 @@ mod tests {
     fn nvlink_processes_and_xids() {
         let mut a = snap(Reading::Value(0), 0, 0);
         let mut b = snap(Reading::Value(0), 0, 0);
-        a.nvlink = Reading::Value(vec![LinkState { link: 0, active: true, crc_flit: 5, ..Default::default() }, LinkState { link: 1, active: true, replay: 1, ..Default::default() }]);
-        b.nvlink = Reading::Value(vec![LinkState { link: 0, active: true, crc_flit: 9, ..Default::default() }, LinkState { link: 1, active: true, replay: 4, ..Default::default() }]);
-        let old = ProcessAccounting { pid: 1, max_memory_bytes: Some(9), ..Default::default() };
-        let new = ProcessAccounting { pid: 2, gpu_util: Some(80), max_memory_bytes: Some(1 << 30), time_ms: 500, ..Default::default() };
+        a.nvlink = Reading::Value(vec![
+            LinkState {
+                link: 0,
+                active: true,
+                crc_flit: 5,
+                ..Default::default()
+            },
+            LinkState {
+                link: 1,
+                active: true,
+                replay: 1,
+                ..Default::default()
+            },
+        ]);
+        b.nvlink = Reading::Value(vec![
+            LinkState {
+                link: 0,
+                active: true,
+                crc_flit: 9,
+                ..Default::default()
+            },
+            LinkState {
+                link: 1,
+                active: true,
+                replay: 4,
+                ..Default::default()
+            },
+        ]);
+        let old = ProcessAccounting {
+            pid: 1,
+            max_memory_bytes: Some(9),
+            ..Default::default()
+        };
+        let new = ProcessAccounting {
+            pid: 2,
+            gpu_util: Some(80),
+            max_memory_bytes: Some(1 << 30),
+            time_ms: 500,
+            ..Default::default()
+        };
         a.accounting = Reading::Value(vec![old]);
         b.accounting = Reading::Value(vec![old, new]);
-        let x = crate::xid::parse_line("NVRM: Xid (PCI:0000:1a:00): 13, pid=2, name=a, boom", 7).unwrap();
-        let other = crate::xid::parse_line("NVRM: Xid (PCI:0000:2a:00): 13, pid=2, name=a, boom", 8).unwrap();
+        let x = crate::xid::parse_line("NVRM: Xid (PCI:0000:1a:00): 13, pid=2, name=a, boom", 7)
+            .unwrap();
+        let other =
+            crate::xid::parse_line("NVRM: Xid (PCI:0000:2a:00): 13, pid=2, name=a, boom", 8)
+                .unwrap();
         let st = gpu_job_stats(Some(&a), &b, &[x.clone(), other]);
         assert_eq!(st.nvlink_errors["crc_flit"], 4);
         assert_eq!(st.nvlink_errors["replay"], 3);

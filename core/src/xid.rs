@@ -52,8 +52,24 @@ pub fn is_drain_class(xid: u32) -> bool {
 /// mirroring docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html).
 pub fn classify(xid: u32) -> Bucket {
     match xid {
-        8 | 11 | 13 | 25 | 31 | 32 | 39..=41 | 60 | 68..=72 | 75..=77 | 80 | 82..=86 | 88
-        | 89 | 94 | 96..=105 | 126..=135 | 139 => Bucket::RestartApp,
+        8
+        | 11
+        | 13
+        | 25
+        | 31
+        | 32
+        | 39..=41
+        | 60
+        | 68..=72
+        | 75..=77
+        | 80
+        | 82..=86
+        | 88
+        | 89
+        | 94
+        | 96..=105
+        | 126..=135
+        | 139 => Bucket::RestartApp,
         14 | 37 | 38 | 43 | 44 | 63 | 66 | 67 | 92 | 93 | 121 | 137 | 141 | 157 | 161 => {
             Bucket::Ignore
         }
@@ -89,8 +105,14 @@ pub fn parse_line(line: &str, fallback_seq: u64) -> Option<XidEvent> {
     let rest = &body[at + "NVRM: Xid (".len()..];
     let close = rest.find(')')?;
     let pci_raw = rest[..close].trim();
-    let pci = pci_raw.strip_prefix("PCI:").unwrap_or(pci_raw).to_ascii_lowercase();
-    let rest = rest[close + 1..].trim_start().strip_prefix(':')?.trim_start();
+    let pci = pci_raw
+        .strip_prefix("PCI:")
+        .unwrap_or(pci_raw)
+        .to_ascii_lowercase();
+    let rest = rest[close + 1..]
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
     let xid: u32 = digits.parse().ok()?;
     let mut rest = rest[digits.len()..].trim_start();
@@ -212,16 +234,23 @@ mod tests {
         let xids: Vec<u32> = events.iter().map(|e| e.xid).collect();
         assert_eq!(
             xids,
-            [13, 13, 13, 43, 119, 119, 119, 149, 154, 154, 149, 149, 145, 145, 149, 145, 149, 79, 32, 31,
-             44, 45, 45, 38, 109, 45, 13, 109, 119, 79, 119, 79, 14, 79, 79]
+            [
+                13, 13, 13, 43, 119, 119, 119, 149, 154, 154, 149, 149, 145, 145, 149, 145, 149,
+                79, 32, 31, 44, 45, 45, 38, 109, 45, 13, 109, 119, 79, 119, 79, 14, 79, 79
+            ]
         );
         assert_eq!(events[0].pci, "0000:38:00");
         assert_eq!(events[0].pid, None);
         assert_eq!(events[0].process, None);
-        assert!(events[0].message.starts_with("Graphics SM Global Exception"));
+        assert!(events[0]
+            .message
+            .starts_with("Graphics SM Global Exception"));
         assert_eq!(events[3].pid, Some(2924364));
         assert_eq!(events[3].process.as_deref(), Some("pt_main_thread"));
-        assert_eq!(events[9].message, "GPU recovery action changed from 0x4 (Drain and Reset) to 0x1 (GPU Reset Required)");
+        assert_eq!(
+            events[9].message,
+            "GPU recovery action changed from 0x4 (Drain and Reset) to 0x1 (GPU Reset Required)"
+        );
         assert_eq!(events[12].process.as_deref(), Some("ray::WorkerDict"));
         assert_eq!(events[25].process.as_deref(), Some("(udev-worker)"));
         assert_eq!(events[29].pid, Some(1122));

@@ -9,6 +9,7 @@
 # Everything started here is stopped by PID in cluster_down.
 
 E2E_NODES=${E2E_NODES:-3}
+E2E_GPUS=${E2E_GPUS:-4}
 C=${SLURM_IMEX_E2E_DIR:-/tmp/slurm-imex-e2e}
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BR=imexbr0
@@ -27,11 +28,13 @@ as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 cluster_install() {
   local bin=$1 i
   rm -rf "$C"
-  mkdir -p "$C"/{bin,etc-slurm,state,run,log,out,spool}
+  mkdir -p "$C"/{bin,lib,etc-slurm,state,run,log,out,spool}
   for f in slurm-imex-prolog slurm-imex-epilog nvidia-imex nvidia-imex-ctl; do cp "$bin/$f" "$C/bin/"; done
   [ -x "$bin/slurm-imex" ] && cp "$bin/slurm-imex" "$C/bin/"
   cp "$bin/libspank_imex.so" "$C/bin/spank_imex.so"
-  chmod 755 "$C" "$C/bin" "$C/etc-slurm"
+  # The fake NVML under the real library's name, loaded by the production path.
+  cp "$bin/libnvidia_ml.so" "$C/lib/libnvidia-ml.so.1"
+  chmod 755 "$C" "$C/bin" "$C/lib" "$C/etc-slurm"
   chmod 1777 "$C/out"
 
   sed -e "s#/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so#$C/bin/spank_imex.so#" \
@@ -46,6 +49,10 @@ cluster_install() {
       -e "s#^source = .*#source = \"map\"#" \
       -e "s#^map_file = .*#map_file = \"$C/etc-slurm/imex-addresses.toml\"#" \
       -e "s#^kmsg = .*#kmsg = \"/run/fakehw/kmsg\"#" \
+      -e "s#^nvml_library = .*#nvml_library = \"$C/lib/libnvidia-ml.so.1\"#" \
+      -e "s#^pci_devices = .*#pci_devices = \"/run/fakehw/pci\"#" \
+      -e "s#^expected_gpus = .*#expected_gpus = $E2E_GPUS#" \
+      -e "s#^set_drain_reason = .*#set_drain_reason = true#" \
       "$REPO/conf-examples/imex.toml" > "$C/etc-slurm/imex.toml"
   for key in 'manager = "process"' "binary = \"$C" 'proc_devices = "/run/fakehw' 'source = "map"'; do
     grep -qF "$key" "$C/etc-slurm/imex.toml" || { echo "cluster_install: imex.toml override '$key' did not apply" >&2; return 1; }
@@ -107,11 +114,43 @@ CONF
     printf 'Character devices:\n  1 mem\n195 nvidia\n195 nvidiactl\n%d nvidia-caps-imex-channels\n\nBlock devices:\n  7 loop\n' \
       "$CHANNEL_MAJOR" > "$d/hw/proc-devices"
     : > "$d/hw/kmsg"
+    write_scenario "$i"
+    local g
+    for g in $(seq 0 $((E2E_GPUS - 1))); do
+      mkdir -p "$d/hw/pci/0000:$(printf %02x $((0x1a + g))):00.0"
+      echo 0x10de > "$d/hw/pci/0000:$(printf %02x $((0x1a + g))):00.0/vendor"
+      echo 0x030200 > "$d/hw/pci/0000:$(printf %02x $((0x1a + g))):00.0/class"
+    done
     # A channel node that must never be visible inside a job (the driver's channel0).
     mknod "$d/dev-channels/channel0" c "$CHANNEL_MAJOR" 0 2>/dev/null || touch "$d/dev-channels/channel0"
     chmod 666 "$d/dev-channels/channel0"
   done
   id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
+}
+
+# A healthy fake-NVML scenario for node N: E2E_GPUS GB200s with serials
+# unique to the node. Extra TOML per GPU index may be given as
+# "index:key = value" arguments (e.g. "1:remap_pending = true").
+write_scenario() {
+  local n=$1; shift
+  local f=$C/nodes/n$n/hw/nvml.toml g extra
+  {
+    echo 'driver_version = "580.95.05"'
+    for g in $(seq 0 $((E2E_GPUS - 1))); do
+      printf '[[gpu]]\nuuid = "GPU-%02d%02d0000-aaaa-bbbb-cccc-dddddddddddd"\nserial = "16509240%02d%03d"\n' "$n" "$g" "$n" "$g"
+      printf 'pci_bus_id = "00000000:%02X:00.0"\nenergy_mj = 1000000\npower_mw = 600000\nremap_correctable = 0\n' $((0x1a + g))
+      printf 'nvlinks = 18\naccounting = true\ntemperature = 40\n'
+      printf 'fabric = { state = "completed", clique_id = 1, cluster_uuid = "dc6e40c4-d722-4357-9ba6-5291dd461278" }\n'
+      for extra in "$@"; do if [ "${extra%%:*}" = "$g" ]; then echo "${extra#*:}"; fi; done
+    done
+  } > "$f.tmp" && mv "$f.tmp" "$f"
+}
+
+# Append a kernel log record to node N's fake /dev/kmsg.
+kmsg_append() { # node line
+  local f=$C/nodes/n$1/hw/kmsg
+  local seq=$(( $(wc -l < "$f") + 100 ))
+  echo "3,$seq,$((seq * 1000)),-;$2" >> "$f"
 }
 
 cluster_up() {

@@ -24,7 +24,11 @@ run_test() {
   echo "--- $1"
   reset_nodes
   local start=$SECONDS
-  "$1"
+  if ! declare -F "$1" >/dev/null; then
+    fail "no such test function: $1"
+  else
+    "$1"
+  fi
   if [ "$CURRENT_OK" = 1 ]; then
     PASSED=$((PASSED + 1)); echo "    ok ($((SECONDS - start)) s)"
   else
@@ -67,6 +71,7 @@ reset_nodes() {
   local i
   for i in $(seq 1 "$E2E_NODES"); do
     rm -f "$C/nodes/n$i/run-imex/fake-fault"
+    write_scenario "$i"
     case "$(node_state "n$i")" in
       drain*|down*|fail*) scontrol update nodename="n$i" state=resume 2>/dev/null || true;;
     esac
@@ -82,8 +87,13 @@ expect_idle() {
   [ -e "$d/run-slurm-imex/nvidia-imex.cfg" ] && fail "n$n still has the per-job daemon config"
   [ -e "$d/run-slurm-imex/nvidia-imex.pid" ] && fail "n$n still has a daemon pid file"
   [ -n "$(ls -A "$d/run-slurm-imex/jobs" 2>/dev/null)" ] && fail "n$n still has job records: $(ls "$d/run-slurm-imex/jobs")"
+  [ -n "$(ls -A "$d/run-slurm-imex/gpu-jobs" 2>/dev/null)" ] && fail "n$n still has GPU start snapshots: $(ls "$d/run-slurm-imex/gpu-jobs")"
   in_node "$n" "$C/bin/nvidia-imex-ctl" -c /etc/nvidia-imex/config.cfg -q >/dev/null 2>&1 && fail "n$n: an IMEX daemon still answers"
   return 0
 }
 
 channel_for() { echo $(( 1 + $1 % 2047 )); }
+
+# The admin CLI on node N (its own database, config, fake hardware).
+cli() { local n=$1; shift; in_node "$n" "$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" "$@"; }
+json_count() { grep -o "$1" | wc -l; }

@@ -20,7 +20,8 @@ pub fn pci_gpu_count(sysfs_devices: &Path) -> Option<u32> {
         let read = |f: &str| std::fs::read_to_string(e.path().join(f)).unwrap_or_default();
         let vendor = read("vendor");
         let class = read("class");
-        if vendor.trim() == "0x10de" && (class.starts_with("0x0300") || class.starts_with("0x0302")) {
+        if vendor.trim() == "0x10de" && (class.starts_with("0x0300") || class.starts_with("0x0302"))
+        {
             n += 1;
         }
     }

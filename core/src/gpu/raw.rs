@@ -51,7 +51,7 @@ pub fn fabric_info(nvml: &Nvml, device: &Device) -> Reading<FabricInfo> {
         };
         Reading::Value(FabricInfo {
             state: state.into(),
-            status: info.status as u32,
+            status: info.status,
             clique_id: info.cliqueId,
             cluster_uuid: format_uuid(&info.clusterUuid),
             health_mask: info.healthMask,
@@ -67,7 +67,13 @@ pub fn remapped_rows(nvml: &Nvml, device: &Device) -> Reading<RemappedRows> {
     let (mut corr, mut unc, mut pending, mut failure) = (0u32, 0u32, 0u32, 0u32);
     // SAFETY: four valid out-pointers to u32 and a live device handle.
     let result = unsafe {
-        nvml_try(sym(device.handle(), &mut corr, &mut unc, &mut pending, &mut failure))
+        nvml_try(sym(
+            device.handle(),
+            &mut corr,
+            &mut unc,
+            &mut pending,
+            &mut failure,
+        ))
     };
     reading(result.map(|_| RemappedRows {
         correctable: corr as u64,
@@ -107,7 +113,13 @@ impl<T> AndThenValue<T> for Reading<T> {
 mod tests {
     #[test]
     fn uuid_format() {
-        let b = [0xdc, 0x6e, 0x40, 0xc4, 0xd7, 0x22, 0x43, 0x57, 0x9b, 0xa6, 0x52, 0x91, 0xdd, 0x46, 0x12, 0x78];
-        assert_eq!(super::format_uuid(&b), "dc6e40c4-d722-4357-9ba6-5291dd461278");
+        let b = [
+            0xdc, 0x6e, 0x40, 0xc4, 0xd7, 0x22, 0x43, 0x57, 0x9b, 0xa6, 0x52, 0x91, 0xdd, 0x46,
+            0x12, 0x78,
+        ];
+        assert_eq!(
+            super::format_uuid(&b),
+            "dc6e40c4-d722-4357-9ba6-5291dd461278"
+        );
     }
 }

@@ -176,7 +176,9 @@ impl GpuReader {
                     sbe: device
                         .retired_pages(RetirementCause::MultipleSingleBitEccErrors)?
                         .len() as u64,
-                    dbe: device.retired_pages(RetirementCause::DoubleBitEccError)?.len() as u64,
+                    dbe: device
+                        .retired_pages(RetirementCause::DoubleBitEccError)?
+                        .len() as u64,
                     pending: device.are_pages_pending_retired()?,
                 })
             })(),
@@ -291,7 +293,9 @@ fn read_nvlinks(device: &Device, lost: &mut bool) -> Reading<Vec<LinkState>> {
                     recovery: count(ErrorCounter::DlRecovery),
                 });
             }
-            Err(NvmlError::NotSupported) | Err(NvmlError::InvalidArg) | Err(NvmlError::FunctionNotFound) => break,
+            Err(NvmlError::NotSupported)
+            | Err(NvmlError::InvalidArg)
+            | Err(NvmlError::FunctionNotFound) => break,
             Err(e) => return reading(Err(e), lost),
         }
     }

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One NVML reading. NOT_SUPPORTED is a normal answer, never a failure.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum Reading<T> {
     Value(T),
+    #[default]
     NotSupported,
     Failed(String),
 }
@@ -26,12 +27,6 @@ impl<T> Reading<T> {
             Reading::Failed(e) => Some(e),
             _ => None,
         }
-    }
-}
-
-impl<T> Default for Reading<T> {
-    fn default() -> Self {
-        Reading::NotSupported
     }
 }
 

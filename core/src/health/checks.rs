@@ -45,62 +45,179 @@ pub fn check_gpu(s: &GpuSnapshot, cfg: &HealthConfig, phase: Phase) -> Vec<Findi
     use Severity::*;
     let mut out = Vec::new();
     if s.lost {
-        push(&mut out, "gpu_lost", Drain, s, "GPU fell off the bus (NVML_ERROR_GPU_IS_LOST)".into());
+        push(
+            &mut out,
+            "gpu_lost",
+            Drain,
+            s,
+            "GPU fell off the bus (NVML_ERROR_GPU_IS_LOST)".into(),
+        );
         return out;
     }
     if let Reading::Value(a) = s.recovery_action {
         if a != 0 {
-            push(&mut out, "recovery_action", Drain, s, format!("driver asks for recovery action {}", recovery_action_name(a)));
+            push(
+                &mut out,
+                "recovery_action",
+                Drain,
+                s,
+                format!(
+                    "driver asks for recovery action {}",
+                    recovery_action_name(a)
+                ),
+            );
         }
     }
     if let Reading::Value(r) = &s.remapped_rows {
         if r.failure {
-            push(&mut out, "row_remap", Drain, s, "row remapping failed: RMA candidate".into());
+            push(
+                &mut out,
+                "row_remap",
+                Drain,
+                s,
+                "row remapping failed: RMA candidate".into(),
+            );
         } else if r.uncorrectable >= MAX_UNCORRECTABLE_REMAPS {
-            push(&mut out, "row_remap", Drain, s, format!("{} uncorrectable remapped rows: RMA candidate", r.uncorrectable));
+            push(
+                &mut out,
+                "row_remap",
+                Drain,
+                s,
+                format!(
+                    "{} uncorrectable remapped rows: RMA candidate",
+                    r.uncorrectable
+                ),
+            );
         } else if r.pending {
-            push(&mut out, "row_remap", Drain, s, "row remap pending: GPU reset needed".into());
+            push(
+                &mut out,
+                "row_remap",
+                Drain,
+                s,
+                "row remap pending: GPU reset needed".into(),
+            );
         }
     }
     if let Reading::Value(p) = &s.retired_pages {
         if p.pending {
-            push(&mut out, "retired_pages", Drain, s, "page retirement pending: GPU reset needed".into());
+            push(
+                &mut out,
+                "retired_pages",
+                Drain,
+                s,
+                "page retirement pending: GPU reset needed".into(),
+            );
         } else if p.sbe + p.dbe >= MAX_RETIRED_PAGES {
-            push(&mut out, "retired_pages", Drain, s, format!("{} retired pages (limit {MAX_RETIRED_PAGES})", p.sbe + p.dbe));
+            push(
+                &mut out,
+                "retired_pages",
+                Drain,
+                s,
+                format!(
+                    "{} retired pages (limit {MAX_RETIRED_PAGES})",
+                    p.sbe + p.dbe
+                ),
+            );
         }
     }
     if let Reading::Value(e) = &s.ecc {
         if e.volatile_dbe > 0 {
-            push(&mut out, "ecc_dbe", Drain, s, format!("{} volatile double-bit ECC errors", e.volatile_dbe));
+            push(
+                &mut out,
+                "ecc_dbe",
+                Drain,
+                s,
+                format!("{} volatile double-bit ECC errors", e.volatile_dbe),
+            );
         }
     }
     if let Reading::Value(f) = &s.fabric {
         if f.state != "COMPLETED" {
-            push(&mut out, "fabric", Drain, s, format!("fabric state {} (fabric manager / NVLink training not done)", f.state));
+            push(
+                &mut out,
+                "fabric",
+                Drain,
+                s,
+                format!(
+                    "fabric state {} (fabric manager / NVLink training not done)",
+                    f.state
+                ),
+            );
         } else if f.status != 0 {
-            push(&mut out, "fabric", Drain, s, format!("fabric registration failed with NVML status {}", f.status));
+            push(
+                &mut out,
+                "fabric",
+                Drain,
+                s,
+                format!("fabric registration failed with NVML status {}", f.status),
+            );
         } else if f.health_summary == "UNHEALTHY" {
-            push(&mut out, "fabric", Drain, s, format!("fabric health UNHEALTHY (mask {:#x}{})", f.health_mask, describe_health_mask(f.health_mask)));
+            push(
+                &mut out,
+                "fabric",
+                Drain,
+                s,
+                format!(
+                    "fabric health UNHEALTHY (mask {:#x}{})",
+                    f.health_mask,
+                    describe_health_mask(f.health_mask)
+                ),
+            );
         } else if f.health_summary == "LIMITED_CAPACITY" {
-            push(&mut out, "fabric", Warn, s, format!("fabric health LIMITED_CAPACITY (mask {:#x}{})", f.health_mask, describe_health_mask(f.health_mask)));
+            push(
+                &mut out,
+                "fabric",
+                Warn,
+                s,
+                format!(
+                    "fabric health LIMITED_CAPACITY (mask {:#x}{})",
+                    f.health_mask,
+                    describe_health_mask(f.health_mask)
+                ),
+            );
         }
     }
     if let Reading::Value(links) = &s.nvlink {
-        let down: Vec<String> = links.iter().filter(|l| !l.active).map(|l| l.link.to_string()).collect();
+        let down: Vec<String> = links
+            .iter()
+            .filter(|l| !l.active)
+            .map(|l| l.link.to_string())
+            .collect();
         if !down.is_empty() {
-            push(&mut out, "nvlink", Drain, s, format!("NVLink(s) {} down of {}", down.join(","), links.len()));
+            push(
+                &mut out,
+                "nvlink",
+                Drain,
+                s,
+                format!("NVLink(s) {} down of {}", down.join(","), links.len()),
+            );
         }
     }
     if phase == Phase::Prolog {
         if let Reading::Value(pids) = &s.compute_pids {
             if !pids.is_empty() {
                 let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-                push(&mut out, "leftover_processes", Drain, s, format!("compute processes still on the GPU before the job: pid {}", list.join(",")));
+                push(
+                    &mut out,
+                    "leftover_processes",
+                    Drain,
+                    s,
+                    format!(
+                        "compute processes still on the GPU before the job: pid {}",
+                        list.join(",")
+                    ),
+                );
             }
         }
     }
     if let (true, Reading::Value(false)) = (cfg.require_ecc, &s.ecc_enabled) {
-        push(&mut out, "ecc_mode", Drain, s, "ECC is disabled (require_ecc = true)".into());
+        push(
+            &mut out,
+            "ecc_mode",
+            Drain,
+            s,
+            "ECC is disabled (require_ecc = true)".into(),
+        );
     }
     if let Reading::Value(mig) = s.mig_enabled {
         let wrong = match cfg.mig {
@@ -109,12 +226,29 @@ pub fn check_gpu(s: &GpuSnapshot, cfg: &HealthConfig, phase: Phase) -> Vec<Findi
             MigPolicy::Off => mig,
         };
         if wrong {
-            push(&mut out, "mig_mode", Drain, s, format!("MIG is {} but [health] mig = {:?}", if mig { "on" } else { "off" }, cfg.mig).to_lowercase());
+            push(
+                &mut out,
+                "mig_mode",
+                Drain,
+                s,
+                format!(
+                    "MIG is {} but [health] mig = {:?}",
+                    if mig { "on" } else { "off" },
+                    cfg.mig
+                )
+                .to_lowercase(),
+            );
         }
     }
     if let Reading::Value(false) = s.persistence {
         let sev = if cfg.require_persistence { Drain } else { Warn };
-        push(&mut out, "persistence", sev, s, "persistence mode is off".into());
+        push(
+            &mut out,
+            "persistence",
+            sev,
+            s,
+            "persistence mode is off".into(),
+        );
     }
     if let Reading::Value(false) = s.inforom_valid {
         push(&mut out, "inforom", Warn, s, "infoROM is corrupted".into());
@@ -122,13 +256,25 @@ pub fn check_gpu(s: &GpuSnapshot, cfg: &HealthConfig, phase: Phase) -> Vec<Findi
     if phase != Phase::Epilog {
         if let Reading::Value(bits) = s.throttle_reasons {
             if bits & HW_SLOWDOWN_BITS != 0 {
-                push(&mut out, "hw_slowdown", Warn, s, format!("hardware slowdown active on an idle GPU (reasons {bits:#x})"));
+                push(
+                    &mut out,
+                    "hw_slowdown",
+                    Warn,
+                    s,
+                    format!("hardware slowdown active on an idle GPU (reasons {bits:#x})"),
+                );
             }
         }
     }
     if let Reading::Value(w) = s.pcie_width {
         if w.max > 0 && w.current < w.max {
-            push(&mut out, "pcie_width", Warn, s, format!("PCIe link x{} of x{}", w.current, w.max));
+            push(
+                &mut out,
+                "pcie_width",
+                Warn,
+                s,
+                format!("PCIe link x{} of x{}", w.current, w.max),
+            );
         }
     }
     for (what, failure) in [
@@ -138,7 +284,13 @@ pub fn check_gpu(s: &GpuSnapshot, cfg: &HealthConfig, phase: Phase) -> Vec<Findi
         ("recovery action", s.recovery_action.failure()),
     ] {
         if let Some(e) = failure {
-            push(&mut out, "nvml_read", Warn, s, format!("cannot read {what}: {e}"));
+            push(
+                &mut out,
+                "nvml_read",
+                Warn,
+                s,
+                format!("cannot read {what}: {e}"),
+            );
         }
     }
     out
@@ -190,7 +342,13 @@ pub fn check_node(
         detail,
     };
     if cfg.expected_gpus > 0 && nvml_count != cfg.expected_gpus {
-        out.push(node("gpu_count", format!("NVML sees {nvml_count} GPUs, expected_gpus = {}", cfg.expected_gpus)));
+        out.push(node(
+            "gpu_count",
+            format!(
+                "NVML sees {nvml_count} GPUs, expected_gpus = {}",
+                cfg.expected_gpus
+            ),
+        ));
     }
     if let Some(pci) = pci_count {
         if pci > nvml_count {
@@ -200,7 +358,14 @@ pub fn check_node(
     if !cfg.expected_driver.is_empty() {
         match driver {
             Some(d) if d == cfg.expected_driver => {}
-            other => out.push(node("driver", format!("driver {} but expected_driver = {}", other.unwrap_or("unknown"), cfg.expected_driver))),
+            other => out.push(node(
+                "driver",
+                format!(
+                    "driver {} but expected_driver = {}",
+                    other.unwrap_or("unknown"),
+                    cfg.expected_driver
+                ),
+            )),
         }
     }
     let cliques: std::collections::BTreeSet<(String, u32)> = snapshots
@@ -211,7 +376,10 @@ pub fn check_node(
         .collect();
     if cliques.len() > 1 {
         let list: Vec<String> = cliques.iter().map(|(u, c)| format!("{u}.{c}")).collect();
-        out.push(node("fabric_clique", format!("GPUs report different NVLink cliques: {}", list.join(" "))));
+        out.push(node(
+            "fabric_clique",
+            format!("GPUs report different NVLink cliques: {}", list.join(" ")),
+        ));
     }
     out
 }
@@ -232,7 +400,13 @@ pub fn check_xids(events: &[XidEvent], snapshots: &[GpuSnapshot]) -> Vec<Finding
             check: "xid".into(),
             severity,
             gpu: gpu.and_then(gpu_ref),
-            detail: format!("XID {} ({}) on {}: {}", e.xid, e.bucket.as_str(), e.pci, e.message),
+            detail: format!(
+                "XID {} ({}) on {}: {}",
+                e.xid,
+                e.bucket.as_str(),
+                e.pci,
+                e.message
+            ),
         });
     }
     out
@@ -261,14 +435,21 @@ mod tests {
                 health_mask: 0,
                 health_summary: "HEALTHY".into(),
             }),
-            nvlink: Reading::Value(vec![LinkState { link: 0, active: true, ..Default::default() }]),
+            nvlink: Reading::Value(vec![LinkState {
+                link: 0,
+                active: true,
+                ..Default::default()
+            }]),
             compute_pids: Reading::Value(vec![]),
             persistence: Reading::Value(true),
             ecc_enabled: Reading::Value(true),
             mig_enabled: Reading::Value(false),
             inforom_valid: Reading::Value(true),
             throttle_reasons: Reading::Value(0),
-            pcie_width: Reading::Value(PcieWidth { current: 16, max: 16 }),
+            pcie_width: Reading::Value(PcieWidth {
+                current: 16,
+                max: 16,
+            }),
             ..Default::default()
         }
     }
@@ -287,7 +468,11 @@ mod tests {
 
     #[test]
     fn not_supported_is_never_a_finding() {
-        let s = GpuSnapshot { index: 0, uuid: "GPU-0".into(), ..Default::default() };
+        let s = GpuSnapshot {
+            index: 0,
+            uuid: "GPU-0".into(),
+            ..Default::default()
+        };
         assert!(check_gpu(&s, &HealthConfig::default(), Phase::Prolog).is_empty());
     }
 
@@ -297,34 +482,141 @@ mod tests {
             let mut s = healthy();
             f(&mut s);
             let found = checks(&s);
-            assert!(found.contains(&(check.to_string(), Severity::Drain)), "{check}: {found:?}");
+            assert!(
+                found.contains(&(check.to_string(), Severity::Drain)),
+                "{check}: {found:?}"
+            );
         };
         d(&|s| s.lost = true, "gpu_lost");
-        d(&|s| s.recovery_action = Reading::Value(4), "recovery_action");
-        d(&|s| s.remapped_rows = Reading::Value(RemappedRows { pending: true, ..Default::default() }), "row_remap");
-        d(&|s| s.remapped_rows = Reading::Value(RemappedRows { failure: true, ..Default::default() }), "row_remap");
-        d(&|s| s.remapped_rows = Reading::Value(RemappedRows { uncorrectable: 512, ..Default::default() }), "row_remap");
-        d(&|s| s.retired_pages = Reading::Value(RetiredPages { pending: true, ..Default::default() }), "retired_pages");
-        d(&|s| s.retired_pages = Reading::Value(RetiredPages { sbe: 60, dbe: 3, pending: false }), "retired_pages");
-        d(&|s| s.ecc = Reading::Value(EccCounts { volatile_dbe: 1, ..Default::default() }), "ecc_dbe");
-        d(&|s| s.fabric = Reading::Value(FabricInfo { state: "IN_PROGRESS".into(), ..Default::default() }), "fabric");
-        d(&|s| if let Reading::Value(f) = &mut s.fabric { f.status = 0x19 }, "fabric");
-        d(&|s| if let Reading::Value(f) = &mut s.fabric { f.health_summary = "UNHEALTHY".into() }, "fabric");
-        d(&|s| s.nvlink = Reading::Value(vec![LinkState { link: 0, active: true, ..Default::default() }, LinkState { link: 1, active: false, ..Default::default() }]), "nvlink");
-        d(&|s| s.compute_pids = Reading::Value(vec![4242]), "leftover_processes");
+        d(
+            &|s| s.recovery_action = Reading::Value(4),
+            "recovery_action",
+        );
+        d(
+            &|s| {
+                s.remapped_rows = Reading::Value(RemappedRows {
+                    pending: true,
+                    ..Default::default()
+                })
+            },
+            "row_remap",
+        );
+        d(
+            &|s| {
+                s.remapped_rows = Reading::Value(RemappedRows {
+                    failure: true,
+                    ..Default::default()
+                })
+            },
+            "row_remap",
+        );
+        d(
+            &|s| {
+                s.remapped_rows = Reading::Value(RemappedRows {
+                    uncorrectable: 512,
+                    ..Default::default()
+                })
+            },
+            "row_remap",
+        );
+        d(
+            &|s| {
+                s.retired_pages = Reading::Value(RetiredPages {
+                    pending: true,
+                    ..Default::default()
+                })
+            },
+            "retired_pages",
+        );
+        d(
+            &|s| {
+                s.retired_pages = Reading::Value(RetiredPages {
+                    sbe: 60,
+                    dbe: 3,
+                    pending: false,
+                })
+            },
+            "retired_pages",
+        );
+        d(
+            &|s| {
+                s.ecc = Reading::Value(EccCounts {
+                    volatile_dbe: 1,
+                    ..Default::default()
+                })
+            },
+            "ecc_dbe",
+        );
+        d(
+            &|s| {
+                s.fabric = Reading::Value(FabricInfo {
+                    state: "IN_PROGRESS".into(),
+                    ..Default::default()
+                })
+            },
+            "fabric",
+        );
+        d(
+            &|s| {
+                if let Reading::Value(f) = &mut s.fabric {
+                    f.status = 0x19
+                }
+            },
+            "fabric",
+        );
+        d(
+            &|s| {
+                if let Reading::Value(f) = &mut s.fabric {
+                    f.health_summary = "UNHEALTHY".into()
+                }
+            },
+            "fabric",
+        );
+        d(
+            &|s| {
+                s.nvlink = Reading::Value(vec![
+                    LinkState {
+                        link: 0,
+                        active: true,
+                        ..Default::default()
+                    },
+                    LinkState {
+                        link: 1,
+                        active: false,
+                        ..Default::default()
+                    },
+                ])
+            },
+            "nvlink",
+        );
+        d(
+            &|s| s.compute_pids = Reading::Value(vec![4242]),
+            "leftover_processes",
+        );
         d(&|s| s.ecc_enabled = Reading::Value(false), "ecc_mode");
     }
 
     #[test]
     fn limits_are_exclusive_below_and_warnings_do_not_drain() {
         let mut s = healthy();
-        s.remapped_rows = Reading::Value(RemappedRows { uncorrectable: 511, correctable: 9, ..Default::default() });
-        s.retired_pages = Reading::Value(RetiredPages { sbe: 62, dbe: 0, pending: false });
+        s.remapped_rows = Reading::Value(RemappedRows {
+            uncorrectable: 511,
+            correctable: 9,
+            ..Default::default()
+        });
+        s.retired_pages = Reading::Value(RetiredPages {
+            sbe: 62,
+            dbe: 0,
+            pending: false,
+        });
         assert!(checks(&s).is_empty());
         s.persistence = Reading::Value(false);
         s.inforom_valid = Reading::Value(false);
         s.throttle_reasons = Reading::Value(0x40);
-        s.pcie_width = Reading::Value(PcieWidth { current: 8, max: 16 });
+        s.pcie_width = Reading::Value(PcieWidth {
+            current: 8,
+            max: 16,
+        });
         if let Reading::Value(f) = &mut s.fabric {
             f.health_summary = "LIMITED_CAPACITY".into();
             f.health_mask = 5 << 8;
@@ -332,9 +624,16 @@ mod tests {
         let found = check_gpu(&s, &HealthConfig::default(), Phase::Prolog);
         assert_eq!(found.len(), 5, "{found:?}");
         assert!(found.iter().all(|f| f.severity == Severity::Warn));
-        assert!(found.iter().any(|f| f.detail.contains("insufficient NVLinks")));
-        let strict = HealthConfig { require_persistence: true, ..Default::default() };
-        assert!(check_gpu(&s, &strict, Phase::Prolog).iter().any(|f| f.check == "persistence" && f.severity == Severity::Drain));
+        assert!(found
+            .iter()
+            .any(|f| f.detail.contains("insufficient NVLinks")));
+        let strict = HealthConfig {
+            require_persistence: true,
+            ..Default::default()
+        };
+        assert!(check_gpu(&s, &strict, Phase::Prolog)
+            .iter()
+            .any(|f| f.check == "persistence" && f.severity == Severity::Drain));
     }
 
     #[test]
@@ -349,32 +648,64 @@ mod tests {
         let mut s = healthy();
         s.mig_enabled = Reading::Value(true);
         assert!(check_gpu(&s, &HealthConfig::default(), Phase::Check).is_empty());
-        let off = HealthConfig { mig: MigPolicy::Off, ..Default::default() };
+        let off = HealthConfig {
+            mig: MigPolicy::Off,
+            ..Default::default()
+        };
         assert_eq!(check_gpu(&s, &off, Phase::Check)[0].check, "mig_mode");
     }
 
     #[test]
     fn node_checks() {
-        let cfg = HealthConfig { expected_gpus: 8, expected_driver: "580.95.05".into(), ..Default::default() };
+        let cfg = HealthConfig {
+            expected_gpus: 8,
+            expected_driver: "580.95.05".into(),
+            ..Default::default()
+        };
         let f = check_node(&cfg, 7, Some(8), Some("580.95.05"), &[]);
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(f[1].detail.contains("PCI bus has 8"));
-        assert!(check_node(&cfg, 8, Some(8), Some("580.95.05"), &[healthy(), healthy()]).is_empty());
-        assert_eq!(check_node(&cfg, 8, None, Some("570.00"), &[])[0].check, "driver");
+        assert!(
+            check_node(&cfg, 8, Some(8), Some("580.95.05"), &[healthy(), healthy()]).is_empty()
+        );
+        assert_eq!(
+            check_node(&cfg, 8, None, Some("570.00"), &[])[0].check,
+            "driver"
+        );
         let mut other = healthy();
         if let Reading::Value(f) = &mut other.fabric {
             f.clique_id = 2;
         }
-        assert_eq!(check_node(&cfg, 8, Some(8), Some("580.95.05"), &[healthy(), other])[0].check, "fabric_clique");
+        assert_eq!(
+            check_node(&cfg, 8, Some(8), Some("580.95.05"), &[healthy(), other])[0].check,
+            "fabric_clique"
+        );
     }
 
     #[test]
     fn xids_are_attributed_and_bucketed() {
         let s = healthy();
-        let ev = |xid, pci: &str| crate::xid::parse_line(&format!("NVRM: Xid (PCI:{pci}): {xid}, pid=1, name=x, msg"), 1).unwrap();
-        let f = check_xids(&[ev(79, "0000:1b:00"), ev(13, "0000:1b:00"), ev(43, "0000:1b:00"), ev(119, "0000:99:00")], &[s]);
+        let ev = |xid, pci: &str| {
+            crate::xid::parse_line(
+                &format!("NVRM: Xid (PCI:{pci}): {xid}, pid=1, name=x, msg"),
+                1,
+            )
+            .unwrap()
+        };
+        let f = check_xids(
+            &[
+                ev(79, "0000:1b:00"),
+                ev(13, "0000:1b:00"),
+                ev(43, "0000:1b:00"),
+                ev(119, "0000:99:00"),
+            ],
+            &[s],
+        );
         assert_eq!(f.len(), 3);
-        assert_eq!((f[0].severity, f[0].gpu.as_ref().unwrap().index), (Severity::Drain, 2));
+        assert_eq!(
+            (f[0].severity, f[0].gpu.as_ref().unwrap().index),
+            (Severity::Drain, 2)
+        );
         assert!(f[0].detail.contains("XID 79 (REBOOT)"));
         assert_eq!(f[1].severity, Severity::Warn);
         assert_eq!(f[2].severity, Severity::Drain);

@@ -73,13 +73,17 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     std::thread::spawn(move || {
         let _ = tx.send(GpuReader::open(&library));
     });
-    let reader = match rx.recv_timeout(NVML_INIT_BUDGET.min(deadline.saturating_duration_since(Instant::now()))) {
+    let reader = match rx
+        .recv_timeout(NVML_INIT_BUDGET.min(deadline.saturating_duration_since(Instant::now())))
+    {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => {
             if pci_count == Some(0) {
                 result.no_gpus = true;
             } else {
-                result.findings.push(node_finding("nvml_init", e.to_string()));
+                result
+                    .findings
+                    .push(node_finding("nvml_init", e.to_string()));
             }
             result.elapsed = started.elapsed();
             return result;
@@ -96,7 +100,9 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     let count = match reader.device_count() {
         Ok(c) => c,
         Err(e) => {
-            result.findings.push(node_finding("gpu_count", e.to_string()));
+            result
+                .findings
+                .push(node_finding("gpu_count", e.to_string()));
             result.elapsed = started.elapsed();
             return result;
         }
@@ -123,8 +129,10 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     let since = req.xid_after.values().copied().min().unwrap_or(0);
     let kmsg = xid::read_since(&cfg.gpu.kmsg, since);
 
-    let mut current: BTreeMap<u32, (Stage, Instant)> =
-        gpus.iter().map(|i| (*i, (Stage::Identity, Instant::now()))).collect();
+    let mut current: BTreeMap<u32, (Stage, Instant)> = gpus
+        .iter()
+        .map(|i| (*i, (Stage::Identity, Instant::now())))
+        .collect();
     let mut done: BTreeMap<u32, GpuSnapshot> = BTreeMap::new();
     while !current.is_empty() {
         let now = Instant::now();
@@ -136,11 +144,19 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
             .expect("non-empty");
         let stage_deadline = (since + stage.budget()).min(deadline);
         if now >= stage_deadline {
-            let limit = if stage_deadline == deadline { cfg.health.gate_timeout.0 } else { stage.budget() };
+            let limit = if stage_deadline == deadline {
+                cfg.health.gate_timeout.0
+            } else {
+                stage.budget()
+            };
             result.findings.push(Finding {
                 check: stage.check_name().into(),
                 severity: Severity::Drain,
-                gpu: Some(GpuRef { index: next_gpu, serial: String::new(), uuid: String::new() }),
+                gpu: Some(GpuRef {
+                    index: next_gpu,
+                    serial: String::new(),
+                    uuid: String::new(),
+                }),
                 detail: format!("check timed out after {limit:?} (NVML call hung)"),
             });
             current.remove(&next_gpu);
@@ -180,15 +196,23 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
             result.xids = events
                 .into_iter()
                 .filter(|e| e.seq > req.xid_after.get(&e.pci).copied().unwrap_or(since))
-                .filter(|e| checked.contains(&e.pci.as_str()) || (req.gpus.is_none() && !known.contains(&e.pci)))
+                .filter(|e| {
+                    checked.contains(&e.pci.as_str())
+                        || (req.gpus.is_none() && !known.contains(&e.pci))
+                })
                 .collect();
-            result.findings.extend(check_xids(&result.xids, &result.snapshots));
+            result
+                .findings
+                .extend(check_xids(&result.xids, &result.snapshots));
         }
         Err(e) => result.findings.push(Finding {
             check: "xid".into(),
             severity: Severity::Warn,
             gpu: None,
-            detail: format!("cannot read the kernel log {} ([gpu] kmsg): {e}", cfg.gpu.kmsg.display()),
+            detail: format!(
+                "cannot read the kernel log {} ([gpu] kmsg): {e}",
+                cfg.gpu.kmsg.display()
+            ),
         }),
     }
     result.elapsed = started.elapsed();

@@ -67,8 +67,15 @@ impl Finding {
         let detail = self.detail.split_whitespace().collect::<Vec<_>>().join(" ");
         match &self.gpu {
             Some(g) => {
-                let serial = if g.serial.is_empty() { "no-serial" } else { &g.serial };
-                format!("{DRAIN_PREFIX} {} gpu{} {serial}: {detail}", self.check, g.index)
+                let serial = if g.serial.is_empty() {
+                    "no-serial"
+                } else {
+                    &g.serial
+                };
+                format!(
+                    "{DRAIN_PREFIX} {} gpu{} {serial}: {detail}",
+                    self.check, g.index
+                )
             }
             None => format!("{DRAIN_PREFIX} {}: {detail}", self.check),
         }
@@ -100,14 +107,26 @@ mod tests {
         let f = Finding {
             check: "row_remap".into(),
             severity: Severity::Drain,
-            gpu: Some(GpuRef { index: 3, serial: "1654321".into(), uuid: "GPU-x".into() }),
+            gpu: Some(GpuRef {
+                index: 3,
+                serial: "1654321".into(),
+                uuid: "GPU-x".into(),
+            }),
             detail: "row remap pending:\nreset needed".into(),
         };
-        assert_eq!(f.reason(), "imex-health: row_remap gpu3 1654321: row remap pending: reset needed");
-        let w = Finding { check: "persistence".into(), severity: Severity::Warn, gpu: None, detail: "off".into() };
+        assert_eq!(
+            f.reason(),
+            "imex-health: row_remap gpu3 1654321: row remap pending: reset needed"
+        );
+        let w = Finding {
+            check: "persistence".into(),
+            severity: Severity::Warn,
+            gpu: None,
+            detail: "off".into(),
+        };
         assert_eq!(w.reason(), "imex-health: persistence: off");
         assert_eq!(verdict_of(&[]), Verdict::Pass);
-        assert_eq!(verdict_of(&[w.clone()]), Verdict::Warn);
+        assert_eq!(verdict_of(std::slice::from_ref(&w)), Verdict::Warn);
         assert_eq!(verdict_of(&[w.clone(), f.clone()]), Verdict::Drain);
         assert_eq!(drain_reason(&[w, f.clone()]), Some(f.reason()));
     }

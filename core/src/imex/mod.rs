@@ -8,3 +8,4 @@ pub mod domain;
 pub mod job_record;
 pub mod manager;
 pub mod port;
+pub mod status;

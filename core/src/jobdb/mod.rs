@@ -221,7 +221,8 @@ impl JobDb {
                 .map_err(|e| err(&path, &format!("migration to v{} failed", i + 1), e))?;
             tx.pragma_update(None, "user_version", (i + 1) as i64)
                 .map_err(|e| err(&path, "cannot set the schema version", e))?;
-            tx.commit().map_err(|e| err(&path, "cannot commit a migration", e))?;
+            tx.commit()
+                .map_err(|e| err(&path, "cannot commit a migration", e))?;
         }
         Ok(())
     }
@@ -236,12 +237,25 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("state/jobs.db");
         let db = JobDb::open(&p, Duration::from_secs(1)).unwrap();
-        let v: i64 = db.conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        let v: i64 = db
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
         assert_eq!(v, SCHEMA_VERSION);
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
-        assert_eq!(std::fs::metadata(p.parent().unwrap()).unwrap().permissions().mode() & 0o777, 0o700);
-        let jm: String = db.conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+        assert_eq!(
+            std::fs::metadata(p.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
+        let jm: String = db
+            .conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
         assert_eq!(jm, "wal");
         drop(db);
         JobDb::open(&p, Duration::from_secs(1)).unwrap();
@@ -253,11 +267,20 @@ mod tests {
         let p = d.path().join("jobs.db");
         JobDb::open(&p, Duration::from_secs(1)).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
-        let e = JobDb::open(&p, Duration::from_secs(1)).err().unwrap().to_string();
-        assert!(e.contains("writable by others") && e.contains("chmod go-w"), "{e}");
+        let e = JobDb::open(&p, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("writable by others") && e.contains("chmod go-w"),
+            "{e}"
+        );
         let link = d.path().join("link.db");
         std::os::unix::fs::symlink(&p, &link).unwrap();
-        let e = JobDb::open(&link, Duration::from_secs(1)).err().unwrap().to_string();
+        let e = JobDb::open(&link, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("symlink"), "{e}");
     }
 
@@ -267,13 +290,19 @@ mod tests {
         let p = d.path().join("jobs.db");
         std::fs::write(&p, vec![0x42u8; 8192]).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let e = JobDb::open(&p, Duration::from_secs(1)).err().unwrap().to_string();
+        let e = JobDb::open(&p, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("jobs.db"), "{e}");
         let p2 = d.path().join("new.db");
         let db = JobDb::open(&p2, Duration::from_secs(1)).unwrap();
         db.conn.pragma_update(None, "user_version", 99).unwrap();
         drop(db);
-        let e = JobDb::open(&p2, Duration::from_secs(1)).err().unwrap().to_string();
+        let e = JobDb::open(&p2, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("newer than this slurm-imex"), "{e}");
     }
 }

@@ -89,7 +89,9 @@ impl JobDb {
             Some(g) => {
                 args.push(Value::Text(g.clone()));
                 let n = args.len();
-                format!("JOIN job_gpus g ON g.job_row = j.id AND (g.serial = ?{n} OR g.uuid = ?{n})")
+                format!(
+                    "JOIN job_gpus g ON g.job_row = j.id AND (g.serial = ?{n} OR g.uuid = ?{n})"
+                )
             }
             None => String::new(),
         };
@@ -152,11 +154,14 @@ impl JobDb {
             )
             .map_err(q)?;
         let phase = |v: Option<String>, r: Option<String>, ms: Option<i64>| {
-            v.and_then(|v| Verdict::parse(&v)).map(|verdict| PhaseOutcome {
-                verdict,
-                reasons: r.map(|r| r.lines().map(str::to_string).collect()).unwrap_or_default(),
-                ms: ms.unwrap_or(0) as u64,
-            })
+            v.and_then(|v| Verdict::parse(&v))
+                .map(|verdict| PhaseOutcome {
+                    verdict,
+                    reasons: r
+                        .map(|r| r.lines().map(str::to_string).collect())
+                        .unwrap_or_default(),
+                    ms: ms.unwrap_or(0) as u64,
+                })
         };
         let jobs: Vec<(i64, JobRow)> = stmt
             .query_map([job_id], |r| {
@@ -189,7 +194,10 @@ impl JobDb {
 
     fn gpus_of(&self, job_row: i64) -> Result<Vec<GpuRecord>> {
         let q = |e: rusqlite::Error| err(self.path(), "show query failed", e);
-        let delta = |v: Option<i64>| Delta { value: v.map(|x| x as u64), reset: false };
+        let delta = |v: Option<i64>| Delta {
+            value: v.map(|x| x as u64),
+            reset: false,
+        };
         let mut stmt = self
             .conn
             .prepare(
@@ -213,7 +221,10 @@ impl JobDb {
                         serial: r.get(2)?,
                         pci: r.get(3)?,
                         name: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                        energy_mj: Delta { value: r.get::<_, Option<i64>>(5)?.map(|x| x as u64), reset: r.get(6)? },
+                        energy_mj: Delta {
+                            value: r.get::<_, Option<i64>>(5)?.map(|x| x as u64),
+                            reset: r.get(6)?,
+                        },
                         ecc_sbe: delta(r.get(7)?),
                         ecc_dbe: delta(r.get(8)?),
                         retired_pages: delta(r.get(9)?),
@@ -229,7 +240,10 @@ impl JobDb {
                         xids: Vec::new(),
                     },
                     verdict: Verdict::parse(&r.get::<_, String>(18)?).unwrap_or(Verdict::Pass),
-                    reasons: r.get::<_, Option<String>>(19)?.map(|s| s.lines().map(str::to_string).collect()).unwrap_or_default(),
+                    reasons: r
+                        .get::<_, Option<String>>(19)?
+                        .map(|s| s.lines().map(str::to_string).collect())
+                        .unwrap_or_default(),
                 })
             })
             .map_err(q)?
@@ -276,8 +290,16 @@ impl JobDb {
             .collect::<std::result::Result<_, _>>()
             .map_err(q)?;
         for g in &mut gpus {
-            g.stats.xids = xids.iter().filter(|x| x.pci == g.stats.pci).cloned().collect();
-            g.stats.processes = procs.iter().filter(|(s, _)| *s == g.stats.serial).map(|(_, p)| *p).collect();
+            g.stats.xids = xids
+                .iter()
+                .filter(|x| x.pci == g.stats.pci)
+                .cloned()
+                .collect();
+            g.stats.processes = procs
+                .iter()
+                .filter(|(s, _)| *s == g.stats.serial)
+                .map(|(_, p)| *p)
+                .collect();
         }
         Ok(gpus)
     }
@@ -285,7 +307,12 @@ impl JobDb {
     /// Per-board totals, worst first (drains, then drain-class XIDs, then
     /// all XIDs, then warnings). Lifetime totals unless `since` is given, in
     /// which case they are computed from the job rows in that window.
-    pub fn gpu_totals(&self, since: Option<i64>, node: Option<&str>, limit: usize) -> Result<Vec<GpuTotals>> {
+    pub fn gpu_totals(
+        &self,
+        since: Option<i64>,
+        node: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<GpuTotals>> {
         let q = |e: rusqlite::Error| err(self.path(), "gpus query failed", e);
         let order = "ORDER BY drains DESC, xids_drain_class DESC, xids DESC, warns DESC, serial";
         let (sql, args): (String, Vec<Value>) = match since {
@@ -347,7 +374,11 @@ impl JobDb {
                     xids,
                     xids_drain_class: dc,
                     xids_restart_app: ra,
-                    xids_other: if since.is_some() { (xids - dc - ra).max(0) } else { other },
+                    xids_other: if since.is_some() {
+                        (xids - dc - ra).max(0)
+                    } else {
+                        other
+                    },
                 })
             })
             .map_err(q)?;

@@ -7,7 +7,13 @@ use crate::health::Verdict;
 use crate::stats::{Delta, GpuJobStats};
 use std::time::Duration;
 
-pub(crate) fn job(job_id: u32, node: &str, start: i64, serials: &[&str], verdict: Verdict) -> JobRow {
+pub(crate) fn job(
+    job_id: u32,
+    node: &str,
+    start: i64,
+    serials: &[&str],
+    verdict: Verdict,
+) -> JobRow {
     JobRow {
         job_id,
         node: node.into(),
@@ -53,7 +59,10 @@ fn db() -> (tempfile::TempDir, JobDb) {
 }
 
 fn all() -> HistoryFilter {
-    HistoryFilter { limit: 100, ..Default::default() }
+    HistoryFilter {
+        limit: 100,
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -74,58 +83,138 @@ fn records_round_trip_through_show() {
 #[test]
 fn history_filters_like_sacct() {
     let (_d, mut db) = db();
-    db.record_job(&job(1, "n1", 100, &["A", "B"], Verdict::Pass)).unwrap();
-    db.record_job(&job(2, "n2", 200, &["C"], Verdict::Drain)).unwrap();
+    db.record_job(&job(1, "n1", 100, &["A", "B"], Verdict::Pass))
+        .unwrap();
+    db.record_job(&job(2, "n2", 200, &["C"], Verdict::Drain))
+        .unwrap();
     let mut bob = job(3, "n1", 300, &["A"], Verdict::Warn);
     bob.user = Some("bob".into());
     db.record_job(&bob).unwrap();
-    let ids = |f: HistoryFilter| db.history(&f).unwrap().iter().map(|r| r.job_id).collect::<Vec<_>>();
+    let ids = |f: HistoryFilter| {
+        db.history(&f)
+            .unwrap()
+            .iter()
+            .map(|r| r.job_id)
+            .collect::<Vec<_>>()
+    };
     assert_eq!(ids(all()), [3, 2, 1]);
-    assert_eq!(ids(HistoryFilter { node: Some("n1".into()), ..all() }), [3, 1]);
-    assert_eq!(ids(HistoryFilter { gpu: Some("A".into()), ..all() }), [3, 1]);
-    assert_eq!(ids(HistoryFilter { gpu: Some("GPU-C".into()), ..all() }), [2]);
-    assert_eq!(ids(HistoryFilter { user: Some("bob".into()), ..all() }), [3]);
-    assert_eq!(ids(HistoryFilter { job_id: Some(2), ..all() }), [2]);
-    assert_eq!(ids(HistoryFilter { since: Some(150), until: Some(250), ..all() }), [2]);
-    assert_eq!(ids(HistoryFilter { verdict: Some(Verdict::Drain), ..all() }), [2]);
+    assert_eq!(
+        ids(HistoryFilter {
+            node: Some("n1".into()),
+            ..all()
+        }),
+        [3, 1]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            gpu: Some("A".into()),
+            ..all()
+        }),
+        [3, 1]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            gpu: Some("GPU-C".into()),
+            ..all()
+        }),
+        [2]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            user: Some("bob".into()),
+            ..all()
+        }),
+        [3]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            job_id: Some(2),
+            ..all()
+        }),
+        [2]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            since: Some(150),
+            until: Some(250),
+            ..all()
+        }),
+        [2]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            verdict: Some(Verdict::Drain),
+            ..all()
+        }),
+        [2]
+    );
     assert_eq!(ids(HistoryFilter { limit: 1, ..all() }), [3]);
     let rows = db.history(&all()).unwrap();
-    assert_eq!((rows[1].gpus, rows[1].xids, rows[1].energy_mj), (1, 1, Some(1_000_000)));
-    assert!(rows[1].reason.as_deref().unwrap().starts_with("imex-health: xid"));
+    assert_eq!(
+        (rows[1].gpus, rows[1].xids, rows[1].energy_mj),
+        (1, 1, Some(1_000_000))
+    );
+    assert!(rows[1]
+        .reason
+        .as_deref()
+        .unwrap()
+        .starts_with("imex-health: xid"));
     assert_eq!(rows[2].gpus, 2);
 }
 
 #[test]
 fn gpus_ranks_flaky_boards_first_and_rerun_epilogs_do_not_double_count() {
     let (_d, mut db) = db();
-    db.record_job(&job(1, "n1", 100, &["GOOD"], Verdict::Pass)).unwrap();
-    db.record_job(&job(2, "n1", 200, &["FLAKY"], Verdict::Drain)).unwrap();
-    db.record_job(&job(3, "n1", 300, &["FLAKY"], Verdict::Pass)).unwrap();
-    db.record_job(&job(3, "n1", 300, &["FLAKY"], Verdict::Pass)).unwrap(); // epilog ran twice
+    db.record_job(&job(1, "n1", 100, &["GOOD"], Verdict::Pass))
+        .unwrap();
+    db.record_job(&job(2, "n1", 200, &["FLAKY"], Verdict::Drain))
+        .unwrap();
+    db.record_job(&job(3, "n1", 300, &["FLAKY"], Verdict::Pass))
+        .unwrap();
+    db.record_job(&job(3, "n1", 300, &["FLAKY"], Verdict::Pass))
+        .unwrap(); // epilog ran twice
     let t = db.gpu_totals(None, None, 10).unwrap();
     assert_eq!(t[0].serial, "FLAKY");
-    assert_eq!((t[0].jobs, t[0].drains, t[0].xids, t[0].xids_drain_class), (2, 1, 1, 1));
+    assert_eq!(
+        (t[0].jobs, t[0].drains, t[0].xids, t[0].xids_drain_class),
+        (2, 1, 1, 1)
+    );
     assert_eq!(t[0].energy_mj, 2_000_000);
     assert_eq!(t[1].serial, "GOOD");
     let w = db.gpu_totals(Some(250), None, 10).unwrap();
     assert_eq!(w.len(), 1);
-    assert_eq!((w[0].serial.as_str(), w[0].jobs, w[0].drains), ("FLAKY", 1, 0));
+    assert_eq!(
+        (w[0].serial.as_str(), w[0].jobs, w[0].drains),
+        ("FLAKY", 1, 0)
+    );
     let w = db.gpu_totals(Some(0), None, 10).unwrap();
-    assert_eq!((w[0].serial.as_str(), w[0].drains, w[0].xids_drain_class), ("FLAKY", 1, 1));
+    assert_eq!(
+        (w[0].serial.as_str(), w[0].drains, w[0].xids_drain_class),
+        ("FLAKY", 1, 1)
+    );
     assert_eq!(db.history(&all()).unwrap().len(), 3);
 }
 
 #[test]
 fn retention_prunes_old_jobs_at_most_once_a_day() {
     let (_d, mut db) = db();
-    db.record_job(&job(1, "n1", 100, &["A"], Verdict::Drain)).unwrap();
-    db.record_job(&job(2, "n1", 10_000, &["A"], Verdict::Pass)).unwrap();
+    db.record_job(&job(1, "n1", 100, &["A"], Verdict::Drain))
+        .unwrap();
+    db.record_job(&job(2, "n1", 10_000, &["A"], Verdict::Pass))
+        .unwrap();
     assert_eq!(db.prune(5_000, 20_000, 86_400).unwrap(), 1);
     assert_eq!(db.history(&all()).unwrap().len(), 1);
     // Child rows went with the job.
-    let xids: i64 = db.conn.query_row("SELECT COUNT(*) FROM xid_events", [], |r| r.get(0)).unwrap();
+    let xids: i64 = db
+        .conn
+        .query_row("SELECT COUNT(*) FROM xid_events", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(xids, 0);
-    assert_eq!(db.prune(50_000, 20_100, 86_400).unwrap(), 0, "pruned again within a day");
+    assert_eq!(
+        db.prune(50_000, 20_100, 86_400).unwrap(),
+        0,
+        "pruned again within a day"
+    );
     // Lifetime totals survive pruning.
     assert_eq!(db.gpu_totals(None, None, 10).unwrap()[0].jobs, 2);
 }
@@ -140,7 +229,14 @@ fn concurrent_writers_lose_no_rows() {
             let path = path.clone();
             std::thread::spawn(move || {
                 let mut db = JobDb::open(&path, Duration::from_secs(30)).unwrap();
-                db.record_job(&job(1000 + i, "n1", 100 + i as i64, &["A", "B", "C", "D"], Verdict::Pass)).unwrap();
+                db.record_job(&job(
+                    1000 + i,
+                    "n1",
+                    100 + i as i64,
+                    &["A", "B", "C", "D"],
+                    Verdict::Pass,
+                ))
+                .unwrap();
             })
         })
         .collect();
@@ -148,8 +244,19 @@ fn concurrent_writers_lose_no_rows() {
         t.join().unwrap();
     }
     let db = JobDb::open(&path, Duration::from_secs(5)).unwrap();
-    assert_eq!(db.history(&HistoryFilter { limit: 1000, ..Default::default() }).unwrap().len(), 64);
-    let gpus: i64 = db.conn.query_row("SELECT COUNT(*) FROM job_gpus", [], |r| r.get(0)).unwrap();
+    assert_eq!(
+        db.history(&HistoryFilter {
+            limit: 1000,
+            ..Default::default()
+        })
+        .unwrap()
+        .len(),
+        64
+    );
+    let gpus: i64 = db
+        .conn
+        .query_row("SELECT COUNT(*) FROM job_gpus", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(gpus, 256);
     assert_eq!(db.gpu_totals(None, None, 10).unwrap()[0].jobs, 64);
 }

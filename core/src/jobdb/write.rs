@@ -144,8 +144,13 @@ impl JobDb {
                 .map_err(w)?;
             }
             if !existed {
-                let count = |f: fn(Bucket) -> bool| s.xids.iter().filter(|x| f(x.bucket)).count() as i64;
-                let drain_class = s.xids.iter().filter(|x| crate::xid::is_drain_class(x.xid)).count() as i64;
+                let count =
+                    |f: fn(Bucket) -> bool| s.xids.iter().filter(|x| f(x.bucket)).count() as i64;
+                let drain_class = s
+                    .xids
+                    .iter()
+                    .filter(|x| crate::xid::is_drain_class(x.xid))
+                    .count() as i64;
                 tx.execute(
                     "INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
                         xids, xids_drain_class, xids_restart_app, xids_other)
@@ -190,7 +195,10 @@ impl JobDb {
             return Ok(0);
         }
         let n = tx
-            .execute("DELETE FROM jobs WHERE COALESCE(end_ts, start_ts) < ?1", [cutoff_ts])
+            .execute(
+                "DELETE FROM jobs WHERE COALESCE(end_ts, start_ts) < ?1",
+                [cutoff_ts],
+            )
             .map_err(|e| err(&path, "prune failed", e))?;
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('last_prune', ?1)
@@ -198,7 +206,8 @@ impl JobDb {
             [now_ts.to_string()],
         )
         .map_err(|e| err(&path, "prune bookkeeping failed", e))?;
-        tx.commit().map_err(|e| err(&path, "prune commit failed", e))?;
+        tx.commit()
+            .map_err(|e| err(&path, "prune commit failed", e))?;
         Ok(n)
     }
 }

@@ -24,7 +24,8 @@ const INSUFFICIENT_SIZE: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_
 const GPU_IS_LOST: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST;
 const CORRUPTED_INFOROM: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_CORRUPTED_INFOROM;
 const UNKNOWN: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_UNKNOWN;
-const ARGUMENT_VERSION_MISMATCH: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+const ARGUMENT_VERSION_MISMATCH: nvmlReturn_t =
+    nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
 
 fn handle_of(index: usize) -> nvmlDevice_t {
     (index + 1) as *mut nvmlDevice_st
@@ -32,12 +33,20 @@ fn handle_of(index: usize) -> nvmlDevice_t {
 
 /// Run `f` on the GPU behind `device`, after the scenario's faults: a lost
 /// GPU answers GPU_IS_LOST, a hanging call sleeps (without holding the lock).
-fn with_gpu(device: nvmlDevice_t, call: &str, f: impl FnOnce(&Gpu, &Scenario) -> nvmlReturn_t) -> nvmlReturn_t {
+fn with_gpu(
+    device: nvmlDevice_t,
+    call: &str,
+    f: impl FnOnce(&Gpu, &Scenario) -> nvmlReturn_t,
+) -> nvmlReturn_t {
     let (gpu, scenario) = {
         let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(s) = guard.as_ref() else { return UNINITIALIZED };
+        let Some(s) = guard.as_ref() else {
+            return UNINITIALIZED;
+        };
         let index = (device as usize).wrapping_sub(1);
-        let Some(g) = s.gpus.get(index) else { return INVALID_ARGUMENT };
+        let Some(g) = s.gpus.get(index) else {
+            return INVALID_ARGUMENT;
+        };
         (g.clone(), s.clone())
     };
     if gpu.hang_in.as_deref() == Some(call) {
@@ -137,7 +146,10 @@ pub extern "C" fn nvmlErrorString(result: nvmlReturn_t) -> *const c_char {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlSystemGetDriverVersion(version: *mut c_char, length: c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlSystemGetDriverVersion(
+    version: *mut c_char,
+    length: c_uint,
+) -> nvmlReturn_t {
     let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     match guard.as_ref() {
         Some(s) => write_str(&s.driver_version, version, length),
@@ -155,9 +167,14 @@ pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> nvmlReturn
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(index: c_uint, device: *mut nvmlDevice_t) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
+    index: c_uint,
+    device: *mut nvmlDevice_t,
+) -> nvmlReturn_t {
     let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(s) = guard.as_ref() else { return UNINITIALIZED };
+    let Some(s) = guard.as_ref() else {
+        return UNINITIALIZED;
+    };
     match s.gpus.get(index as usize) {
         None => INVALID_ARGUMENT,
         Some(g) if g.lost => GPU_IS_LOST,
@@ -166,17 +183,30 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(index: c_uint, device: *m
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetIndex(device: nvmlDevice_t, index: *mut c_uint) -> nvmlReturn_t {
-    with_gpu(device, "index", |_, _| set(index, (device as usize - 1) as c_uint))
+pub unsafe extern "C" fn nvmlDeviceGetIndex(
+    device: nvmlDevice_t,
+    index: *mut c_uint,
+) -> nvmlReturn_t {
+    with_gpu(device, "index", |_, _| {
+        set(index, (device as usize - 1) as c_uint)
+    })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetUUID(device: nvmlDevice_t, uuid: *mut c_char, length: c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetUUID(
+    device: nvmlDevice_t,
+    uuid: *mut c_char,
+    length: c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "uuid", |g, _| write_str(&g.uuid, uuid, length))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetSerial(device: nvmlDevice_t, serial: *mut c_char, length: c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetSerial(
+    device: nvmlDevice_t,
+    serial: *mut c_char,
+    length: c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "serial", |g, _| {
         if g.serial.is_empty() {
             NOT_SUPPORTED
@@ -187,12 +217,19 @@ pub unsafe extern "C" fn nvmlDeviceGetSerial(device: nvmlDevice_t, serial: *mut 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetName(device: nvmlDevice_t, name: *mut c_char, length: c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetName(
+    device: nvmlDevice_t,
+    name: *mut c_char,
+    length: c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "name", |g, _| write_str(&g.name, name, length))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(device: nvmlDevice_t, pci: *mut nvmlPciInfo_t) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(
+    device: nvmlDevice_t,
+    pci: *mut nvmlPciInfo_t,
+) -> nvmlReturn_t {
     with_gpu(device, "pci", |g, _| {
         if pci.is_null() {
             return INVALID_ARGUMENT;
@@ -284,7 +321,9 @@ pub unsafe extern "C" fn nvmlDeviceGetRetiredPagesPendingStatus(
     device: nvmlDevice_t,
     pending: *mut nvmlEnableState_t,
 ) -> nvmlReturn_t {
-    with_gpu(device, "retired_pages", |g, _| set(pending, enable(g.retired_pending)))
+    with_gpu(device, "retired_pages", |g, _| {
+        set(pending, enable(g.retired_pending))
+    })
 }
 
 #[no_mangle]
@@ -296,7 +335,9 @@ pub unsafe extern "C" fn nvmlDeviceGetRemappedRows(
     failure: *mut c_uint,
 ) -> nvmlReturn_t {
     with_gpu(device, "remap", |g, _| {
-        let Some(c) = g.remap_correctable else { return NOT_SUPPORTED };
+        let Some(c) = g.remap_correctable else {
+            return NOT_SUPPORTED;
+        };
         if corr.is_null() || unc.is_null() || pending.is_null() || failure.is_null() {
             return INVALID_ARGUMENT;
         }
@@ -361,9 +402,16 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
                 out.status = f.status;
                 out.cliqueId = f.clique_id;
                 out.healthMask = f.health_mask;
-                let hex: String = f.cluster_uuid.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+                let hex: String = f
+                    .cluster_uuid
+                    .chars()
+                    .filter(|c| c.is_ascii_hexdigit())
+                    .collect();
                 for (i, b) in out.clusterUuid.iter_mut().enumerate() {
-                    *b = hex.get(i * 2..i * 2 + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).unwrap_or(0);
+                    *b = hex
+                        .get(i * 2..i * 2 + 2)
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                        .unwrap_or(0);
                 }
                 if version == 3 {
                     out.healthSummary = match f.health_summary.as_str() {
@@ -443,12 +491,19 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetAccountingMode(device: nvmlDevice_t, mode: *mut nvmlEnableState_t) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetAccountingMode(
+    device: nvmlDevice_t,
+    mode: *mut nvmlEnableState_t,
+) -> nvmlReturn_t {
     with_gpu(device, "accounting", |g, _| set(mode, enable(g.accounting)))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetAccountingPids(device: nvmlDevice_t, count: *mut c_uint, pids: *mut c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetAccountingPids(
+    device: nvmlDevice_t,
+    count: *mut c_uint,
+    pids: *mut c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "accounting", |g, _| {
         if !g.accounting {
             return NOT_SUPPORTED;
@@ -482,7 +537,10 @@ pub unsafe extern "C" fn nvmlDeviceGetAccountingStats(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetPersistenceMode(device: nvmlDevice_t, mode: *mut nvmlEnableState_t) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetPersistenceMode(
+    device: nvmlDevice_t,
+    mode: *mut nvmlEnableState_t,
+) -> nvmlReturn_t {
     with_gpu(device, "modes", |g, _| set(mode, enable(g.persistence)))
 }
 
@@ -502,7 +560,11 @@ pub unsafe extern "C" fn nvmlDeviceGetEccMode(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetMigMode(device: nvmlDevice_t, current: *mut c_uint, pending: *mut c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetMigMode(
+    device: nvmlDevice_t,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "modes", |g, _| {
         let r = set(current, g.mig as c_uint);
         if r != SUCCESS {
@@ -514,11 +576,20 @@ pub unsafe extern "C" fn nvmlDeviceGetMigMode(device: nvmlDevice_t, current: *mu
 
 #[no_mangle]
 pub unsafe extern "C" fn nvmlDeviceValidateInforom(device: nvmlDevice_t) -> nvmlReturn_t {
-    with_gpu(device, "modes", |g, _| if g.inforom_valid { SUCCESS } else { CORRUPTED_INFOROM })
+    with_gpu(device, "modes", |g, _| {
+        if g.inforom_valid {
+            SUCCESS
+        } else {
+            CORRUPTED_INFOROM
+        }
+    })
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(device: nvmlDevice_t, energy: *mut c_ulonglong) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(
+    device: nvmlDevice_t,
+    energy: *mut c_ulonglong,
+) -> nvmlReturn_t {
     with_gpu(device, "energy", |g, s| match g.energy_mj {
         Some(e) => set(energy, e + (g.power_mw as f64 * s.elapsed_s()) as u64),
         None => NOT_SUPPORTED,
@@ -526,22 +597,34 @@ pub unsafe extern "C" fn nvmlDeviceGetTotalEnergyConsumption(device: nvmlDevice_
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetPcieReplayCounter(device: nvmlDevice_t, value: *mut c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetPcieReplayCounter(
+    device: nvmlDevice_t,
+    value: *mut c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "pcie", |g, _| set(value, g.pcie_replays))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkWidth(device: nvmlDevice_t, width: *mut c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetCurrPcieLinkWidth(
+    device: nvmlDevice_t,
+    width: *mut c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "pcie", |g, _| set(width, g.pcie_width))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkWidth(device: nvmlDevice_t, width: *mut c_uint) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetMaxPcieLinkWidth(
+    device: nvmlDevice_t,
+    width: *mut c_uint,
+) -> nvmlReturn_t {
     with_gpu(device, "pcie", |g, _| set(width, g.pcie_max_width))
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksThrottleReasons(device: nvmlDevice_t, reasons: *mut c_ulonglong) -> nvmlReturn_t {
+pub unsafe extern "C" fn nvmlDeviceGetCurrentClocksThrottleReasons(
+    device: nvmlDevice_t,
+    reasons: *mut c_ulonglong,
+) -> nvmlReturn_t {
     with_gpu(device, "throttle", |g, _| set(reasons, g.throttle_reasons))
 }
 
@@ -582,6 +665,12 @@ pub unsafe extern "C" fn nvmlDeviceGetViolationStatus(
         if name == "power" {
             ns += (g.power_violation_ns_per_s as f64 * s.elapsed_s()) as u64;
         }
-        set(time, nvmlViolationTime_t { referenceTime: 1_700_000_000_000_000, violationTime: ns })
+        set(
+            time,
+            nvmlViolationTime_t {
+                referenceTime: 1_700_000_000_000_000,
+                violationTime: ns,
+            },
+        )
     })
 }

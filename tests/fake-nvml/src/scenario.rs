@@ -254,11 +254,23 @@ max_memory = 1024
 
     #[test]
     fn bad_scenarios_are_one_line_errors_with_file_and_line() {
-        let e = Scenario::parse("[[gpu]]\nuuid = \"a\"\npci_bus_id = \"x\"\nserail = \"typo\"\n", Path::new("/s.toml")).unwrap_err();
+        let e = Scenario::parse(
+            "[[gpu]]\nuuid = \"a\"\npci_bus_id = \"x\"\nserail = \"typo\"\n",
+            Path::new("/s.toml"),
+        )
+        .unwrap_err();
         assert!(e.contains("/s.toml:4") && e.contains("serail"), "{e}");
-        let e = Scenario::parse("[[gpu]]\nuuid = \"\"\npci_bus_id = \"x\"\n", Path::new("/s.toml")).unwrap_err();
+        let e = Scenario::parse(
+            "[[gpu]]\nuuid = \"\"\npci_bus_id = \"x\"\n",
+            Path::new("/s.toml"),
+        )
+        .unwrap_err();
         assert!(e.contains("needs uuid"), "{e}");
-        let e = Scenario::parse("[[gpu]]\nuuid = \"a\"\npci_bus_id = \"x\"\nnvlinks = -1\n", Path::new("/s.toml")).unwrap_err();
+        let e = Scenario::parse(
+            "[[gpu]]\nuuid = \"a\"\npci_bus_id = \"x\"\nnvlinks = -1\n",
+            Path::new("/s.toml"),
+        )
+        .unwrap_err();
         assert!(e.contains(":4"), "{e}");
         assert!(!e.contains('\n'));
     }

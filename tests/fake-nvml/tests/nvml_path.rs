@@ -21,7 +21,11 @@ static SERIAL: Mutex<()> = Mutex::new(());
 fn fake_library() -> PathBuf {
     // target/<profile>/deps/<this test> -> target/<profile>/libnvidia_ml.so
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().join("libnvidia_ml.so")
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("libnvidia_ml.so")
 }
 
 /// One GPU of the scenario; `extra` lines override the healthy defaults
@@ -67,7 +71,11 @@ impl Node {
     fn new(gpus: &[String]) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let p = |n: &str| dir.path().join(n);
-        std::fs::write(p("nvml.toml"), format!("driver_version = \"580.95.05\"\n{}", gpus.concat())).unwrap();
+        std::fs::write(
+            p("nvml.toml"),
+            format!("driver_version = \"580.95.05\"\n{}", gpus.concat()),
+        )
+        .unwrap();
         std::env::set_var("FAKE_NVML_SCENARIO", p("nvml.toml"));
         std::fs::write(p("kmsg"), "6,1,100,-;Linux version 6.1\n").unwrap();
         std::fs::create_dir(p("pci")).unwrap();
@@ -96,12 +104,19 @@ impl Node {
     }
 
     fn set_gpus(&self, gpus: &[String]) {
-        std::fs::write(self.path("nvml.toml"), format!("driver_version = \"580.95.05\"\n{}", gpus.concat())).unwrap();
+        std::fs::write(
+            self.path("nvml.toml"),
+            format!("driver_version = \"580.95.05\"\n{}", gpus.concat()),
+        )
+        .unwrap();
     }
 
     fn kmsg(&self, line: &str) {
         use std::io::Write;
-        let mut f = std::fs::OpenOptions::new().append(true).open(self.path("kmsg")).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.path("kmsg"))
+            .unwrap();
         writeln!(f, "{line}").unwrap();
     }
 
@@ -123,7 +138,14 @@ fn eight(extra: impl Fn(u32) -> String) -> Vec<String> {
 }
 
 fn check(cfg: &Config) -> gate::GateResult {
-    gate::run(cfg, &GateRequest { phase: Phase::Prolog, gpus: None, xid_after: &BTreeMap::new() })
+    gate::run(
+        cfg,
+        &GateRequest {
+            phase: Phase::Prolog,
+            gpus: None,
+            xid_after: &BTreeMap::new(),
+        },
+    )
 }
 
 #[test]
@@ -136,7 +158,10 @@ fn healthy_eight_gpus_read_through_the_production_path() {
     let s = &r.snapshots[3];
     assert_eq!(s.serial, "1650924060003");
     assert_eq!(s.pci, "0000:1d:00");
-    assert_eq!(s.fabric.value().unwrap().cluster_uuid, "dc6e40c4-d722-4357-9ba6-5291dd461278");
+    assert_eq!(
+        s.fabric.value().unwrap().cluster_uuid,
+        "dc6e40c4-d722-4357-9ba6-5291dd461278"
+    );
     assert_eq!(s.fabric.value().unwrap().health_summary, "HEALTHY");
     assert_eq!(s.nvlink.value().unwrap().len(), 18);
     assert_eq!(s.recovery_action.value(), Some(&0));
@@ -148,10 +173,24 @@ fn healthy_eight_gpus_read_through_the_production_path() {
 #[test]
 fn drain_findings_name_check_gpu_and_serial() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let node = Node::new(&eight(|i| if i == 3 { "remap_pending = true".into() } else { String::new() }));
+    let node = Node::new(&eight(|i| {
+        if i == 3 {
+            "remap_pending = true".into()
+        } else {
+            String::new()
+        }
+    }));
     let r = check(&node.cfg);
-    let drains: Vec<String> = r.findings.iter().filter(|f| f.severity == Severity::Drain).map(|f| f.reason()).collect();
-    assert_eq!(drains, ["imex-health: row_remap gpu3 1650924060003: row remap pending: GPU reset needed"]);
+    let drains: Vec<String> = r
+        .findings
+        .iter()
+        .filter(|f| f.severity == Severity::Drain)
+        .map(|f| f.reason())
+        .collect();
+    assert_eq!(
+        drains,
+        ["imex-health: row_remap gpu3 1650924060003: row remap pending: GPU reset needed"]
+    );
 
     node.set_gpus(&eight(|i| match i {
         1 => "recovery_action = 4".into(),
@@ -168,20 +207,45 @@ fn drain_findings_name_check_gpu_and_serial() {
         .filter(|f| f.severity == Severity::Drain)
         .map(|f| (f.check.clone(), f.gpu.as_ref().map(|g| g.index)))
         .collect();
-    for want in [("recovery_action", 1), ("nvlink", 2), ("fabric", 4), ("ecc_dbe", 6)] {
-        assert!(checks.contains(&(want.0.to_string(), Some(want.1))), "{want:?} not in {checks:?}");
+    for want in [
+        ("recovery_action", 1),
+        ("nvlink", 2),
+        ("fabric", 4),
+        ("ecc_dbe", 6),
+    ] {
+        assert!(
+            checks.contains(&(want.0.to_string(), Some(want.1))),
+            "{want:?} not in {checks:?}"
+        );
     }
     // The lost GPU: NVML cannot open it, and the count no longer matches.
-    assert!(checks.iter().any(|(c, g)| c == "gpu_lost" && *g == Some(5)), "{checks:?}");
+    assert!(
+        checks.iter().any(|(c, g)| c == "gpu_lost" && *g == Some(5)),
+        "{checks:?}"
+    );
 }
 
 #[test]
 fn a_hanging_call_is_cut_off_at_its_budget_and_named() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let node = Node::new(&eight(|i| if i == 2 { "hang_in = \"fabric\"\nhang_ms = 6000".into() } else { String::new() }));
+    let node = Node::new(&eight(|i| {
+        if i == 2 {
+            "hang_in = \"fabric\"\nhang_ms = 6000".into()
+        } else {
+            String::new()
+        }
+    }));
     let r = check(&node.cfg);
-    assert!(r.elapsed < Duration::from_secs(4), "gate took {:?}", r.elapsed);
-    let f = r.findings.iter().find(|f| f.check == "fabric").expect("fabric finding");
+    assert!(
+        r.elapsed < Duration::from_secs(4),
+        "gate took {:?}",
+        r.elapsed
+    );
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.check == "fabric")
+        .expect("fabric finding");
     assert_eq!(f.severity, Severity::Drain);
     assert_eq!(f.gpu.as_ref().unwrap().index, 2);
     assert!(f.detail.contains("timed out"), "{}", f.detail);
@@ -207,7 +271,11 @@ fn nvml_that_cannot_start_is_a_drain_and_a_bad_scenario_is_reported() {
     cfg.health.pci_devices = node.path("pci");
     let r = check(&cfg);
     assert!(!r.no_gpus);
-    assert!(r.findings[0].detail.contains("missing.so"), "{:?}", r.findings);
+    assert!(
+        r.findings[0].detail.contains("missing.so"),
+        "{:?}",
+        r.findings
+    );
 }
 
 #[test]
@@ -218,7 +286,11 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
     node.kmsg("4,2,200,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=1, name=old, Graphics Exception");
     let job = node.job(77, Some(vec![0, 1]));
     match gpu_job::prolog(&job, &node.cfg) {
-        GpuPhaseOutcome::Done { verdict, drain_reason, warnings } => {
+        GpuPhaseOutcome::Done {
+            verdict,
+            drain_reason,
+            warnings,
+        } => {
             assert_eq!((verdict, drain_reason), (Verdict::Warn, None));
             assert!(warnings[0].contains("XID 13"), "{warnings:?}");
         }
@@ -233,7 +305,12 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
         o => panic!("{o:?}"),
     }
     let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
-    let rows = db.history(&HistoryFilter { limit: 10, ..Default::default() }).unwrap();
+    let rows = db
+        .history(&HistoryFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0].job_id, rows[0].gpus, rows[0].xids), (77, 2, 1));
     let shown = &db.show(77).unwrap()[0];
@@ -242,12 +319,19 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
     assert_eq!(g0.ecc_sbe.value, Some(5));
     assert_eq!(g0.pcie_replays.value, Some(7));
     // Energy advanced while the job ran, and was not reset.
-    assert!(g0.energy_mj.value.unwrap() > 0 && !g0.energy_mj.reset, "{:?}", g0.energy_mj);
+    assert!(
+        g0.energy_mj.value.unwrap() > 0 && !g0.energy_mj.reset,
+        "{:?}",
+        g0.energy_mj
+    );
     assert_eq!(g0.processes.len(), 1);
     assert_eq!(g0.processes[0].gpu_util, Some(87));
     let g1 = &shown.gpus[1].stats;
     assert_eq!(g1.xids.len(), 1);
-    assert_eq!((g1.xids[0].xid, g1.xids[0].bucket.as_str()), (31, "RESTART_APP"));
+    assert_eq!(
+        (g1.xids[0].xid, g1.xids[0].bucket.as_str()),
+        (31, "RESTART_APP")
+    );
     assert_eq!(shown.prolog.as_ref().unwrap().verdict, Verdict::Warn);
     assert!(!node.path("state/gpu-jobs/77.json").exists());
 }
@@ -257,10 +341,20 @@ fn xid_79_during_the_job_makes_the_epilog_drain() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(&eight(|_| String::new()));
     let job = node.job(78, None);
-    assert!(matches!(gpu_job::prolog(&job, &node.cfg), GpuPhaseOutcome::Done { verdict: Verdict::Pass, .. }));
+    assert!(matches!(
+        gpu_job::prolog(&job, &node.cfg),
+        GpuPhaseOutcome::Done {
+            verdict: Verdict::Pass,
+            ..
+        }
+    ));
     node.kmsg("3,9,900,-;NVRM: Xid (PCI:0000:1f:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
     match gpu_job::epilog(&job, &node.cfg) {
-        GpuPhaseOutcome::Done { verdict, drain_reason, .. } => {
+        GpuPhaseOutcome::Done {
+            verdict,
+            drain_reason,
+            ..
+        } => {
             assert_eq!(verdict, Verdict::Drain);
             assert_eq!(
                 drain_reason.as_deref(),
@@ -270,7 +364,13 @@ fn xid_79_during_the_job_makes_the_epilog_drain() {
         o => panic!("{o:?}"),
     }
     // The next prolog does not judge the same XID again.
-    assert!(matches!(gpu_job::prolog(&node.job(79, None), &node.cfg), GpuPhaseOutcome::Done { verdict: Verdict::Pass, .. }));
+    assert!(matches!(
+        gpu_job::prolog(&node.job(79, None), &node.cfg),
+        GpuPhaseOutcome::Done {
+            verdict: Verdict::Pass,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -281,7 +381,16 @@ fn a_broken_database_never_fails_the_epilog() {
     std::fs::write(node.path("db/jobs.db"), vec![7u8; 4096]).unwrap();
     let job = node.job(80, Some(vec![0]));
     gpu_job::prolog(&job, &node.cfg);
-    assert!(matches!(gpu_job::epilog(&job, &node.cfg), GpuPhaseOutcome::Done { verdict: Verdict::Pass, .. }));
+    assert!(matches!(
+        gpu_job::epilog(&job, &node.cfg),
+        GpuPhaseOutcome::Done {
+            verdict: Verdict::Pass,
+            ..
+        }
+    ));
     // The corrupt file was left as it was, for the admin to look at.
-    assert_eq!(std::fs::read(node.path("db/jobs.db")).unwrap(), vec![7u8; 4096]);
+    assert_eq!(
+        std::fs::read(node.path("db/jobs.db")).unwrap(),
+        vec![7u8; 4096]
+    );
 }

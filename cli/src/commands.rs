@@ -1,0 +1,400 @@
+//! One function per subcommand: load what it needs from the core, print a
+//! table or JSON, return the exit status.
+
+use crate::table::Table;
+use crate::{Cli, Command, HistoryArgs};
+use serde::Serialize;
+use slurm_imex_core::config::Config;
+use slurm_imex_core::drain::{self, Undrain};
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::health::{verdict_of, Verdict};
+use slurm_imex_core::jobdb::query::HistoryFilter;
+use slurm_imex_core::jobdb::JobDb;
+use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
+use slurm_imex_core::{gpu_job, imex};
+
+pub fn run(cli: &Cli) -> Result<u8> {
+    let (config, _) = Config::load(cli.config.as_deref())?;
+    match &cli.command {
+        Command::History(args) => history(cli, &config, args),
+        Command::Show { job_id } => show(cli, &config, *job_id),
+        Command::Gpus { since, node, limit } => {
+            gpus(cli, &config, since.as_deref(), node.as_deref(), *limit)
+        }
+        Command::Check {
+            drain,
+            undrain,
+            node,
+        } => check(cli, &config, *drain, *undrain, node.clone()),
+        Command::Status => status(cli, &config),
+        Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
+    }
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// Reading commands never create a database.
+fn open_db(cli: &Cli, config: &Config) -> Result<JobDb> {
+    let path = cli
+        .db
+        .clone()
+        .unwrap_or_else(|| config.database.path.clone());
+    if !path.exists() {
+        return Err(Error::new(format!(
+            "no job database at {} yet: no GPU job has finished on this node (or set --db / [database] path)",
+            path.display()
+        )));
+    }
+    JobDb::open(&path, config.database.busy_timeout.0)
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or("-".into(), |x| x.to_string())
+}
+
+fn kj(mj: Option<i64>) -> String {
+    mj.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1e6))
+}
+
+fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
+    let now = now_s();
+    let filter = HistoryFilter {
+        node: a.node.clone(),
+        gpu: a.gpu.clone(),
+        user: a.user.clone(),
+        job_id: a.job,
+        since: a
+            .since
+            .as_deref()
+            .map(|s| parse_point(s, now, "--since"))
+            .transpose()?,
+        until: a
+            .until
+            .as_deref()
+            .map(|s| parse_point(s, now, "--until"))
+            .transpose()?,
+        verdict: a
+            .verdict
+            .as_deref()
+            .map(|v| {
+                Verdict::parse(v).ok_or_else(|| {
+                    Error::new(format!("--verdict \"{v}\": use pass, warn or drain"))
+                })
+            })
+            .transpose()?,
+        limit: a.limit,
+    };
+    let rows = open_db(cli, config)?.history(&filter)?;
+    if cli.json {
+        print_json(&rows)?;
+        return Ok(0);
+    }
+    let mut t = Table::new(&[
+        "JOBID",
+        "NODE",
+        "USER",
+        "START",
+        "END",
+        "GPUS",
+        "ENERGY_KJ",
+        "XIDS",
+        "VERDICT",
+        "REASON",
+    ]);
+    for r in &rows {
+        t.row(vec![
+            r.job_id.to_string(),
+            r.node.clone(),
+            opt(r.user.as_deref()),
+            format_ts(r.start_ts),
+            r.end_ts.map_or("-".into(), format_ts),
+            r.gpus.to_string(),
+            kj(r.energy_mj),
+            r.xids.to_string(),
+            r.verdict.clone(),
+            opt(r.reason.as_deref()),
+        ]);
+    }
+    print!("{}", t.render());
+    Ok(0)
+}
+
+fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
+    let jobs = open_db(cli, config)?.show(job_id)?;
+    if jobs.is_empty() {
+        return Err(Error::new(format!(
+            "no record of job {job_id} in this node's database"
+        )));
+    }
+    if cli.json {
+        print_json(&jobs)?;
+        return Ok(0);
+    }
+    for j in &jobs {
+        println!(
+            "job {} on {}  user {}  {} .. {}  imex {}  verdict {}",
+            j.job_id,
+            j.node,
+            opt(j.user.as_deref()),
+            format_ts(j.start_ts),
+            j.end_ts.map_or("-".into(), format_ts),
+            if j.imex { "yes" } else { "no" },
+            j.verdict().as_str()
+        );
+        for (name, phase) in [("prolog", &j.prolog), ("epilog", &j.epilog)] {
+            if let Some(p) = phase {
+                println!("  {name}: {} in {} ms", p.verdict.as_str(), p.ms);
+                for r in &p.reasons {
+                    println!("    {r}");
+                }
+            }
+        }
+        let mut t = Table::new(&[
+            "GPU",
+            "SERIAL",
+            "PCI",
+            "ENERGY_KJ",
+            "ECC_SBE",
+            "ECC_DBE",
+            "RETIRED",
+            "REMAP_UNC",
+            "PCIE_REPLAYS",
+            "THROTTLE_MS",
+            "XIDS",
+            "VERDICT",
+        ]);
+        for g in &j.gpus {
+            let s = &g.stats;
+            let throttle: u64 = s.throttle_ns.values().sum();
+            t.row(vec![
+                s.index.to_string(),
+                s.serial.clone(),
+                s.pci.clone(),
+                kj(s.energy_mj.value.map(|v| v as i64))
+                    + if s.energy_mj.reset { " (reset)" } else { "" },
+                opt(s.ecc_sbe.value),
+                opt(s.ecc_dbe.value),
+                opt(s.retired_pages.value),
+                opt(s.remapped_uncorrectable.value),
+                opt(s.pcie_replays.value),
+                (throttle / 1_000_000).to_string(),
+                s.xids.len().to_string(),
+                g.verdict.as_str().into(),
+            ]);
+        }
+        for line in t.render().lines() {
+            println!("  {line}");
+        }
+        for g in &j.gpus {
+            for x in &g.stats.xids {
+                println!(
+                    "  xid gpu{} {}: XID {} ({}) pid {} {}: {}",
+                    g.stats.index,
+                    g.stats.serial,
+                    x.xid,
+                    x.bucket.as_str(),
+                    opt(x.pid),
+                    opt(x.process.as_deref()),
+                    x.message
+                );
+            }
+            for p in &g.stats.processes {
+                println!(
+                    "  process gpu{} pid {}: util {}% mem util {}% max memory {} MiB, {} ms",
+                    g.stats.index,
+                    p.pid,
+                    opt(p.gpu_util),
+                    opt(p.mem_util),
+                    opt(p.max_memory_bytes.map(|b| b >> 20)),
+                    p.time_ms
+                );
+            }
+        }
+    }
+    Ok(0)
+}
+
+fn gpus(
+    cli: &Cli,
+    config: &Config,
+    since: Option<&str>,
+    node: Option<&str>,
+    limit: usize,
+) -> Result<u8> {
+    let since = since
+        .map(|s| parse_point(s, now_s(), "--since"))
+        .transpose()?;
+    let rows = open_db(cli, config)?.gpu_totals(since, node, limit)?;
+    if cli.json {
+        print_json(&rows)?;
+        return Ok(0);
+    }
+    let mut t = Table::new(&[
+        "SERIAL",
+        "UUID",
+        "LAST_NODE",
+        "LAST_SEEN",
+        "JOBS",
+        "DRAINS",
+        "WARNS",
+        "XIDS",
+        "XID_DRAIN",
+        "XID_APP",
+        "XID_OTHER",
+        "ENERGY_KWH",
+    ]);
+    for r in &rows {
+        t.row(vec![
+            r.serial.clone(),
+            r.uuid.clone(),
+            r.last_node.clone(),
+            format_ts(r.last_seen),
+            r.jobs.to_string(),
+            r.drains.to_string(),
+            r.warns.to_string(),
+            r.xids.to_string(),
+            r.xids_drain_class.to_string(),
+            r.xids_restart_app.to_string(),
+            r.xids_other.to_string(),
+            format!("{:.3}", r.energy_mj as f64 / 3.6e9),
+        ]);
+    }
+    print!("{}", t.render());
+    Ok(0)
+}
+
+fn this_node(node: Option<String>) -> String {
+    node.unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .map(|h| {
+                h.to_string_lossy()
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .unwrap_or_default()
+    })
+}
+
+#[derive(Serialize)]
+struct CheckReport {
+    node: String,
+    verdict: Verdict,
+    elapsed_ms: u64,
+    gpus: usize,
+    findings: Vec<slurm_imex_core::health::Finding>,
+    action: Option<String>,
+}
+
+fn check(
+    cli: &Cli,
+    config: &Config,
+    drain_node: bool,
+    undrain: bool,
+    node: Option<String>,
+) -> Result<u8> {
+    let node = this_node(node);
+    let gate = gpu_job::check_now(config)?;
+    let mut findings = gate.findings;
+    findings.extend(imex::status::imex_health(config));
+    let verdict = verdict_of(&findings);
+    let mut action = None;
+    if verdict == Verdict::Drain && drain_node {
+        if let Some(reason) = slurm_imex_core::health::drain_reason(&findings) {
+            drain::set_drain(&config.health, &node, &reason)?;
+            action = Some(format!("drained {node}: {reason}"));
+        }
+    } else if verdict != Verdict::Drain && undrain {
+        action = Some(match drain::undrain(&config.health, &node)? {
+            Undrain::Resumed(r) => format!("resumed {node} (was: {r})"),
+            Undrain::NotDrained => format!("{node} is not drained"),
+            Undrain::NotOurs(r) => format!("{node} left drained: not our reason ({r})"),
+        });
+    }
+    let report = CheckReport {
+        node,
+        verdict,
+        elapsed_ms: gate.elapsed.as_millis() as u64,
+        gpus: gate.snapshots.len(),
+        findings,
+        action,
+    };
+    if cli.json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{}: {} ({} GPUs checked in {} ms)",
+            report.node,
+            verdict.as_str(),
+            report.gpus,
+            report.elapsed_ms
+        );
+        let mut t = Table::new(&["SEVERITY", "CHECK", "GPU", "SERIAL", "DETAIL"]);
+        for f in &report.findings {
+            t.row(vec![
+                format!("{:?}", f.severity).to_uppercase(),
+                f.check.clone(),
+                f.gpu.as_ref().map_or("-".into(), |g| g.index.to_string()),
+                f.gpu.as_ref().map_or("-".into(), |g| g.serial.clone()),
+                f.detail.clone(),
+            ]);
+        }
+        if !report.findings.is_empty() {
+            print!("{}", t.render());
+        }
+        if let Some(a) = &report.action {
+            println!("{a}");
+        }
+    }
+    Ok(if verdict == Verdict::Drain { 1 } else { 0 })
+}
+
+fn status(cli: &Cli, config: &Config) -> Result<u8> {
+    let s = imex::status::node_status(config);
+    if cli.json {
+        print_json(&s)?;
+        return Ok(0);
+    }
+    println!("IMEX owner job:   {}", opt(s.owner));
+    println!("daemon:           {}", s.daemon);
+    println!("local state:      {}", s.local_state);
+    if let Some(d) = &s.domain {
+        let (ready, total) = s.nodes_ready.unwrap_or((0, 0));
+        println!("domain:           {d} ({ready}/{total} nodes READY)");
+    }
+    if let Some(r) = &s.record {
+        println!("channel:          {}", r.channel);
+        println!("server port:      {}", r.server_port);
+        println!("nodes:            {}", r.nodes.join(","));
+        println!("prolog outcome:   {:?}", r.outcome);
+    }
+    for p in &s.problems {
+        println!("problem:          {p}");
+    }
+    Ok(0)
+}
+
+fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
+    let node = this_node(node);
+    let outcome = drain::undrain(&config.health, &node)?;
+    let (line, code) = match &outcome {
+        Undrain::Resumed(r) => (format!("resumed {node} (was: {r})"), 0),
+        Undrain::NotDrained => (format!("{node} is not drained"), 0),
+        Undrain::NotOurs(r) => (
+            format!("{node} left drained: its reason is not ours ({r})"),
+            1,
+        ),
+    };
+    if cli.json {
+        print_json(&serde_json::json!({"node": node, "result": line}))?;
+    } else {
+        println!("{line}");
+    }
+    Ok(code)
+}

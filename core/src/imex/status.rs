@@ -1,0 +1,95 @@
+//! This node's IMEX state as an admin asks for it (`slurm-imex status`):
+//! which job owns the daemon, what the prolog recorded, whether the daemon
+//! lives and answers, and the domain it reports. Also the context-aware IMEX
+//! health check: an idle node is healthy; a node serving a domain needs its
+//! daemon READY.
+
+use crate::config::Config;
+use crate::health::{Finding, Severity};
+use crate::imex::ctl::Ctl;
+use crate::imex::job_record::{JobRecord, StateDir};
+use crate::imex::manager::{Liveness, Manager};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeImexStatus {
+    /// The job whose domain the daemon serves; None when idle.
+    pub owner: Option<u32>,
+    pub record: Option<JobRecord>,
+    /// "running", or why not.
+    pub daemon: String,
+    /// `nvidia-imex-ctl -q`, or the error.
+    pub local_state: String,
+    /// UP / DEGRADED / DOWN, when the daemon answered -N -j.
+    pub domain: Option<String>,
+    pub nodes_ready: Option<(usize, usize)>,
+    pub problems: Vec<String>,
+}
+
+pub fn node_status(cfg: &Config) -> NodeImexStatus {
+    let state = StateDir::new(&cfg.imex.state_dir);
+    let mut problems = Vec::new();
+    let owner = state.read_owner().unwrap_or_else(|e| {
+        problems.push(e.to_string());
+        None
+    });
+    let record = owner.and_then(|o| {
+        state.read_record(o).unwrap_or_else(|e| {
+            problems.push(e.to_string());
+            None
+        })
+    });
+    let daemon = match Manager::new(&cfg.imex.daemon, &state).liveness() {
+        Liveness::Running => "running".to_string(),
+        Liveness::Exited(how) => how,
+    };
+    let (local_state, domain, nodes_ready) = if owner.is_some() {
+        let ctl = Ctl {
+            program: &cfg.imex.daemon.ctl,
+            config: &cfg.imex.daemon.job_config,
+            timeout: cfg.imex.daemon.ctl_timeout.0,
+        };
+        let local = ctl.local_state().unwrap_or_else(|e| e.to_string());
+        match ctl.domain_status() {
+            Ok(s) => {
+                let ready = s
+                    .nodes
+                    .values()
+                    .filter(|n| n.status.as_deref() == Some("READY"))
+                    .count();
+                (local, Some(s.domain), Some((ready, s.nodes.len())))
+            }
+            Err(e) => {
+                problems.push(e.to_string());
+                (local, None, None)
+            }
+        }
+    } else {
+        ("idle (no IMEX job on this node)".to_string(), None, None)
+    };
+    NodeImexStatus {
+        owner,
+        record,
+        daemon,
+        local_state,
+        domain,
+        nodes_ready,
+        problems,
+    }
+}
+
+/// DCGM-style IMEX check, context-aware: only a node that serves a job's
+/// domain must have a READY daemon.
+pub fn imex_health(cfg: &Config) -> Option<Finding> {
+    let status = node_status(cfg);
+    let owner = status.owner?;
+    (status.local_state != "READY").then(|| Finding {
+        check: "imex".into(),
+        severity: Severity::Drain,
+        gpu: None,
+        detail: format!(
+            "nvidia-imex serving job {owner} is not READY ({}; daemon {})",
+            status.local_state, status.daemon
+        ),
+    })
+}
