@@ -62,11 +62,14 @@ const MIGRATIONS: &[&str] = &[
         nvlink_errors TEXT,
         max_memory_bytes INTEGER,
         xid_count INTEGER NOT NULL DEFAULT 0,
+        xids_drain_class INTEGER NOT NULL DEFAULT 0,
+        xids_restart_app INTEGER NOT NULL DEFAULT 0,
         verdict TEXT NOT NULL,
         reasons TEXT
     );
     CREATE INDEX job_gpus_job ON job_gpus (job_row);
     CREATE INDEX job_gpus_serial ON job_gpus (serial);
+    CREATE INDEX job_gpus_uuid ON job_gpus (uuid);
     CREATE TABLE xid_events (
         id INTEGER PRIMARY KEY,
         job_row INTEGER REFERENCES jobs (id) ON DELETE CASCADE,
@@ -108,6 +111,23 @@ const MIGRATIONS: &[&str] = &[
         xids_drain_class INTEGER NOT NULL DEFAULT 0,
         xids_restart_app INTEGER NOT NULL DEFAULT 0,
         xids_other INTEGER NOT NULL DEFAULT 0
+    );
+    -- Per-board daily sums (UTC day of job start), so `gpus --since` reads
+    -- whole days from here and only the partial first day from job_gpus.
+    CREATE TABLE gpu_daily (
+        serial TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        uuid TEXT NOT NULL,
+        last_node TEXT NOT NULL,
+        last_seen INTEGER NOT NULL,
+        jobs INTEGER NOT NULL DEFAULT 0,
+        drains INTEGER NOT NULL DEFAULT 0,
+        warns INTEGER NOT NULL DEFAULT 0,
+        energy_mj INTEGER NOT NULL DEFAULT 0,
+        xids INTEGER NOT NULL DEFAULT 0,
+        xids_drain_class INTEGER NOT NULL DEFAULT 0,
+        xids_restart_app INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (serial, day)
     );
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     "#,

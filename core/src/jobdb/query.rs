@@ -305,8 +305,9 @@ impl JobDb {
     }
 
     /// Per-board totals, worst first (drains, then drain-class XIDs, then
-    /// all XIDs, then warnings). Lifetime totals unless `since` is given, in
-    /// which case they are computed from the job rows in that window.
+    /// all XIDs, then warnings). Lifetime totals unless `since` is given:
+    /// then whole UTC days come from the daily sums and the partial first
+    /// day from the job rows, so the window is exact and the query cheap.
     pub fn gpu_totals(
         &self,
         since: Option<i64>,
@@ -314,74 +315,105 @@ impl JobDb {
         limit: usize,
     ) -> Result<Vec<GpuTotals>> {
         let q = |e: rusqlite::Error| err(self.path(), "gpus query failed", e);
-        let order = "ORDER BY drains DESC, xids_drain_class DESC, xids DESC, warns DESC, serial";
-        let (sql, args): (String, Vec<Value>) = match since {
-            None => (
-                format!(
-                    "SELECT serial, uuid, last_node, last_seen, jobs, drains, warns, energy_mj, xids,
-                            xids_drain_class, xids_restart_app, xids_other
-                     FROM gpu_totals {} {order} LIMIT {}",
-                    if node.is_some() { "WHERE last_node = ?1" } else { "" },
-                    limit.max(1)
+        const COLS: &str = "serial, uuid, last_node, last_seen, jobs, drains, warns, energy_mj, xids, xids_drain_class, xids_restart_app";
+        let read = |r: &rusqlite::Row| -> rusqlite::Result<GpuTotals> {
+            let xids: i64 = r.get(8)?;
+            let (dc, ra): (i64, i64) = (r.get(9)?, r.get(10)?);
+            Ok(GpuTotals {
+                serial: r.get(0)?,
+                uuid: r.get(1)?,
+                last_node: r.get(2)?,
+                last_seen: r.get(3)?,
+                jobs: r.get(4)?,
+                drains: r.get(5)?,
+                warns: r.get(6)?,
+                energy_mj: r.get(7)?,
+                xids,
+                xids_drain_class: dc,
+                xids_restart_app: ra,
+                xids_other: (xids - dc - ra).max(0),
+            })
+        };
+        let run = |sql: &str, args: Vec<Value>| -> Result<Vec<GpuTotals>> {
+            let mut stmt = self.conn.prepare(sql).map_err(q)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(args.iter()), read)
+                .map_err(q)?;
+            rows.collect::<std::result::Result<Vec<_>, _>>().map_err(q)
+        };
+        let raw = |from: i64, to: Option<i64>| -> Result<Vec<GpuTotals>> {
+            let mut args = vec![Value::Integer(from)];
+            let mut clause = String::new();
+            if let Some(t) = to {
+                args.push(Value::Integer(t));
+                clause.push_str(&format!(" AND j.start_ts < ?{}", args.len()));
+            }
+            if let Some(n) = node {
+                args.push(Value::Text(n.into()));
+                clause.push_str(&format!(" AND j.node = ?{}", args.len()));
+            }
+            run(
+                &format!(
+                    "SELECT CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END, MAX(g.uuid), MAX(j.node),
+                            MAX(COALESCE(j.end_ts, j.start_ts)), COUNT(*), SUM(g.verdict = 'DRAIN'),
+                            SUM(g.verdict = 'WARN'), COALESCE(SUM(g.energy_mj), 0), SUM(g.xid_count),
+                            SUM(g.xids_drain_class), SUM(g.xids_restart_app)
+                     FROM job_gpus g JOIN jobs j ON j.id = g.job_row
+                     WHERE j.start_ts >= ?1{clause} GROUP BY 1"
                 ),
-                node.map(|n| vec![Value::Text(n.into())]).unwrap_or_default(),
-            ),
-            Some(s) => {
-                let mut args = vec![Value::Integer(s)];
-                let node_clause = match node {
-                    Some(n) => {
-                        args.push(Value::Text(n.into()));
-                        "AND j.node = ?2"
+                args,
+            )
+        };
+        let mut rows = match (since, node) {
+            (None, None) => run(&format!("SELECT {COLS} FROM gpu_totals"), vec![])?,
+            (None, Some(n)) => run(
+                &format!("SELECT {COLS} FROM gpu_totals WHERE last_node = ?1"),
+                vec![Value::Text(n.into())],
+            )?,
+            // Per node: the job rows of one node are few enough to sum directly.
+            (Some(s), Some(_)) => raw(s, None)?,
+            (Some(s), None) => {
+                let first_full_day = (s + 86_399).div_euclid(86_400);
+                let mut sums: std::collections::BTreeMap<String, GpuTotals> =
+                    std::collections::BTreeMap::new();
+                let days = run(
+                    &format!("SELECT {COLS} FROM gpu_daily WHERE day >= ?1"),
+                    vec![Value::Integer(first_full_day)],
+                )?;
+                for t in days
+                    .into_iter()
+                    .chain(raw(s, Some(first_full_day * 86_400))?)
+                {
+                    match sums.get_mut(&t.serial) {
+                        None => {
+                            sums.insert(t.serial.clone(), t);
+                        }
+                        Some(acc) => {
+                            if t.last_seen > acc.last_seen {
+                                acc.last_seen = t.last_seen;
+                                acc.last_node = t.last_node;
+                                acc.uuid = t.uuid;
+                            }
+                            acc.jobs += t.jobs;
+                            acc.drains += t.drains;
+                            acc.warns += t.warns;
+                            acc.energy_mj += t.energy_mj;
+                            acc.xids += t.xids;
+                            acc.xids_drain_class += t.xids_drain_class;
+                            acc.xids_restart_app += t.xids_restart_app;
+                            acc.xids_other += t.xids_other;
+                        }
                     }
-                    None => "",
-                };
-                (
-                    format!(
-                        "SELECT CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END AS serial, MAX(g.uuid),
-                                MAX(j.node), MAX(COALESCE(j.end_ts, j.start_ts)), COUNT(*),
-                                SUM(g.verdict = 'DRAIN') AS drains, SUM(g.verdict = 'WARN') AS warns,
-                                COALESCE(SUM(g.energy_mj), 0), SUM(g.xid_count) AS xids,
-                                (SELECT COUNT(*) FROM xid_events x JOIN jobs jj ON jj.id = x.job_row
-                                  WHERE x.serial = g.serial AND jj.start_ts >= ?1 AND x.drain_class = 1) AS xids_drain_class,
-                                (SELECT COUNT(*) FROM xid_events x JOIN jobs jj ON jj.id = x.job_row
-                                  WHERE x.serial = g.serial AND jj.start_ts >= ?1 AND x.bucket = 'RESTART_APP'),
-                                0
-                         FROM job_gpus g JOIN jobs j ON j.id = g.job_row
-                         WHERE j.start_ts >= ?1 {node_clause}
-                         GROUP BY 1 {order} LIMIT {}",
-                        limit.max(1)
-                    ),
-                    args,
-                )
+                }
+                sums.into_values().collect()
             }
         };
-        let mut stmt = self.conn.prepare(&sql).map_err(q)?;
-        let rows = stmt
-            .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                let xids: i64 = r.get(8)?;
-                let dc: i64 = r.get(9)?;
-                let ra: i64 = r.get(10)?;
-                let other: i64 = r.get(11)?;
-                Ok(GpuTotals {
-                    serial: r.get(0)?,
-                    uuid: r.get(1)?,
-                    last_node: r.get(2)?,
-                    last_seen: r.get(3)?,
-                    jobs: r.get(4)?,
-                    drains: r.get(5)?,
-                    warns: r.get(6)?,
-                    energy_mj: r.get(7)?,
-                    xids,
-                    xids_drain_class: dc,
-                    xids_restart_app: ra,
-                    xids_other: if since.is_some() {
-                        (xids - dc - ra).max(0)
-                    } else {
-                        other
-                    },
-                })
-            })
-            .map_err(q)?;
-        rows.collect::<std::result::Result<Vec<_>, _>>().map_err(q)
+        rows.sort_by(|a, b| {
+            (b.drains, b.xids_drain_class, b.xids, b.warns)
+                .cmp(&(a.drains, a.xids_drain_class, a.xids, a.warns))
+                .then_with(|| a.serial.cmp(&b.serial))
+        });
+        rows.truncate(limit.max(1));
+        Ok(rows)
     }
 }

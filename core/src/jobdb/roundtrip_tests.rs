@@ -260,3 +260,54 @@ fn concurrent_writers_lose_no_rows() {
     assert_eq!(gpus, 256);
     assert_eq!(db.gpu_totals(None, None, 10).unwrap()[0].jobs, 64);
 }
+
+#[test]
+fn gpus_since_is_exact_across_day_boundaries() {
+    let (_d, mut db) = db();
+    let mut all_jobs = Vec::new();
+    for i in 0..40u32 {
+        // Every 7 hours over ~12 days, alternating boards, some drains.
+        let v = if i % 7 == 0 {
+            Verdict::Drain
+        } else {
+            Verdict::Pass
+        };
+        let j = job(
+            500 + i,
+            "n1",
+            1_000_000 + i as i64 * 7 * 3600,
+            &[if i % 2 == 0 { "EVEN" } else { "ODD" }],
+            v,
+        );
+        db.record_job(&j).unwrap();
+        all_jobs.push(j);
+    }
+    for since in [
+        0, 1_000_000, 1_050_000, 1_086_400, 1_100_001, 1_200_000, 1_280_000, 2_000_000,
+    ] {
+        let got = db.gpu_totals(Some(since), None, 10).unwrap();
+        for serial in ["EVEN", "ODD"] {
+            let mine: Vec<&JobRow> = all_jobs
+                .iter()
+                .filter(|j| j.start_ts >= since && j.gpus[0].stats.serial == serial)
+                .collect();
+            let row = got.iter().find(|t| t.serial == serial);
+            match row {
+                None => assert!(mine.is_empty(), "since {since}: {serial} missing"),
+                Some(t) => {
+                    assert_eq!(t.jobs, mine.len() as i64, "since {since} {serial} jobs");
+                    let drains = mine
+                        .iter()
+                        .filter(|j| j.gpus[0].verdict == Verdict::Drain)
+                        .count() as i64;
+                    assert_eq!(
+                        (t.drains, t.xids_drain_class),
+                        (drains, drains),
+                        "since {since} {serial}"
+                    );
+                    assert_eq!(t.energy_mj, 1_000_000 * mine.len() as i64);
+                }
+            }
+        }
+    }
+}

@@ -63,120 +63,21 @@ fn i64_of(v: Option<u64>) -> Option<i64> {
 impl JobDb {
     /// Insert (or replace, for a rerun epilog) one job's record atomically.
     pub fn record_job(&mut self, row: &JobRow) -> Result<()> {
+        self.record_jobs(std::slice::from_ref(row))
+    }
+
+    /// Insert many jobs in one transaction (all or none).
+    pub fn record_jobs(&mut self, rows: &[JobRow]) -> Result<()> {
         let path = self.path().to_path_buf();
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| err(&path, "cannot start a write", e))?;
-        let w = |e: rusqlite::Error| err(&path, "write failed", e);
-        // An epilog that runs twice for the same job start replaces its row;
-        // the totals are only counted the first time.
-        let existed: bool = tx
-            .query_row(
-                "SELECT COUNT(*) FROM jobs WHERE job_id = ?1 AND node = ?2 AND start_ts = ?3",
-                params![row.job_id, row.node, row.start_ts],
-                |r| r.get::<_, i64>(0),
-            )
-            .map_err(w)?
-            > 0;
-        tx.execute(
-            "DELETE FROM jobs WHERE job_id = ?1 AND node = ?2 AND start_ts = ?3",
-            params![row.job_id, row.node, row.start_ts],
-        )
-        .map_err(w)?;
-        let phase = |p: &Option<PhaseOutcome>| {
-            (
-                p.as_ref().map(|p| p.verdict.as_str()),
-                p.as_ref().and_then(|p| joined(&p.reasons)),
-                p.as_ref().map(|p| p.ms as i64),
-            )
-        };
-        let (pv, pr, pm) = phase(&row.prolog);
-        let (ev, er, em) = phase(&row.epilog);
-        tx.execute(
-            "INSERT INTO jobs (job_id, node, user, uid, start_ts, end_ts, imex, verdict,
-                prolog_verdict, prolog_reasons, prolog_ms, epilog_verdict, epilog_reasons, epilog_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            params![
-                row.job_id, row.node, row.user, row.uid, row.start_ts, row.end_ts, row.imex,
-                row.verdict().as_str(), pv, pr, pm, ev, er, em
-            ],
-        )
-        .map_err(w)?;
-        let job_row = tx.last_insert_rowid();
-        let ts = row.end_ts.unwrap_or(row.start_ts);
-        for g in &row.gpus {
-            let s = &g.stats;
-            tx.execute(
-                "INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, name, energy_mj, energy_reset,
-                    ecc_sbe, ecc_dbe, retired_pages, remapped_correctable, remapped_uncorrectable,
-                    remap_pending_end, remap_failure_end, pcie_replays, throttle_ns, nvlink_errors,
-                    max_memory_bytes, xid_count, verdict, reasons)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-                params![
-                    job_row, s.index, s.uuid, s.serial, s.pci, s.name,
-                    i64_of(s.energy_mj.value), s.energy_mj.reset,
-                    i64_of(s.ecc_sbe.value), i64_of(s.ecc_dbe.value), i64_of(s.retired_pages.value),
-                    i64_of(s.remapped_correctable.value), i64_of(s.remapped_uncorrectable.value),
-                    s.remap_pending_end, s.remap_failure_end, i64_of(s.pcie_replays.value),
-                    serde_json::to_string(&s.throttle_ns).ok(),
-                    serde_json::to_string(&s.nvlink_errors).ok(),
-                    i64_of(s.max_memory_bytes), s.xids.len() as i64,
-                    g.verdict.as_str(), joined(&g.reasons)
-                ],
-            )
-            .map_err(w)?;
-            for x in &s.xids {
-                tx.execute(
-                    "INSERT INTO xid_events (job_row, node, ts, seq, pci, serial, xid, bucket, drain_class, pid, process, message)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                    params![job_row, row.node, ts, x.seq as i64, x.pci, s.serial, x.xid, x.bucket.as_str(),
-                            crate::xid::is_drain_class(x.xid), x.pid, x.process, x.message],
-                )
-                .map_err(w)?;
-            }
-            for p in &s.processes {
-                tx.execute(
-                    "INSERT INTO processes (job_row, serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                    params![job_row, s.serial, p.pid, p.gpu_util, p.mem_util, i64_of(p.max_memory_bytes), p.time_ms as i64],
-                )
-                .map_err(w)?;
-            }
-            if !existed {
-                let count =
-                    |f: fn(Bucket) -> bool| s.xids.iter().filter(|x| f(x.bucket)).count() as i64;
-                let drain_class = s
-                    .xids
-                    .iter()
-                    .filter(|x| crate::xid::is_drain_class(x.xid))
-                    .count() as i64;
-                tx.execute(
-                    "INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
-                        xids, xids_drain_class, xids_restart_app, xids_other)
-                     VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-                     ON CONFLICT (serial) DO UPDATE SET
-                        uuid = excluded.uuid, last_node = excluded.last_node,
-                        last_seen = MAX(last_seen, excluded.last_seen), jobs = jobs + 1,
-                        drains = drains + excluded.drains, warns = warns + excluded.warns,
-                        energy_mj = energy_mj + excluded.energy_mj, xids = xids + excluded.xids,
-                        xids_drain_class = xids_drain_class + excluded.xids_drain_class,
-                        xids_restart_app = xids_restart_app + excluded.xids_restart_app,
-                        xids_other = xids_other + excluded.xids_other",
-                    params![
-                        board_key(s), s.uuid, row.node, ts,
-                        (g.verdict == Verdict::Drain) as i64, (g.verdict == Verdict::Warn) as i64,
-                        i64_of(s.energy_mj.value).unwrap_or(0), s.xids.len() as i64, drain_class,
-                        count(|b| b == Bucket::RestartApp),
-                        s.xids.len() as i64 - drain_class - count(|b| b == Bucket::RestartApp)
-                    ],
-                )
-                .map_err(w)?;
-            }
+        for row in rows {
+            insert_job(&tx, row, &path)?;
         }
         tx.commit().map_err(|e| err(&path, "commit failed", e))
     }
-
     /// Delete jobs that ended before `cutoff_ts`, at most once per
     /// `min_interval_s`. Returns how many job rows went.
     pub fn prune(&mut self, cutoff_ts: i64, now_ts: i64, min_interval_s: i64) -> Result<usize> {
@@ -210,6 +111,147 @@ impl JobDb {
             .map_err(|e| err(&path, "prune commit failed", e))?;
         Ok(n)
     }
+}
+
+fn insert_job(tx: &rusqlite::Transaction, row: &JobRow, path: &std::path::Path) -> Result<()> {
+    let w = |e: rusqlite::Error| err(path, "write failed", e);
+    // An epilog that runs twice for the same job start replaces its row;
+    // the totals are only counted the first time.
+    let existed: bool = tx
+        .query_row(
+            "SELECT COUNT(*) FROM jobs WHERE job_id = ?1 AND node = ?2 AND start_ts = ?3",
+            params![row.job_id, row.node, row.start_ts],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(w)?
+        > 0;
+    tx.execute(
+        "DELETE FROM jobs WHERE job_id = ?1 AND node = ?2 AND start_ts = ?3",
+        params![row.job_id, row.node, row.start_ts],
+    )
+    .map_err(w)?;
+    let phase = |p: &Option<PhaseOutcome>| {
+        (
+            p.as_ref().map(|p| p.verdict.as_str()),
+            p.as_ref().and_then(|p| joined(&p.reasons)),
+            p.as_ref().map(|p| p.ms as i64),
+        )
+    };
+    let (pv, pr, pm) = phase(&row.prolog);
+    let (ev, er, em) = phase(&row.epilog);
+    tx.execute(
+        "INSERT INTO jobs (job_id, node, user, uid, start_ts, end_ts, imex, verdict,
+            prolog_verdict, prolog_reasons, prolog_ms, epilog_verdict, epilog_reasons, epilog_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        params![
+            row.job_id,
+            row.node,
+            row.user,
+            row.uid,
+            row.start_ts,
+            row.end_ts,
+            row.imex,
+            row.verdict().as_str(),
+            pv,
+            pr,
+            pm,
+            ev,
+            er,
+            em
+        ],
+    )
+    .map_err(w)?;
+    let job_row = tx.last_insert_rowid();
+    let ts = row.end_ts.unwrap_or(row.start_ts);
+    for g in &row.gpus {
+        let s = &g.stats;
+        let drain_class = s
+            .xids
+            .iter()
+            .filter(|x| crate::xid::is_drain_class(x.xid))
+            .count() as i64;
+        let restart_app = s
+            .xids
+            .iter()
+            .filter(|x| x.bucket == Bucket::RestartApp)
+            .count() as i64;
+        tx.execute(
+            "INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, name, energy_mj, energy_reset,
+                ecc_sbe, ecc_dbe, retired_pages, remapped_correctable, remapped_uncorrectable,
+                remap_pending_end, remap_failure_end, pcie_replays, throttle_ns, nvlink_errors,
+                max_memory_bytes, xid_count, xids_drain_class, xids_restart_app, verdict, reasons)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+            params![
+                job_row, s.index, s.uuid, s.serial, s.pci, s.name,
+                i64_of(s.energy_mj.value), s.energy_mj.reset,
+                i64_of(s.ecc_sbe.value), i64_of(s.ecc_dbe.value), i64_of(s.retired_pages.value),
+                i64_of(s.remapped_correctable.value), i64_of(s.remapped_uncorrectable.value),
+                s.remap_pending_end, s.remap_failure_end, i64_of(s.pcie_replays.value),
+                serde_json::to_string(&s.throttle_ns).ok(),
+                serde_json::to_string(&s.nvlink_errors).ok(),
+                i64_of(s.max_memory_bytes), s.xids.len() as i64,
+                drain_class, restart_app,
+                g.verdict.as_str(), joined(&g.reasons)
+            ],
+        )
+        .map_err(w)?;
+        for x in &s.xids {
+            tx.execute(
+                "INSERT INTO xid_events (job_row, node, ts, seq, pci, serial, xid, bucket, drain_class, pid, process, message)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![job_row, row.node, ts, x.seq as i64, x.pci, s.serial, x.xid, x.bucket.as_str(),
+                        crate::xid::is_drain_class(x.xid), x.pid, x.process, x.message],
+            )
+            .map_err(w)?;
+        }
+        for p in &s.processes {
+            tx.execute(
+                "INSERT INTO processes (job_row, serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![job_row, s.serial, p.pid, p.gpu_util, p.mem_util, i64_of(p.max_memory_bytes), p.time_ms as i64],
+            )
+            .map_err(w)?;
+        }
+        if !existed {
+            // The same sums go to the lifetime totals and to the board's day.
+            const ADD: &str =
+                "jobs = jobs + 1, uuid = excluded.uuid, last_node = excluded.last_node,
+                last_seen = MAX(last_seen, excluded.last_seen),
+                drains = drains + excluded.drains, warns = warns + excluded.warns,
+                energy_mj = energy_mj + excluded.energy_mj, xids = xids + excluded.xids,
+                xids_drain_class = xids_drain_class + excluded.xids_drain_class,
+                xids_restart_app = xids_restart_app + excluded.xids_restart_app";
+            let (key, drains, warns) = (
+                board_key(s),
+                (g.verdict == Verdict::Drain) as i64,
+                (g.verdict == Verdict::Warn) as i64,
+            );
+            let (energy, xids) = (i64_of(s.energy_mj.value).unwrap_or(0), s.xids.len() as i64);
+            tx.execute(
+                &format!(
+                    "INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
+                        xids, xids_drain_class, xids_restart_app, xids_other)
+                     VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                     ON CONFLICT (serial) DO UPDATE SET {ADD}, xids_other = xids_other + excluded.xids_other"
+                ),
+                params![key, s.uuid, row.node, ts, drains, warns, energy, xids, drain_class, restart_app,
+                        xids - drain_class - restart_app],
+            )
+            .map_err(w)?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO gpu_daily (serial, day, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
+                        xids, xids_drain_class, xids_restart_app)
+                     VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?9, ?10, ?11)
+                     ON CONFLICT (serial, day) DO UPDATE SET {ADD}"
+                ),
+                params![key, row.start_ts.div_euclid(86_400), s.uuid, row.node, ts, drains, warns, energy, xids,
+                        drain_class, restart_app],
+            )
+            .map_err(w)?;
+        }
+    }
+    Ok(())
 }
 
 /// A board is keyed by serial; GPUs without one (some SKUs) by UUID.
