@@ -38,3 +38,20 @@ cat "$C/out/demo-$id.out"
 echo "after the job, the epilog restored idle: nodes_config.cfg on n1 has $(wc -l < "$C/nodes/n1/etc-imex/nodes_config.cfg") lines"
 echo "and a job without --imex sees an empty channel directory:"
 as_user srun -N1 ls -la /dev/nvidia-caps-imex-channels
+
+# GPU health: an application XID during a job, then the history an admin reviews.
+echo
+echo "\$ sbatch -N1 -w n1 (a job during which GPU 1 logs XID 13)"
+hid=$(as_user sbatch --parsable -N1 -w n1 -o "$C/out/demo-%j.out" --wrap "sleep 1")
+sleep 0.5
+kmsg_append 1 "NVRM: Xid (PCI:0000:1b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0): Out Of Range Address"
+for i in $(seq 1 300); do
+  case "$(scontrol show job -o "$hid" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)" in COMPLETED|FAILED) break;; esac
+  sleep 0.1
+done
+sleep 0.5
+cli_demo() { nsenter -t "$(slurmd_pid 1)" -n -m -u -- "$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" "$@"; }
+echo; echo "\$ slurm-imex history            (on n1)"; cli_demo history
+echo; echo "\$ slurm-imex show $hid           (on n1)"; cli_demo show "$hid"
+echo; echo "\$ slurm-imex gpus               (on n1)"; cli_demo gpus
+echo; echo "\$ slurm-imex check              (on n1)"; cli_demo check || true

@@ -1,0 +1,13 @@
+#!/bin/bash
+# Every slurm-imex benchmark report. Root, Debian 12 (installs Slurm for the
+# multi-node prolog bench through scripts/install-deps.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+cargo build --release --workspace --quiet
+echo "=== IMEX prolog/epilog (3 namespaced nodes, fake nvidia-imex)"
+bash benches/prolog-bench.sh "${ROUNDS:-10}"
+echo "=== GPU health gate (8 fake GPUs)"
+cargo bench --quiet -p fake-nvml --bench gate
+echo "=== job database (1M job x GPU rows)"
+cargo bench --quiet -p slurm-imex-core --bench jobdb

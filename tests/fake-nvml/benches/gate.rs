@@ -1,0 +1,108 @@
+//! Health gate benchmark (issue #3): the gate on 8 GPUs of the fake NVML
+//! (loaded by the production path), in wall time and as a share of the
+//! whole prolog binary; plus the epilog binary (stats + fsynced DB write).
+//! Needs `cargo build --release --workspace` first for the binaries.
+//!
+//! cargo bench -p fake-nvml --bench gate
+
+use slurm_imex_core::config::Config;
+use slurm_imex_core::health::checks::Phase;
+use slurm_imex_core::health::gate::{self, GateRequest};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const RUNS: usize = 50;
+
+fn stats(mut v: Vec<Duration>) -> (f64, String) {
+    v.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let median = ms(v[v.len() / 2]);
+    (
+        median,
+        format!("median {median:.1} ms  p90 {:.1} ms  max {:.1} ms  (n={})", ms(v[v.len() * 9 / 10]), ms(v[v.len() - 1]), v.len()),
+    )
+}
+
+fn main() {
+    let release = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let mut scenario = String::from("driver_version = \"580.95.05\"\n");
+    std::fs::create_dir(p("pci")).unwrap();
+    for i in 0..8u32 {
+        scenario.push_str(&format!(
+            "[[gpu]]\nuuid = \"GPU-{i:08}\"\nserial = \"16509240600{i:02}\"\npci_bus_id = \"00000000:{:02X}:00.0\"\n\
+             energy_mj = 1000\npower_mw = 700000\nremap_correctable = 0\nnvlinks = 18\naccounting = true\n\
+             fabric = {{ state = \"completed\", clique_id = 1, cluster_uuid = \"dc6e40c4-d722-4357-9ba6-5291dd461278\" }}\n",
+            0x1a + i
+        ));
+        let d = p(&format!("pci/0000:{:02x}:00.0", 0x1a + i));
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("vendor"), "0x10de\n").unwrap();
+        std::fs::write(d.join("class"), "0x030200\n").unwrap();
+    }
+    std::fs::write(p("nvml.toml"), scenario).unwrap();
+    std::env::set_var("FAKE_NVML_SCENARIO", p("nvml.toml"));
+    // A realistic kernel log: 2000 unrelated records and a few XIDs.
+    let mut kmsg = String::new();
+    for s in 1..=2000 {
+        kmsg.push_str(&format!("6,{s},{},-;usb 1-1: new high-speed USB device number {s}\n", s * 1000));
+    }
+    kmsg.push_str("4,2001,2001000,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=7, name=a.out, Graphics Exception\n");
+    std::fs::write(p("kmsg"), kmsg).unwrap();
+    let config = format!(
+        "[imex]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n[health]\npci_devices = \"{}\"\nexpected_gpus = 8\n\
+         [database]\npath = \"{}\"\n",
+        p("state").display(),
+        release.join("libnvidia_ml.so").display(),
+        p("kmsg").display(),
+        p("pci").display(),
+        p("db/jobs.db").display()
+    );
+    std::fs::write(p("imex.toml"), &config).unwrap();
+    let cfg = Config::parse(&config, Path::new("imex.toml")).unwrap();
+
+    println!("slurm-imex health gate benchmark: 8 fake GPUs (fake libnvidia-ml.so.1 via nvml-wrapper), {RUNS} runs");
+    let mut gate_times = Vec::new();
+    for _ in 0..RUNS {
+        let r = gate::run(&cfg, &GateRequest { phase: Phase::Prolog, gpus: None, xid_after: &BTreeMap::new() });
+        assert_eq!(r.snapshots.len(), 8);
+        gate_times.push(r.elapsed);
+    }
+    let (gate_median, line) = stats(gate_times);
+    println!("health gate (NVML init + 8 GPUs read + kmsg + checks):  {line}");
+
+    let prolog = release.join("slurm-imex-prolog");
+    let epilog = release.join("slurm-imex-epilog");
+    if !prolog.exists() || !epilog.exists() {
+        println!("(prolog/epilog binaries not built: run cargo build --release --workspace for the prolog share)");
+        return;
+    }
+    let run = |bin: &PathBuf, job: usize| {
+        let t = Instant::now();
+        let out = Command::new(bin)
+            .env_clear()
+            .env("SLURM_IMEX_CONFIG", p("imex.toml"))
+            .env("FAKE_NVML_SCENARIO", p("nvml.toml"))
+            .env("SLURM_JOB_ID", (900_000 + job).to_string())
+            .env("SLURMD_NODENAME", "bench1")
+            .env("SLURM_JOB_USER", "bench")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        t.elapsed()
+    };
+    let mut pro = Vec::new();
+    let mut epi = Vec::new();
+    for job in 0..RUNS {
+        pro.push(run(&prolog, job));
+        epi.push(run(&epilog, job));
+    }
+    let (prolog_median, line) = stats(pro);
+    println!("prolog binary, GPU job without --imex (exec to exit):  {line}");
+    println!("gate share of the prolog: {:.0} %", 100.0 * gate_median / prolog_median);
+    let (_, line) = stats(epi);
+    println!("epilog binary, GPU job (gate + deltas + fsynced DB write): {line}");
+}
