@@ -268,8 +268,14 @@ fn gpus(
     Ok(0)
 }
 
+/// --node, else the Slurm node name slurmd exports, else the short hostname.
 fn this_node(node: Option<String>) -> String {
-    node.unwrap_or_else(|| {
+    node.or_else(|| {
+        std::env::var("SLURMD_NODENAME")
+            .ok()
+            .filter(|n| !n.is_empty())
+    })
+    .unwrap_or_else(|| {
         nix::unistd::gethostname()
             .map(|h| {
                 h.to_string_lossy()

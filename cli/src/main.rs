@@ -55,7 +55,7 @@ pub enum Command {
         /// When healthy, resume this node if we drained it.
         #[arg(long)]
         undrain: bool,
-        /// Slurm node name (default: short hostname).
+        /// Slurm node name (default: $SLURMD_NODENAME, else the short hostname).
         #[arg(long)]
         node: Option<String>,
     },
@@ -63,7 +63,7 @@ pub enum Command {
     Status,
     /// Resume a node drained by slurm-imex (reason starts with "imex-health:").
     Undrain {
-        /// Slurm node name (default: short hostname).
+        /// Slurm node name (default: $SLURMD_NODENAME, else the short hostname).
         #[arg(long)]
         node: Option<String>,
     },

@@ -30,7 +30,7 @@ fn job(id: u32, start: i64) -> JobRow {
         uid: Some(1000 + id % 97),
         start_ts: start,
         end_ts: Some(start + 3600),
-        imex: id % 3 == 0,
+        imex: id.is_multiple_of(3),
         prolog: Some(PhaseOutcome { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
         epilog: Some(PhaseOutcome {
             verdict,

@@ -15,6 +15,7 @@ use crate::jobdb::write::{GpuRecord, JobRow, PhaseOutcome};
 use crate::jobdb::JobDb;
 use crate::slurm_env::JobEnv;
 use crate::stats::gpu_job_stats;
+use crate::timespec::now_s;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,13 +40,6 @@ pub enum GpuPhaseOutcome {
         drain_reason: Option<String>,
         warnings: Vec<String>,
     },
-}
-
-fn now_s() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 fn start_path(cfg: &Config, job_id: u32) -> PathBuf {

@@ -21,12 +21,23 @@ fn stats(mut v: Vec<Duration>) -> (f64, String) {
     let median = ms(v[v.len() / 2]);
     (
         median,
-        format!("median {median:.1} ms  p90 {:.1} ms  max {:.1} ms  (n={})", ms(v[v.len() * 9 / 10]), ms(v[v.len() - 1]), v.len()),
+        format!(
+            "median {median:.1} ms  p90 {:.1} ms  max {:.1} ms  (n={})",
+            ms(v[v.len() * 9 / 10]),
+            ms(v[v.len() - 1]),
+            v.len()
+        ),
     )
 }
 
 fn main() {
-    let release = std::env::current_exe().unwrap().parent().unwrap().parent().unwrap().to_path_buf();
+    let release = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     let mut scenario = String::from("driver_version = \"580.95.05\"\n");
@@ -48,9 +59,14 @@ fn main() {
     // A realistic kernel log: 2000 unrelated records and a few XIDs.
     let mut kmsg = String::new();
     for s in 1..=2000 {
-        kmsg.push_str(&format!("6,{s},{},-;usb 1-1: new high-speed USB device number {s}\n", s * 1000));
+        kmsg.push_str(&format!(
+            "6,{s},{},-;usb 1-1: new high-speed USB device number {s}\n",
+            s * 1000
+        ));
     }
-    kmsg.push_str("4,2001,2001000,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=7, name=a.out, Graphics Exception\n");
+    kmsg.push_str(
+        "4,2001,2001000,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=7, name=a.out, Graphics Exception\n",
+    );
     std::fs::write(p("kmsg"), kmsg).unwrap();
     let config = format!(
         "[imex]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n[health]\npci_devices = \"{}\"\nexpected_gpus = 8\n\
@@ -67,7 +83,14 @@ fn main() {
     println!("slurm-imex health gate benchmark: 8 fake GPUs (fake libnvidia-ml.so.1 via nvml-wrapper), {RUNS} runs");
     let mut gate_times = Vec::new();
     for _ in 0..RUNS {
-        let r = gate::run(&cfg, &GateRequest { phase: Phase::Prolog, gpus: None, xid_after: &BTreeMap::new() });
+        let r = gate::run(
+            &cfg,
+            &GateRequest {
+                phase: Phase::Prolog,
+                gpus: None,
+                xid_after: &BTreeMap::new(),
+            },
+        );
         assert_eq!(r.snapshots.len(), 8);
         gate_times.push(r.elapsed);
     }
@@ -91,7 +114,11 @@ fn main() {
             .env("SLURM_JOB_USER", "bench")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         t.elapsed()
     };
     let mut pro = Vec::new();
@@ -102,7 +129,10 @@ fn main() {
     }
     let (prolog_median, line) = stats(pro);
     println!("prolog binary, GPU job without --imex (exec to exit):  {line}");
-    println!("gate share of the prolog: {:.0} %", 100.0 * gate_median / prolog_median);
+    println!(
+        "gate share of the prolog: {:.0} %",
+        100.0 * gate_median / prolog_median
+    );
     let (_, line) = stats(epi);
     println!("epilog binary, GPU job (gate + deltas + fsynced DB write): {line}");
 }
