@@ -33,18 +33,28 @@ trap 'cluster_down >/dev/null 2>&1' EXIT
 
 echo "slurm-imex prolog/epilog benchmark — $(date -u +%FT%TZ), $(nproc) cores, $ROUNDS rounds"
 
-# 1. No --imex: the exec + environment check every job pays, 200 runs.
+# 1. No --imex: what every job pays, 200 runs each, with the GPU health gate
+#    off (a CPU job, [health] enabled = false) and on (4 fake GPUs).
+sed 's/^enabled = true/enabled = false/' "$C/etc-slurm/imex.toml" > "$C/etc-slurm/imex-nohealth.toml"
 N=200
+per_run() { # config -> microseconds per prolog run, harness included
+  local t0 t1 i
+  t0=$(date +%s%N)
+  for i in $(seq 1 $N); do
+    in_node 1 env -i SLURM_IMEX_CONFIG="$1" SLURM_JOB_ID=$i SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 \
+      "$C/bin/slurm-imex-prolog" 2>/dev/null || echo "prolog failed" >&2
+  done
+  t1=$(date +%s%N)
+  echo $(( (t1 - t0) / N / 1000 ))
+}
+cpu=$(per_run "$C/etc-slurm/imex-nohealth.toml")
+gpu=$(per_run "$C/etc-slurm/imex.toml")
 t0=$(date +%s%N)
-for i in $(seq 1 $N); do
-  in_node 1 env -i SLURM_JOB_ID=$i SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 "$C/bin/slurm-imex-prolog" || echo "prolog failed" >&2
-done
-t1=$(date +%s%N)
-# The same loop around /bin/true, to subtract nsenter + fork/exec of the harness.
 for i in $(seq 1 $N); do in_node 1 env -i /bin/true; done
-t2=$(date +%s%N)
-per=$(( (t1 - t0) / N / 1000 )); base=$(( (t2 - t1) / N / 1000 ))
-echo "1. prolog, job without --imex: ${per} us per run incl. harness; /bin/true in the same harness: ${base} us; prolog's own share: $(( per - base )) us"
+base=$(( ($(date +%s%N) - t0) / N / 1000 ))
+echo "1. prolog, job without --imex (us per run; /bin/true in the same nsenter harness: ${base} us):"
+echo "   CPU job (health gate off): ${cpu} us incl. harness -> prolog's own share $(( cpu - base )) us"
+echo "   GPU job (gate on $E2E_GPUS fake GPUs): ${gpu} us incl. harness -> prolog's own share $(( gpu - base )) us"
 
 # 2-4. --imex on 3 nodes, concurrently as Slurm runs them.
 : > /tmp/bench.wall; : > /tmp/bench.lat; : > /tmp/bench.epi

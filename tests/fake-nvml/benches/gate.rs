@@ -31,13 +31,19 @@ fn stats(mut v: Vec<Duration>) -> (f64, String) {
 }
 
 fn main() {
-    let release = std::env::current_exe()
-        .unwrap()
-        .parent()
+    let deps = std::env::current_exe()
         .unwrap()
         .parent()
         .unwrap()
         .to_path_buf();
+    let release = deps.parent().unwrap().to_path_buf();
+    let library = [
+        deps.join("libnvidia_ml.so"),
+        release.join("libnvidia_ml.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .expect("libnvidia_ml.so not built: run cargo build --release -p fake-nvml");
     let dir = tempfile::tempdir().unwrap();
     let p = |n: &str| dir.path().join(n);
     let mut scenario = String::from("driver_version = \"580.95.05\"\n");
@@ -72,7 +78,7 @@ fn main() {
         "[imex]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n[health]\npci_devices = \"{}\"\nexpected_gpus = 8\n\
          [database]\npath = \"{}\"\n",
         p("state").display(),
-        release.join("libnvidia_ml.so").display(),
+        library.display(),
         p("kmsg").display(),
         p("pci").display(),
         p("db/jobs.db").display()

@@ -18,14 +18,19 @@ use std::time::Duration;
 /// FAKE_NVML_SCENARIO is per process: tests take turns.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// The fake library cargo built for this test: beside the test binary in
+/// target/<profile>/deps (a `cargo test` build), or one level up (after a
+/// plain `cargo build`).
 fn fake_library() -> PathBuf {
-    // target/<profile>/deps/<this test> -> target/<profile>/libnvidia_ml.so
     let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .join("libnvidia_ml.so")
+    let deps = exe.parent().unwrap();
+    [
+        deps.join("libnvidia_ml.so"),
+        deps.parent().unwrap().join("libnvidia_ml.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
+    .expect("libnvidia_ml.so not built: run cargo build -p fake-nvml")
 }
 
 /// One GPU of the scenario; `extra` lines override the healthy defaults
