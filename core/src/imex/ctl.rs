@@ -218,18 +218,30 @@ pub struct Ctl<'a> {
 }
 
 impl Ctl<'_> {
-    /// `nvidia-imex-ctl -c <cfg> -N -j`, parsed.
+    /// `nvidia-imex-ctl -c <cfg> -N -j`, parsed; a build whose `-j` prints
+    /// no JSON (older drivers) is asked for the `-N` text table instead.
     pub fn domain_status(&self) -> Result<DomainStatus> {
+        let out = self.run(&["-N", "-j"])?;
+        match parse_domain_json(&out) {
+            Ok(s) => Ok(s),
+            Err(json_error) => parse_domain_text(&self.run(&["-N"])?).map_err(|_| json_error),
+        }
+    }
+
+    fn run(&self, mode: &[&str]) -> Result<String> {
         let cfg = self.config.to_string_lossy();
-        let out = run_bounded(self.program, &["-c", &cfg, "-N", "-j"], self.timeout)?;
+        let mut args = vec!["-c", &cfg];
+        args.extend_from_slice(mode);
+        let out = run_bounded(self.program, &args, self.timeout)?;
         if !out.success() {
             return Err(Error::new(format!(
-                "nvidia-imex-ctl -N -j exited {}: {}",
+                "nvidia-imex-ctl {} exited {}: {}",
+                mode.join(" "),
                 out.code.map_or("on a signal".into(), |c| c.to_string()),
                 snippet(&out.one_line())
             )));
         }
-        parse_domain_json(&out.stdout)
+        Ok(out.stdout)
     }
 
     /// `nvidia-imex-ctl -c <cfg> -q`: the local daemon's state word.
@@ -353,6 +365,40 @@ mod tests {
         assert_eq!(s.nodes[&1].connections[&0], "CONNECTED");
         assert_eq!(assess(&s, 2, 1), Readiness::Ready);
         assert!(parse_domain_text("Nodes:\n").is_err());
+    }
+
+    #[test]
+    fn falls_back_to_the_text_table_when_j_prints_no_json() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let table = d.path().join("table.txt");
+        std::fs::write(&table, sample("imex-ctl-N-3.txt")).unwrap();
+        // An old ctl: -j is not understood, -N prints the published 570.00 table.
+        let ctl = d.path().join("nvidia-imex-ctl");
+        std::fs::write(
+            &ctl,
+            format!(
+                "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = -j ] && {{ echo 'Usage: nvidia-imex-ctl'; exit 0; }}; done\ncat {}\n",
+                table.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&ctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let c = Ctl {
+            program: &ctl,
+            config: Path::new("/x.cfg"),
+            timeout: Duration::from_secs(5),
+        };
+        let s = c.domain_status().unwrap();
+        assert_eq!(s.domain, "UP");
+        assert_eq!(assess(&s, 2, 0), Readiness::Ready);
+        // Neither form: the JSON error is the one reported.
+        std::fs::write(&table, "garbage").unwrap();
+        assert!(c
+            .domain_status()
+            .unwrap_err()
+            .to_string()
+            .contains("no valid JSON"));
     }
 
     #[test]
