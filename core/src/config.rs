@@ -79,6 +79,8 @@ pub enum DaemonManager {
 pub struct DaemonConfig {
     pub manager: DaemonManager,
     pub unit: String,
+    /// The systemctl the systemd manager runs.
+    pub systemctl: PathBuf,
     pub binary: PathBuf,
     pub ctl: PathBuf,
     /// The admin's daemon config; never modified.
@@ -100,6 +102,7 @@ impl Default for DaemonConfig {
         DaemonConfig {
             manager: DaemonManager::Systemd,
             unit: "nvidia-imex".into(),
+            systemctl: "systemctl".into(),
             binary: "/usr/bin/nvidia-imex".into(),
             ctl: "/usr/bin/nvidia-imex-ctl".into(),
             base_config: "/etc/nvidia-imex/config.cfg".into(),

@@ -21,10 +21,16 @@ impl Output {
         self.code == Some(0)
     }
 
-    /// stdout and stderr joined into one trimmed line, for messages.
+    /// stdout and stderr joined into one trimmed line, for messages; the
+    /// exit status when the program printed nothing.
     pub fn one_line(&self) -> String {
         let all = format!("{} {}", self.stdout, self.stderr);
-        all.split_whitespace().collect::<Vec<_>>().join(" ")
+        let line = all.split_whitespace().collect::<Vec<_>>().join(" ");
+        match (line.is_empty(), self.code) {
+            (false, _) => line,
+            (true, Some(c)) => format!("exit status {c}"),
+            (true, None) => "killed by a signal".into(),
+        }
     }
 }
 
@@ -38,19 +44,31 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
-    let mut out = child.stdout.take().expect("piped");
-    let mut err = child.stderr.take().expect("piped");
-    // Drain both pipes on threads so a chatty program cannot block on a full pipe.
-    let out_reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = out.read_to_end(&mut s);
-        s
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        let _ = err.read_to_end(&mut s);
-        s
-    });
+    // Drain both pipes on threads so a chatty program cannot block on a
+    // full pipe. The output comes back over channels: a grandchild that
+    // keeps the pipes open (a daemon started by the program) must not make
+    // us wait for an EOF that never comes.
+    // Output read so far is kept in a shared buffer.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = buf.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .extend_from_slice(&chunk[..n]);
+            }
+            let _ = tx.send(());
+        });
+        (rx, buf)
+    };
+    let (out_done, out_buf) = drain(Box::new(child.stdout.take().expect("piped")));
+    let (err_done, err_buf) = drain(Box::new(child.stderr.take().expect("piped")));
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
     let status = loop {
@@ -78,8 +96,13 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
             }
         }
     };
-    let stdout = String::from_utf8_lossy(&out_reader.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
+    let grace = Duration::from_millis(500);
+    let _ = out_done.recv_timeout(grace);
+    let _ = err_done.recv_timeout(grace);
+    let text = |b: &std::sync::Arc<std::sync::Mutex<Vec<u8>>>| {
+        String::from_utf8_lossy(&b.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+    };
+    let (stdout, stderr) = (text(&out_buf), text(&err_buf));
     Ok(Output {
         code: status.code(),
         stdout,
@@ -113,6 +136,20 @@ mod tests {
         )
         .unwrap();
         assert_eq!(o.stdout, "$(id) ; x\n");
+    }
+
+    #[test]
+    fn a_grandchild_holding_the_pipes_does_not_hang_us() {
+        let t = Instant::now();
+        let o = run_bounded(
+            Path::new("/bin/sh"),
+            &["-c", "echo started; sleep 30 & exit 0"],
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(o.code, Some(0));
+        assert_eq!(o.stdout, "started\n");
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     }
 
     #[test]

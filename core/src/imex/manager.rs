@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SYSTEMCTL: &str = "systemctl";
-
 /// Is the daemon we started still alive?
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Liveness {
@@ -45,7 +43,7 @@ impl<'a> Manager<'a> {
         match self.cfg.manager {
             DaemonManager::Systemd => {
                 let out = run_bounded(
-                    Path::new(SYSTEMCTL),
+                    &self.cfg.systemctl,
                     &["restart", &self.cfg.unit],
                     self.cfg.start_timeout.0,
                 )?;
@@ -118,7 +116,7 @@ impl<'a> Manager<'a> {
             }
             DaemonManager::Systemd => {
                 match run_bounded(
-                    Path::new(SYSTEMCTL),
+                    &self.cfg.systemctl,
                     &["is-active", &self.cfg.unit],
                     Duration::from_secs(5),
                 ) {
@@ -137,7 +135,7 @@ impl<'a> Manager<'a> {
         match self.cfg.manager {
             DaemonManager::Systemd => {
                 let out = run_bounded(
-                    Path::new(SYSTEMCTL),
+                    &self.cfg.systemctl,
                     &["stop", &self.cfg.unit],
                     self.cfg.stop_timeout.0 + Duration::from_secs(5),
                 )?;

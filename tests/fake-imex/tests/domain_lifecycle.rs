@@ -298,3 +298,72 @@ fn unknown_node_address_is_a_job_failure() {
     teardown(400, &node.config).unwrap();
     node.assert_idle();
 }
+
+#[test]
+fn systemd_manager_restarts_checks_and_stops_the_unit() {
+    use std::os::unix::fs::PermissionsExt;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46008, "");
+    // A stand-in systemctl for a unit whose drop-in runs the daemon on the
+    // per-job config (conf-examples/nvidia-imex.service.d): Type=forking.
+    let log = node.path("systemctl.log");
+    let pid = node.path("unit.pid");
+    let script = format!(
+        r#"#!/bin/sh
+echo "$*" >> {log}
+stop() {{ if [ -f {pid} ]; then p=$(cat {pid}); kill $p 2>/dev/null; for i in $(seq 1 100); do kill -0 $p 2>/dev/null || break; sleep 0.02; done; rm -f {pid}; fi; }}
+case "$1" in
+  restart) stop; FAKE_IMEX_PID_FILE={pid} {daemon} -c {cfg} </dev/null >/dev/null 2>&1 ;;
+  stop) stop ;;
+  is-active) if [ -f {pid} ] && kill -0 $(cat {pid}) 2>/dev/null; then echo active; else echo inactive; exit 3; fi ;;
+esac
+"#,
+        log = log.display(),
+        pid = pid.display(),
+        daemon = env!("CARGO_BIN_EXE_nvidia-imex"),
+        cfg = node.path("job.cfg").display()
+    );
+    let systemctl = node.path("systemctl");
+    std::fs::write(&systemctl, script).unwrap();
+    std::fs::set_permissions(&systemctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    node.config.imex.daemon.manager = slurm_imex_core::config::DaemonManager::Systemd;
+    node.config.imex.daemon.systemctl = systemctl;
+
+    let outcome = setup(&node.job(500, "n1"), &node.config);
+    assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+    // The base config's DAEMONIZE=1 is kept: systemd expects the daemon to fork.
+    let rendered = std::fs::read_to_string(node.path("job.cfg")).unwrap();
+    assert!(
+        rendered.contains("DAEMONIZE=1") && !rendered.contains("DAEMONIZE=0"),
+        "{rendered}"
+    );
+    assert!(node.daemon_answers());
+    assert_eq!(
+        teardown(500, &node.config).unwrap(),
+        TeardownOutcome::TornDown
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(calls.starts_with("restart nvidia-imex\n"), "{calls}");
+    assert!(calls.contains("is-active nvidia-imex\n"), "{calls}");
+    assert!(calls.ends_with("stop nvidia-imex\n"), "{calls}");
+    node.assert_idle();
+
+    // A unit that fails to start is this node's fault.
+    node.fault("MODE=exit\nEXIT_CODE=4\n");
+    let outcome = setup(&node.job(501, "n1"), &node.config);
+    let SetupOutcome::NodeFault(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        msg.contains(
+            "nvidia-imex could not start on n1: systemctl restart nvidia-imex failed: exit status"
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("exiting with status 4"),
+        "log tail missing: {msg}"
+    );
+    teardown(501, &node.config).unwrap();
+    node.assert_idle();
+}
