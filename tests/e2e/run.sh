@@ -169,12 +169,16 @@ test_epilog_is_idempotent_without_prolog() {
 test_prolog_killed_midway_then_epilog_restores_idle() {
   # A prolog killed while waiting for a domain that can never form (peer n2
   # has no daemon), then the epilog: the node must return to idle.
-  in_node 1 env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
-    "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
+  # Not through in_node: a backgrounded shell function is a subshell, and $!
+  # would not be the prolog. nsenter execs its command, so $! is the prolog.
+  nsenter -t "$(slurmd_pid 1)" -n -m -u -- env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 \
+    SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
   local pid=$! i
   for i in $(seq 1 50); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
   [ -s "$C/nodes/n1/etc-imex/nodes_config.cfg" ] || fail "prolog did not get as far as writing nodes_config"
+  expect_eq "$(tr '\0' ' ' < "/proc/$pid/cmdline" | awk '{print $1}')" "$C/bin/slurm-imex-prolog" "the process killed is the prolog"
   kill -9 "$pid"; wait "$pid" 2>/dev/null
+  kill -0 "$pid" 2>/dev/null && fail "prolog $pid survived SIGKILL"
   in_node 1 env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
     "$C/bin/slurm-imex-epilog"
   expect_eq "$?" 0 "epilog exit code"
