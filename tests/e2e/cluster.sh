@@ -173,6 +173,9 @@ cluster_up() {
     ip -n "imex-n$i" addr add "$(node_ip "$i")/24" dev "vn$i"
     ip -n "imex-n$i" link set "vn$i" up
     ip -n "imex-n$i" link set lo up
+    # As on a production node (conf-examples/sysctl.d): the per-job IMEX
+    # ports must never be handed out as ephemeral ports.
+    nsenter --net="/run/netns/imex-n$i" sysctl -qw net.ipv4.ip_local_reserved_ports=33792-50175
   done
   # Host mount points for the per-node bind mounts.
   mkdir -p /etc/nvidia-imex /run/nvidia-imex /run/slurm-imex /var/lib/slurm-imex \

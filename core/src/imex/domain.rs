@@ -129,6 +129,10 @@ fn setup_inner(
     }
     let port = server_port(job.job_id, imex.port_base, imex.port_span.0, Some(cmd_port));
     record.server_port = port;
+    let port_hint = crate::imex::port::check_ephemeral(port);
+    if let Some(w) = &port_hint {
+        tracing::warn!("{w}");
+    }
     let mut overrides = vec![
         (
             "IMEX_NODE_CONFIG_FILE",
@@ -170,8 +174,12 @@ fn setup_inner(
     let mut last_error: Option<Error> = None;
     loop {
         if let Liveness::Exited(how) = manager.liveness() {
+            let hint = port_hint
+                .as_ref()
+                .map(|h| format!("; {h}"))
+                .unwrap_or_default();
             return Err(
-                Error::new(format!("nvidia-imex on {node} {how} while starting"))
+                Error::new(format!("nvidia-imex on {node} {how} while starting{hint}"))
                     .with_log(&manager, log_file.as_deref()),
             );
         }
@@ -219,8 +227,9 @@ fn setup_inner(
                 Some(e) if last.is_none() => format!("; last ctl error: {e}"),
                 _ => String::new(),
             };
+            let hint = port_hint.map(|h| format!("; {h}")).unwrap_or_default();
             Err(Error::new(format!(
-                "nvidia-imex on {node} not READY after {} (state: {local_state}){detail}",
+                "nvidia-imex on {node} not READY after {} (state: {local_state}){detail}{hint}",
                 humantime::format_duration(waited)
             ))
             .with_log(&manager, log_file.as_deref()))

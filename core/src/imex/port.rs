@@ -1,4 +1,6 @@
-//! The per-job `SERVER_PORT` of the IMEX daemon (contract formula).
+//! The per-job `SERVER_PORT` of the IMEX daemon (contract formula), and
+//! whether the kernel may hand that port out as an ephemeral port (then any
+//! outgoing connection on the node can take it from the daemon).
 
 /// `port_base + job_id mod port_span`; if that is the daemon's own command
 /// port, take the next port in the span, wrapping. Every node computes the
@@ -14,6 +16,46 @@ pub fn server_port(job_id: u32, port_base: u16, port_span: u16, cmd_port: Option
     port as u16
 }
 
+/// Ports `text` lists, as in /proc/sys/net/ipv4/ip_local_reserved_ports
+/// (`"33792-50175,60000"`). Hand-parsed: a two-rule kernel format.
+fn in_port_list(text: &str, port: u16) -> bool {
+    text.trim()
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .any(|item| {
+            let (lo, hi) = item.split_once('-').unwrap_or((item, item));
+            match (lo.trim().parse::<u16>(), hi.trim().parse::<u16>()) {
+                (Ok(lo), Ok(hi)) => (lo..=hi).contains(&port),
+                _ => false,
+            }
+        })
+}
+
+/// A warning when `port` lies in the ephemeral range (`ip_local_port_range`,
+/// "32768\t60999") and is not in `ip_local_reserved_ports`.
+pub fn ephemeral_conflict(port: u16, port_range: &str, reserved: &str) -> Option<String> {
+    let mut bounds = port_range
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u16>().ok());
+    let (lo, hi) = (bounds.next()?, bounds.next()?);
+    if !(lo..=hi).contains(&port) || in_port_list(reserved, port) {
+        return None;
+    }
+    Some(format!(
+        "IMEX SERVER_PORT {port} lies in the ephemeral port range {lo}-{hi} and is not reserved, so any \
+         outgoing connection can take it: reserve the span with sysctl net.ipv4.ip_local_reserved_ports \
+         (conf-examples/sysctl.d/90-slurm-imex.conf)"
+    ))
+}
+
+/// `ephemeral_conflict` for this node's network namespace.
+pub fn check_ephemeral(port: u16) -> Option<String> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let reserved =
+        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_reserved_ports").unwrap_or_default();
+    ephemeral_conflict(port, &range, &reserved)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -27,6 +69,24 @@ mod tests {
                 job % 16384 + 33792
             );
         }
+    }
+
+    #[test]
+    fn ephemeral_range_and_reservations() {
+        assert!(ephemeral_conflict(37944, "32768\t60999\n", "\n")
+            .unwrap()
+            .contains("ip_local_reserved_ports"));
+        assert_eq!(
+            ephemeral_conflict(37944, "32768\t60999\n", "33792-50175\n"),
+            None
+        );
+        assert_eq!(
+            ephemeral_conflict(37944, "32768\t60999\n", "1000,37944\n"),
+            None
+        );
+        assert!(ephemeral_conflict(37944, "32768\t60999", "37945-40000").is_some());
+        assert_eq!(ephemeral_conflict(30000, "32768\t60999", ""), None);
+        assert_eq!(ephemeral_conflict(30000, "garbage", ""), None);
     }
 
     #[test]
