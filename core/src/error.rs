@@ -22,10 +22,6 @@ impl Error {
     pub fn context(self, what: impl fmt::Display) -> Self {
         Error::new(format!("{what}: {}", self.line))
     }
-
-    pub fn as_str(&self) -> &str {
-        &self.line
-    }
 }
 
 impl fmt::Display for Error {

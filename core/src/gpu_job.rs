@@ -198,16 +198,16 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
             let begin = start
                 .as_ref()
                 .and_then(|s| s.snapshots.iter().find(|g| g.uuid == end.uuid));
-            let mine: Vec<&Finding> = gate
+            let mine: Vec<Finding> = gate
                 .findings
                 .iter()
                 .filter(|f| f.gpu.as_ref().is_some_and(|g| g.index == end.index))
+                .cloned()
                 .collect();
-            let owned: Vec<Finding> = mine.iter().map(|f| (*f).clone()).collect();
             GpuRecord {
                 stats: gpu_job_stats(begin, end, &gate.xids),
-                verdict: verdict_of(&owned),
-                reasons: all_reasons(&owned),
+                verdict: verdict_of(&mine),
+                reasons: all_reasons(&mine),
             }
         })
         .collect();

@@ -191,15 +191,13 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     match kmsg {
         Ok((events, last)) => {
             result.kmsg_last_seq = Some(last);
-            let known: Vec<String> = result.snapshots.iter().map(|s| s.pci.clone()).collect();
+            // A job's GPUs only; a whole-node check keeps every XID, also
+            // those of GPUs NVML no longer lists (fallen off the bus).
             let checked: Vec<&str> = result.snapshots.iter().map(|s| s.pci.as_str()).collect();
             result.xids = events
                 .into_iter()
                 .filter(|e| e.seq > req.xid_after.get(&e.pci).copied().unwrap_or(since))
-                .filter(|e| {
-                    checked.contains(&e.pci.as_str())
-                        || (req.gpus.is_none() && !known.contains(&e.pci))
-                })
+                .filter(|e| req.gpus.is_none() || checked.contains(&e.pci.as_str()))
                 .collect();
             result
                 .findings

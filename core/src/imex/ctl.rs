@@ -246,15 +246,13 @@ impl Ctl<'_> {
 
     /// `nvidia-imex-ctl -c <cfg> -q`: the local daemon's state word.
     pub fn local_state(&self) -> Result<String> {
-        let cfg = self.config.to_string_lossy();
-        let out = run_bounded(self.program, &["-c", &cfg, "-q"], self.timeout)?;
-        match (out.success(), parse_query(&out.stdout)) {
-            (true, Some(word)) => Ok(word),
-            _ => Err(Error::new(format!(
-                "nvidia-imex-ctl -q: {}",
-                snippet(&out.one_line())
-            ))),
-        }
+        let out = self.run(&["-q"])?;
+        parse_query(&out).ok_or_else(|| {
+            Error::new(format!(
+                "nvidia-imex-ctl -q printed no state: {}",
+                snippet(&out)
+            ))
+        })
     }
 }
 

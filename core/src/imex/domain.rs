@@ -129,10 +129,14 @@ fn setup_inner(
     }
     let port = server_port(job.job_id, imex.port_base, imex.port_span.0, Some(cmd_port));
     record.server_port = port;
-    let port_hint = crate::imex::port::check_ephemeral(port);
-    if let Some(w) = &port_hint {
-        tracing::warn!("{w}");
-    }
+    // Appended to failure lines: an unreserved port is a likely cause.
+    let port_hint = match crate::imex::port::check_ephemeral(port) {
+        Some(w) => {
+            tracing::warn!("{w}");
+            format!("; {w}")
+        }
+        None => String::new(),
+    };
     let mut overrides = vec![
         (
             "IMEX_NODE_CONFIG_FILE",
@@ -174,14 +178,10 @@ fn setup_inner(
     let mut last_error: Option<Error> = None;
     loop {
         if let Liveness::Exited(how) = manager.liveness() {
-            let hint = port_hint
-                .as_ref()
-                .map(|h| format!("; {h}"))
-                .unwrap_or_default();
-            return Err(
-                Error::new(format!("nvidia-imex on {node} {how} while starting{hint}"))
-                    .with_log(&manager, log_file.as_deref()),
-            );
+            return Err(Error::new(format!(
+                "nvidia-imex on {node} {how} while starting{port_hint}"
+            ))
+            .with_log(&manager, log_file.as_deref()));
         }
         match ctl.domain_status() {
             Ok(status) => match assess(&status, nodes.len(), local_index) {
@@ -227,9 +227,8 @@ fn setup_inner(
                 Some(e) if last.is_none() => format!("; last ctl error: {e}"),
                 _ => String::new(),
             };
-            let hint = port_hint.map(|h| format!("; {h}")).unwrap_or_default();
             Err(Error::new(format!(
-                "nvidia-imex on {node} not READY after {} (state: {local_state}){detail}{hint}",
+                "nvidia-imex on {node} not READY after {} (state: {local_state}){detail}{port_hint}",
                 humantime::format_duration(waited)
             ))
             .with_log(&manager, log_file.as_deref()))

@@ -47,10 +47,6 @@ impl StateDir {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn jobs_dir(&self) -> PathBuf {
         self.root.join("jobs")
     }
