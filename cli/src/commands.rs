@@ -375,7 +375,10 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
         println!("domain:           {d} ({ready}/{total} nodes READY)");
     }
     if let Some(r) = &s.record {
-        println!("channel:          {}", r.channel);
+        match r.channel {
+            Some(c) => println!("channel:          {c}"),
+            None => println!("channel:          Slurm's (switch/nvidia_imex)"),
+        }
         println!("server port:      {}", r.server_port);
         println!("nodes:            {}", r.nodes.join(","));
         println!("prolog outcome:   {:?}", r.outcome);

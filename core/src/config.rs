@@ -19,6 +19,7 @@ pub const MAX_CHANNEL_COUNT: u32 = 1 << 20;
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub imex: ImexConfig,
+    pub slurm: SlurmConfig,
     pub gpu: GpuConfig,
     pub health: HealthConfig,
     pub database: DatabaseConfig,
@@ -32,6 +33,9 @@ pub struct ImexConfig {
     pub channel_dir: PathBuf,
     pub proc_devices: PathBuf,
     pub hide_channels_from_other_jobs: bool,
+    /// Who hands out IMEX channels: this plugin, Slurm's switch/nvidia_imex,
+    /// or whichever slurm.conf says (see [`ChannelMode`]).
+    pub channels: ChannelMode,
     pub port_base: u16,
     pub port_span: PortSpan,
     pub ready_timeout: HumanDuration,
@@ -52,6 +56,7 @@ impl Default for ImexConfig {
             channel_dir: "/dev/nvidia-caps-imex-channels".into(),
             proc_devices: "/proc/devices".into(),
             hide_channels_from_other_jobs: true,
+            channels: ChannelMode::Auto,
             port_base: 33792,
             port_span: PortSpan(16384),
             ready_timeout: HumanDuration(Duration::from_secs(60)),
@@ -60,6 +65,31 @@ impl Default for ImexConfig {
             max_nodes: 4096,
             daemon: DaemonConfig::default(),
             addresses: AddressesConfig::default(),
+        }
+    }
+}
+
+/// Who hands out IMEX channels to jobs.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelMode {
+    /// "slurm" when slurm.conf has `SwitchType=switch/nvidia_imex`, else "plugin".
+    Auto,
+    /// slurm-imex: an `--imex` job gets `channel<1 + job_id mod (count-1)>` in
+    /// every step; other jobs see an empty directory (hide_channels_from_other_jobs).
+    Plugin,
+    /// Slurm's switch/nvidia_imex: Slurm allocates the channel (unique
+    /// cluster-wide) and mounts it; slurm-imex never mounts on the channel
+    /// directory, and only hands an `--imex` job's channel to the job's user.
+    Slurm,
+}
+
+impl ChannelMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChannelMode::Auto => "auto",
+            ChannelMode::Plugin => "plugin",
+            ChannelMode::Slurm => "slurm",
         }
     }
 }
@@ -138,6 +168,49 @@ impl Default for AddressesConfig {
         AddressesConfig {
             source: AddressSource::Dns,
             map_file: "/etc/slurm/imex-addresses.toml".into(),
+        }
+    }
+}
+
+/// Where slurm-imex reads Slurm's own configuration.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlurmConfig {
+    /// slurm.conf: "auto" ($SLURM_CONF, else the configless cache
+    /// /run/slurm/conf/slurm.conf, else /etc/slurm/slurm.conf) or a path.
+    pub config: AutoPath,
+    /// The rack (NVLink domain) description of topology/block: "auto"
+    /// (topology.yaml, else topology.conf, beside slurm.conf), "none", or a path.
+    pub topology: AutoPath,
+}
+
+impl Default for SlurmConfig {
+    fn default() -> Self {
+        SlurmConfig {
+            config: AutoPath::Auto,
+            topology: AutoPath::Auto,
+        }
+    }
+}
+
+/// A path that may also be "auto" (found the way Slurm finds it) or "none".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutoPath {
+    Auto,
+    None,
+    Path(PathBuf),
+}
+
+impl<'de> Deserialize<'de> for AutoPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "auto" => Ok(AutoPath::Auto),
+            "none" => Ok(AutoPath::None),
+            p if p.starts_with('/') => Ok(AutoPath::Path(PathBuf::from(p))),
+            other => Err(de::Error::custom(format!(
+                "\"{other}\" is neither \"auto\", \"none\" nor an absolute path"
+            ))),
         }
     }
 }

@@ -5,21 +5,30 @@
 pub mod addresses;
 pub mod channel;
 pub mod config;
+#[cfg(feature = "node")]
 pub mod drain;
 pub mod error;
 pub mod fsutil;
+#[cfg(feature = "node")]
 pub mod gpu;
+#[cfg(feature = "node")]
 pub mod gpu_job;
+#[cfg(feature = "node")]
 pub mod health;
 pub mod hostlist;
 pub mod imex;
+#[cfg(feature = "node")]
 pub mod jobdb;
+#[cfg(feature = "node")]
 pub mod lifecycle;
 pub mod logging;
 pub mod process;
+pub mod slurm_conf;
 pub mod slurm_env;
+#[cfg(feature = "node")]
 pub mod stats;
 pub mod timespec;
+pub mod topology;
 pub mod xid;
 
 pub use error::{Error, Result};

@@ -51,12 +51,8 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     }
     if job.imex_requested {
         match domain::setup(job, cfg) {
-            SetupOutcome::Ready { channel, waited } => {
-                tracing::info!(
-                    channel,
-                    waited_ms = waited.as_millis() as u64,
-                    "IMEX domain UP"
-                )
+            SetupOutcome::Ready { waited } => {
+                tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP")
             }
             SetupOutcome::JobFailure(cause) => {
                 // Not this node's fault: the plugin fails the job with this cause.

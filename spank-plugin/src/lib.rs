@@ -16,6 +16,14 @@ include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
 
 SPANK_PLUGIN!(b"imex", TARGET_SLURM_VERSION, SpankImex);
 
+// Bindings generated from a Slurm's headers carry its version: the stamp
+// must name the same major.minor, or that Slurm refuses the plugin.
+#[cfg(generated_bindings)]
+const _: () = assert!(
+    TARGET_SLURM_VERSION & 0xffff00 == slurm_spank::SLURM_VERSION_NUMBER & 0xffff00,
+    "SLURM_VERSION_NUMBER and the headers the bindings came from disagree"
+);
+
 /// The option name: `--imex` on sbatch, salloc and srun.
 pub(crate) const IMEX_OPTION: &str = "imex";
 

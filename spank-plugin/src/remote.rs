@@ -1,13 +1,20 @@
-//! Remote context (slurmstepd, per task, as root before privileges drop):
-//! give `--imex` tasks a private channel directory holding only their
-//! channel, and everyone else an empty one. A job whose domain the prolog
-//! could not build is failed here with the prolog's cause; the node stays up.
+//! Remote context (slurmstepd, per task, as root before privileges drop).
+//! With channels = "plugin", give `--imex` tasks a private channel directory
+//! holding only their channel, and everyone else an empty one. With
+//! channels = "slurm", leave Slurm's switch/nvidia_imex mount alone and hand
+//! an `--imex` job's channel to its user. Either way a job whose domain the
+//! prolog could not build is failed here with the prolog's cause; the node
+//! stays up.
 
 use crate::plugin_args::PluginArgs;
 use crate::IMEX_OPTION;
-use slurm_imex_core::channel::{channel_for_job, channel_major, isolate_channel_dir, ChannelGrant};
-use slurm_imex_core::imex::job_record::{Outcome, StateDir};
-use slurm_spank::{spank_log_verbose, SpankHandle};
+use slurm_imex_core::channel::{
+    adopt_slurm_channel, channel_for_job, channel_major, isolate_channel_dir, ChannelGrant,
+};
+use slurm_imex_core::config::{ChannelMode, Config};
+use slurm_imex_core::imex::job_record::{JobRecord, Outcome, StateDir};
+use slurm_imex_core::slurm_conf;
+use slurm_spank::{spank_log_error, spank_log_verbose, SpankHandle};
 use std::error::Error;
 
 pub(crate) fn task_init_privileged(
@@ -20,14 +27,18 @@ pub(crate) fn task_init_privileged(
         Err(e) if imex => return Err(e.into()),
         Err(e) => {
             // Not our job: never fail it over our own config.
-            slurm_spank::spank_log_error!("{e}; channels are not hidden from this job");
+            spank_log_error!("{e}; channels are not hidden from this job");
             return Ok(());
         }
     };
-    let dir = &config.imex.channel_dir;
+    let (mode, warning) = slurm_conf::channel_mode(&config);
+    if let Some(w) = warning {
+        spank_log_error!("imex: {w}");
+    }
     if !imex {
-        if config.imex.hide_channels_from_other_jobs {
-            isolate_channel_dir(dir, None)
+        // Slurm's mode: the job keeps exactly what switch/nvidia_imex gave it.
+        if mode == ChannelMode::Plugin && config.imex.hide_channels_from_other_jobs {
+            isolate_channel_dir(&config.imex.channel_dir, None)
                 .map_err(|e| format!("imex: cannot hide IMEX channels from this job: {e}"))?;
         }
         return Ok(());
@@ -37,44 +48,89 @@ pub(crate) fn task_init_privileged(
     let node = nix::unistd::gethostname()
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "this node".into());
-    let state = StateDir::new(&config.imex.state_dir);
-    let record = state
-        .read_record(job_id)
-        .map_err(|e| format!("imex: {e}"))?;
-    let record = match record {
-        None => {
-            return Err(format!(
-                "imex: job {job_id} has no IMEX domain on {node}: the allocation was made without \
-                 --imex (pass --imex to sbatch/salloc), or the prolog did not run (slurm.conf needs \
-                 Prolog=slurm-imex-prolog and PrologFlags=Alloc)"
-            )
-            .into())
-        }
-        Some(r) => r,
-    };
-    if let Outcome::Failed { cause, .. } = &record.outcome {
-        return Err(format!("imex: job {job_id} cannot use IMEX on {node}: {cause}").into());
-    }
-    let channel = channel_for_job(job_id, config.imex.channel_count.0);
-    if channel != record.channel {
-        return Err(format!(
-            "imex: channel mismatch on {node}: the prolog prepared channel {} but this node's \
-             config gives {channel}; make [imex] channel_count equal on all nodes",
-            record.channel
-        )
-        .into());
-    }
+    let record = ready_record(&config, job_id, &node)?;
     let major = channel_major(&config.imex.proc_devices).map_err(|e| format!("imex: {e}"))?;
-    let grant = ChannelGrant {
-        channel,
-        major,
-        uid: spank.job_uid()?,
-        gid: spank.job_gid()?,
+    let (uid, gid) = (spank.job_uid()?, spank.job_gid()?);
+    let channel = match mode {
+        ChannelMode::Slurm => {
+            match adopt_slurm_channel(&config.imex.channel_dir, major, uid, gid)
+                .map_err(|e| format!("imex: {e}"))?
+            {
+                Some(c) => c,
+                None => {
+                    spank_log_verbose!(
+                        "imex: Slurm's switch/nvidia_imex gave this step of job {job_id} no \
+                         IMEX channel (before Slurm 25.11 only srun steps get one)"
+                    );
+                    return Ok(());
+                }
+            }
+        }
+        _ => {
+            let grant = plugin_grant(&config, &record, &node, major, uid, gid)?;
+            isolate_channel_dir(&config.imex.channel_dir, Some(&grant))
+                .map_err(|e| format!("imex: {e}"))?;
+            grant.channel
+        }
     };
-    isolate_channel_dir(dir, Some(&grant)).map_err(|e| format!("imex: {e}"))?;
     let n = channel.to_string();
     spank.setenv("SLURM_IMEX_CHANNEL", &n, true)?;
     spank.setenv("NVIDIA_IMEX_CHANNELS", &n, true)?;
-    spank_log_verbose!("imex: job {job_id} task uses IMEX channel {channel} on {node}");
+    spank_log_verbose!(
+        "imex: job {job_id} task uses IMEX channel {channel} on {node} (channels = \"{}\")",
+        mode.as_str()
+    );
     Ok(())
+}
+
+/// The prolog's record of a domain that is UP, or the line that fails the task.
+fn ready_record(config: &Config, job_id: u32, node: &str) -> Result<JobRecord, String> {
+    let state = StateDir::new(&config.imex.state_dir);
+    match state
+        .read_record(job_id)
+        .map_err(|e| format!("imex: {e}"))?
+    {
+        None => Err(format!(
+            "imex: job {job_id} has no IMEX domain on {node}: the allocation was made without \
+             --imex (pass --imex to sbatch/salloc), or the prolog did not run (slurm.conf needs \
+             Prolog=slurm-imex-prolog and PrologFlags=Alloc)"
+        )),
+        Some(JobRecord {
+            outcome: Outcome::Failed { cause, .. },
+            ..
+        }) => Err(format!(
+            "imex: job {job_id} cannot use IMEX on {node}: {cause}"
+        )),
+        Some(record) => Ok(record),
+    }
+}
+
+/// channels = "plugin": the job's channel by the contract formula, checked
+/// against what the prolog recorded.
+fn plugin_grant(
+    config: &Config,
+    record: &JobRecord,
+    node: &str,
+    major: u32,
+    uid: u32,
+    gid: u32,
+) -> Result<ChannelGrant, String> {
+    let channel = channel_for_job(record.job_id, config.imex.channel_count.0);
+    match record.channel {
+        Some(c) if c == channel => Ok(ChannelGrant {
+            channel,
+            major,
+            uid,
+            gid,
+        }),
+        Some(c) => Err(format!(
+            "imex: channel mismatch on {node}: the prolog prepared channel {c} but this node's \
+             config gives {channel}; make [imex] channel_count equal on all nodes"
+        )),
+        None => Err(format!(
+            "imex: on {node} the prolog left IMEX channels to Slurm's switch/nvidia_imex, but \
+             this step runs with channels = \"plugin\"; make [imex] channels and slurm.conf's \
+             SwitchType agree on every node"
+        )),
+    }
 }

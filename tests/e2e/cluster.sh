@@ -5,12 +5,22 @@
 # made here) and hostname (nN). Per-node bind mounts give each node its own
 # /etc/nvidia-imex, /run/nvidia-imex, /run/slurm-imex, /var/lib/slurm-imex,
 # /dev/nvidia-caps-imex-channels and fake hardware files (/run/fakehw).
-# Plugin, prolog and epilog are installed from conf-examples/.
+# Plugin, prolog and epilog come from the build (E2E_INSTALL=target, the
+# plugin from $E2E_PLUGIN) or from the installed Debian package
+# (E2E_INSTALL=package); configs are rendered from conf-examples/.
+# E2E_SWITCH=1 turns on Slurm's own switch/nvidia_imex; E2E_TOPOLOGY=conf or
+# yaml describes two racks (blocks) of two nodes with topology/block.
 # Everything started here is stopped by PID in cluster_down.
 
 E2E_NODES=${E2E_NODES:-3}
 E2E_GPUS=${E2E_GPUS:-4}
-C=${SLURM_IMEX_E2E_DIR:-/tmp/slurm-imex-e2e}
+# On a disk file system, not tmpfs: the tests count tmpfs mounts on the
+# channel directory, and the nodes' own channel directories live under here.
+C=${SLURM_IMEX_E2E_DIR:-/var/tmp/slurm-imex-e2e}
+E2E_INSTALL=${E2E_INSTALL:-target}
+E2E_SWITCH=${E2E_SWITCH:-0}
+E2E_TOPOLOGY=${E2E_TOPOLOGY:-}
+PLUGIN_DIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BR=imexbr0
 NET=10.77.0
@@ -21,7 +31,7 @@ export SLURM_CONF=$C/etc-slurm/slurm.conf
 node_ip() { echo "$NET.$((10 + $1))"; }
 slurmd_pid() { cat "$C/run/slurmd-n$1.pid"; }
 # Run a command inside node N's namespaces (net, mount, UTS).
-in_node() { local n=$1; shift; nsenter -t "$(slurmd_pid "$n")" -n -m -u -- "$@"; }
+in_node() { local n=$1; shift; nsenter -t "$(slurmd_pid "$n")" -n -m -u -r -w -- "$@"; }
 as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 
 # Copy the built artifacts and render every config from conf-examples.
@@ -29,17 +39,39 @@ cluster_install() {
   local bin=$1 i
   rm -rf "$C"
   mkdir -p "$C"/{bin,lib,etc-slurm,state,run,log,out,spool}
-  for f in slurm-imex-prolog slurm-imex-epilog nvidia-imex nvidia-imex-ctl; do cp "$bin/$f" "$C/bin/"; done
-  [ -x "$bin/slurm-imex" ] && cp "$bin/slurm-imex" "$C/bin/"
-  cp "$bin/libspank_imex.so" "$C/bin/spank_imex.so"
+  for f in nvidia-imex nvidia-imex-ctl; do cp "$bin/$f" "$C/bin/"; done
+  if [ "$E2E_INSTALL" = package ]; then
+    # What dpkg installed; the tests call them through $C/bin as well.
+    ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex "$C/bin/"
+    [ -f "$PLUGIN_DIR/spank_imex.so" ] || { echo "cluster_install: the package's $PLUGIN_DIR/spank_imex.so is missing" >&2; return 1; }
+  else
+    for f in slurm-imex-prolog slurm-imex-epilog slurm-imex; do cp "$bin/$f" "$C/bin/"; done
+    cp "${E2E_PLUGIN:-$bin/libspank_imex.so}" "$C/bin/spank_imex.so"
+  fi
+  # What every test task reports, one line: hostname, step, channel env,
+  # the channel directory's entries and devices, and how many tmpfs are
+  # mounted on it in the task's mount namespace.
+  cat > "$C/bin/imex-report" <<'REPORT'
+#!/bin/bash
+d=/dev/nvidia-caps-imex-channels
+tmpfs=$(awk -v d="$d" '$5 == d { for (i = 7; i <= NF; i++) if ($i == "-") print $(i + 1) }' /proc/self/mountinfo | grep -c '^tmpfs$')
+echo "NODE=$(hostname) STEP=${SLURM_STEP_ID:-batch} CH=${SLURM_IMEX_CHANNEL:-none} NV=${NVIDIA_IMEX_CHANNELS:-none} LS=[$(ls -A $d | tr '\n' ' ')] STAT=[$(stat -c '%F:%Hr:%Lr:%U:%a' $d/* 2>/dev/null | tr '\n' ' ')] TMPFS=$tmpfs"
+REPORT
+  chmod 755 "$C/bin/imex-report"
   # The fake NVML under the real library's name, loaded by the production path.
   cp "$bin/libnvidia_ml.so" "$C/lib/libnvidia-ml.so.1"
   chmod 755 "$C" "$C/bin" "$C/lib" "$C/etc-slurm"
   chmod 1777 "$C/out"
 
-  sed -e "s#/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so#$C/bin/spank_imex.so#" \
-      -e "s#config=/etc/slurm/imex.toml#config=$C/etc-slurm/imex.toml#" \
-      "$REPO/conf-examples/plugstack.conf" > "$C/etc-slurm/plugstack.conf"
+  if [ "$E2E_INSTALL" = package ]; then
+    # The one line README.Debian tells the admin to write: the plugin by
+    # name, found in Slurm's PluginDir where the package put it.
+    echo "required spank_imex.so config=$C/etc-slurm/imex.toml" > "$C/etc-slurm/plugstack.conf"
+  else
+    sed -e "s#$PLUGIN_DIR/spank_imex.so#$C/bin/spank_imex.so#" \
+        -e "s#config=/etc/slurm/imex.toml#config=$C/etc-slurm/imex.toml#" \
+        "$REPO/conf-examples/plugstack.conf" > "$C/etc-slurm/plugstack.conf"
+  fi
 
   sed -e "s#^manager = .*#manager = \"process\"#" \
       -e "s#^binary = .*#binary = \"$C/bin/nvidia-imex\"#" \
@@ -86,7 +118,8 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 MpiDefault=none
-SwitchType=switch/none
+$(switch_lines)
+$(topology_lines)
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -99,7 +132,9 @@ CONF
       echo "NodeName=n$i NodeAddr=$(node_ip "$i") CPUs=2 RealMemory=1000 State=UNKNOWN"
     done
     # The shipped fragment, with this cluster's paths and nodes.
-    sed -e "s#/usr/sbin/slurm-imex-#$C/bin/slurm-imex-#" -e "s#Nodes=[^ ]*#Nodes=n[1-$E2E_NODES]#" \
+    local prolog_dir=$C/bin/
+    [ "$E2E_INSTALL" = package ] && prolog_dir=/usr/sbin/
+    sed -e "s#/usr/sbin/slurm-imex-#${prolog_dir}slurm-imex-#" -e "s#Nodes=[^ ]*#Nodes=n[1-$E2E_NODES]#" \
       "$REPO/conf-examples/slurm.conf.fragment" | grep -v '^#'
     # A partition that lets two jobs share a node (the busy-node test).
     echo "PartitionName=shared Nodes=n[1-$E2E_NODES] OverSubscribe=NO MaxTime=INFINITE State=UP"
@@ -125,7 +160,32 @@ CONF
     mknod "$d/dev-channels/channel0" c "$CHANNEL_MAJOR" 0 2>/dev/null || touch "$d/dev-channels/channel0"
     chmod 666 "$d/dev-channels/channel0"
   done
+  write_topology
   id "$TEST_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$TEST_USER"
+}
+
+# Slurm's own IMEX channel plugin (24.05+). imex_dev_major lets it run
+# without the NVIDIA driver, as Slurm's own testsuite does.
+switch_lines() {
+  if [ "$E2E_SWITCH" = 1 ]; then
+    printf 'SwitchType=switch/nvidia_imex\nSwitchParameters=imex_dev_major=%d\n' "$CHANNEL_MAJOR"
+  else
+    echo "SwitchType=switch/none"
+  fi
+}
+
+# Two racks of two nodes as topology/block sees them: topology.conf needs
+# TopologyPlugin in slurm.conf; topology.yaml (25.05+) names its plugin itself.
+topology_lines() {
+  [ "$E2E_TOPOLOGY" = conf ] && echo "TopologyPlugin=topology/block"
+  return 0
+}
+write_topology() {
+  rm -f "$C/etc-slurm/topology.conf" "$C/etc-slurm/topology.yaml"
+  case "$E2E_TOPOLOGY" in
+    conf) printf 'BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\nBlockSizes=2,4\n' > "$C/etc-slurm/topology.conf";;
+    yaml) printf -- '- topology: racks\n  cluster_default: true\n  block:\n    block_sizes:\n      - 2\n      - 4\n    blocks:\n      - block: b1\n        nodes: n[1-2]\n      - block: b2\n        nodes: n[3-4]\n' > "$C/etc-slurm/topology.yaml";;
+  esac
 }
 
 # A healthy fake-NVML scenario for node N: E2E_GPUS GB200s with serials

@@ -69,6 +69,7 @@ wait_node_free() { # node timeout
 
 reset_nodes() {
   local i
+  sed -i 's/^channels = .*/channels = "auto"/' "$C/etc-slurm/imex.toml"
   for i in $(seq 1 "$E2E_NODES"); do
     rm -f "$C/nodes/n$i/run-imex/fake-fault"
     write_scenario "$i"

@@ -1,16 +1,25 @@
 #!/bin/bash
-# End-to-end tests of slurm-imex on a real Slurm 22.05 cluster of
-# $E2E_NODES nodes (tests/e2e/cluster.sh). Needs root. Prints
+# End-to-end tests of slurm-imex on a real Slurm cluster of $E2E_NODES nodes
+# (tests/e2e/cluster.sh), whichever Slurm this machine (or rootfs) has.
+# tests/e2e/versions.sh runs it on every supported Slurm. Needs root.
+# E2E_PHASE picks the tests: base (default), switch (beside Slurm's
+# switch/nvidia_imex) or topology (topology/block racks). Prints
 # "e2e: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 BIN=${BIN:-$REPO/target/release}
+E2E_PHASE=${E2E_PHASE:-base}
+case "$E2E_PHASE" in
+  switch) export E2E_SWITCH=1;;
+  # Two racks of two nodes; E2E_TOPOLOGY (conf or yaml) says how Slurm learns them.
+  topology) export E2E_NODES=4 E2E_TOPOLOGY=${E2E_TOPOLOGY:-conf};;
+esac
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
 
-# The script every --imex test job runs on each node: one line of facts.
-REPORT='echo "NODE=$(hostname) CH=${SLURM_IMEX_CHANNEL:-none} NV=${NVIDIA_IMEX_CHANNELS:-none} LS=[$(ls -A /dev/nvidia-caps-imex-channels | tr "\n" " ")] STAT=[$(stat -c "%F:%Hr:%Lr:%U:%a" /dev/nvidia-caps-imex-channels/* 2>/dev/null | tr "\n" " ")]"'
+# The script every test task runs: one line of facts (cluster.sh).
+REPORT=$C/bin/imex-report
 
 submit() { # extra sbatch args..., last arg is the script body
   local body=${*: -1}
@@ -30,7 +39,7 @@ wait_started() { local i; for i in $(seq 1 300); do [ -e "$C/out/started-$1" ] &
 
 test_imex_job_gets_private_channel_and_domain() {
   local id
-  id=$(submit -N3 --imex "srun -N3 --ntasks-per-node=1 bash -c '$REPORT'
+  id=$(submit -N3 --imex "srun -N3 --ntasks-per-node=1 $REPORT
 $started_marker
 $hold_until_released") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started its step"
@@ -54,17 +63,18 @@ $hold_until_released") || { fail "sbatch failed"; return; }
     expect_contains "$line" "CH=$ch NV=$ch " "n$i SLURM_IMEX_CHANNEL and NVIDIA_IMEX_CHANNELS"
     expect_contains "$line" "LS=[channel$ch ]" "n$i sees only channel$ch"
     expect_contains "$line" "STAT=[character special file:$CHANNEL_MAJOR:$ch:$TEST_USER:600 ]" "n$i channel device"
+    expect_contains "$line" "TMPFS=1" "n$i: one tmpfs on the channel directory"
   done
   for i in 1 2 3; do wait_node_free "n$i"; expect_idle "$i"; done
 }
 
 test_job_without_imex_sees_no_channel() {
   local id
-  id=$(submit -N3 "srun -N3 --ntasks-per-node=1 bash -c '$REPORT'") || { fail "sbatch failed"; return; }
+  id=$(submit -N3 "srun -N3 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
   expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
   local out; out=$(cat "$C/out/$id.out")
   expect_eq "$(grep -c '^NODE=' <<<"$out")" 3 "one report per node"
-  expect_eq "$(grep -c 'CH=none NV=none LS=\[\] STAT=\[\]' <<<"$out")" 3 "empty channel dir, no channel env: $out"
+  expect_eq "$(grep -c 'CH=none NV=none LS=\[\] STAT=\[\] TMPFS=1' <<<"$out")" 3 "empty channel dir, no channel env: $out"
   # The host's channel0 is still there; it was only hidden.
   [ -e "$C/nodes/n1/dev-channels/channel0" ] || fail "host channel0 vanished"
 }
@@ -142,7 +152,7 @@ test_second_imex_job_on_busy_node_is_refused() {
 
 test_srun_imex_inside_salloc() {
   local out rc ch
-  out=$(as_user salloc -N2 --imex srun -N2 --ntasks-per-node=1 bash -c "$REPORT" 2>&1); rc=$?
+  out=$(as_user salloc -N2 --imex srun -N2 --ntasks-per-node=1 "$REPORT" 2>&1); rc=$?
   expect_eq "$rc" 0 "salloc --imex + srun exit code ($out)"
   expect_eq "$(grep -c "^NODE=" <<<"$out")" 2 "two reports"
   ch=$(grep -o 'CH=[0-9]*' <<<"$out" | sort -u)
@@ -171,7 +181,7 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
   # has no daemon), then the epilog: the node must return to idle.
   # Not through in_node: a backgrounded shell function is a subshell, and $!
   # would not be the prolog. nsenter execs its command, so $! is the prolog.
-  nsenter -t "$(slurmd_pid 1)" -n -m -u -- env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 \
+  nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 \
     SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
   local pid=$! i
   for i in $(seq 1 50); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
@@ -284,32 +294,170 @@ test_64_concurrent_epilogs_lose_no_rows() {
   expect_eq "$(cat "$C"/out/epilog-*.log | grep -c 'not recorded')" 0 "no epilog failed to write"
 }
 
+# Each built plugin is loaded by the Slurm it was built for: the version
+# this cluster runs is the one the plugin was stamped for (E2E_SLURM_VERSION,
+# read by versions.sh from the Slurm's own header), and no client or daemon
+# refused it.
+test_plugin_is_accepted_by_this_slurm() {
+  local running help
+  running=$(sinfo -V | awk '{print $2}')
+  [ -n "${E2E_SLURM_VERSION:-}" ] && expect_eq "$running" "$E2E_SLURM_VERSION" "Slurm running the cluster"
+  help=$(as_user sbatch --help 2>&1; as_user srun --help 2>&1; as_user salloc --help 2>&1)
+  expect_eq "$(grep -c -- '--imex ' <<<"$help")" 3 "--imex in sbatch, srun and salloc --help"
+  expect_not_contains "$help" "Incompatible" "clients load the plugin"
+  local id; id=$(submit -N3 --imex "srun -N3 true") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "an --imex job on Slurm $running"
+  expect_not_contains "$(cat "$C"/log/*.log)" "Incompatible" "slurmctld, slurmd and slurmstepd load the plugin"
+  local i; for i in 1 2 3; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
+# Slurm's switch/nvidia_imex is on and [imex] channels = "auto": Slurm
+# hands out the channel; our plugin gives it to the job's user.
+test_switch_imex_job_gets_slurms_channel_for_its_user() {
+  local id
+  id=$(submit -N3 --imex "$REPORT
+srun -N3 --ntasks-per-node=1 $REPORT
+srun -N3 --ntasks-per-node=1 $REPORT
+$started_marker
+$hold_until_released") || { fail "sbatch failed"; return; }
+  wait_started "$id" || fail "job $id never started its step"
+  local i; for i in 1 2 3; do
+    expect_contains "$(in_node "$i" "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)" '"status":"UP"' "n$i domain UP beside the switch plugin"
+  done
+  release "$id"
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  local out steps ch
+  out=$(cat "$C/out/$id.out" "$C/out/$id.err")
+  steps=$(grep '^NODE=' <<<"$out" | grep -v 'STEP=batch')
+  expect_eq "$(grep -c . <<<"$steps")" 6 "two srun steps on three nodes: $out"
+  ch=$(grep -o ' CH=[^ ]*' <<<"$steps" | sort -u)
+  expect_eq "$(grep -c . <<<"$ch")" 1 "one channel number on every node and in every step: $ch"
+  ch=${ch# CH=}
+  [ "$ch" != none ] || { fail "srun steps got no channel: $out"; return; }
+  expect_eq "$(grep -c "CH=$ch NV=$ch LS=\[channel$ch \] STAT=\[character special file:$CHANNEL_MAJOR:$ch:$TEST_USER:600 \] TMPFS=1" <<<"$steps")" 6 \
+    "each srun task sees only Slurm's channel$ch, owned by the user, 0600, under one tmpfs: $steps"
+  # The channel is the one Slurm allocated, handed over in "slurm" mode (slurmstepd's log).
+  for i in 1 2 3; do
+    expect_contains "$(cat "$C/log/slurmd-n$i.log")" "job $id task uses IMEX channel $ch on n$i (channels = \"slurm\")" "n$i: channel from switch/nvidia_imex"
+  done
+  # The batch step: Slurm < 25.11 gives it no channel; where it does, the same one.
+  local batch; batch=$(grep 'STEP=batch' <<<"$out")
+  expect_contains "$batch" "TMPFS=" "batch step reported"
+  case "$batch" in
+    *"CH=none"*) expect_contains "$batch" "LS=[] STAT=[] TMPFS=" "batch step without a Slurm channel sees none";;
+    *) expect_contains "$batch" "CH=$ch NV=$ch LS=[channel$ch ]" "batch step's channel equals the srun steps'";;
+  esac
+  expect_not_contains "$batch" "TMPFS=2" "batch step: at most one tmpfs"
+  for i in 1 2 3; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
+test_switch_job_without_imex_keeps_slurms_channel() {
+  local id out
+  id=$(submit -N3 "srun -N3 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  out=$(grep '^NODE=' "$C/out/$id.out")
+  expect_eq "$(grep -c . <<<"$out")" 3 "one report per node"
+  expect_eq "$(grep -cE "CH=none NV=none LS=\[channel[0-9]+ \] STAT=\[character special file:$CHANNEL_MAJOR:[0-9]+:root:666 \] TMPFS=1" <<<"$out")" 3 \
+    "exactly the channel Slurm made (root, 0666), not hidden, one tmpfs: $out"
+}
+
+# channels = "plugin" forced while the switch plugin runs: ours replaces
+# Slurm's tmpfs in the task, never stacks on it.
+test_plugin_mode_beside_switch_keeps_one_tmpfs() {
+  sed -i 's/^channels = .*/channels = "plugin"/' "$C/etc-slurm/imex.toml"
+  local id out ch
+  id=$(submit -N2 --imex "srun -N2 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  ch=$(channel_for "$id")
+  out=$(grep '^NODE=' "$C/out/$id.out")
+  expect_eq "$(grep -c "CH=$ch NV=$ch LS=\[channel$ch \] STAT=\[character special file:$CHANNEL_MAJOR:$ch:$TEST_USER:600 \] TMPFS=1" <<<"$out")" 2 \
+    "our channel$ch alone, under one tmpfs: $out"
+  id=$(submit -N2 "srun -N2 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  out=$(grep '^NODE=' "$C/out/$id.out")
+  expect_eq "$(grep -c 'CH=none NV=none LS=\[\] STAT=\[\] TMPFS=1' <<<"$out")" 2 "other jobs: Slurm's channel hidden by one tmpfs: $out"
+  local i; for i in 1 2; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
+# topology/block with two racks (b1 = n[1-2], b2 = n[3-4]).
+test_imex_job_across_two_blocks_fails_before_any_daemon_starts() {
+  local i; for i in 1 2 3 4; do rm -f "$C/nodes/n$i/run-imex/nvidia-imex.log"; done
+  local id err
+  id=$(submit -N4 --imex "srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
+  err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "span 2 NVLink blocks" "message says why"
+  expect_contains "$err" "b1 (n1,n2), b2 (n3,n4)" "message names the blocks and their nodes"
+  expect_contains "$err" "--segment" "message says how to ask for one rack"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job script did not run"
+  expect_eq "$(grep -c . <<<"$(grep 'imex:' <<<"$err")")" 1 "one error line"
+  for i in 1 2 3 4; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
+    [ -e "$C/nodes/n$i/run-imex/nvidia-imex.log" ] && fail "an IMEX daemon started on n$i"
+    expect_idle "$i"
+  done
+}
+
+test_imex_job_inside_one_block_runs() {
+  local id out ch
+  id=$(submit -N2 --imex "srun -N2 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  out=$(grep '^NODE=' "$C/out/$id.out")
+  expect_eq "$(grep -c 'STAT=\[character special file' <<<"$out")" 2 "both tasks got a channel: $out"
+  case "$(grep -o 'NODE=n[0-9]' <<<"$out" | sort | tr '\n' ' ')" in
+    "NODE=n1 NODE=n2 "|"NODE=n3 NODE=n4 ") ;;
+    *) fail "job $id was not placed inside one block: $out";;
+  esac
+  local i; for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
 main() {
   [ "$(id -u)" = 0 ] || { echo "e2e: must run as root" >&2; exit 1; }
-  for f in slurm-imex-prolog slurm-imex-epilog slurm-imex nvidia-imex nvidia-imex-ctl libspank_imex.so libnvidia_ml.so; do
+  for f in slurm-imex-prolog slurm-imex-epilog slurm-imex nvidia-imex nvidia-imex-ctl libnvidia_ml.so; do
     [ -e "$BIN/$f" ] || { echo "e2e: $BIN/$f missing: run cargo build --release --workspace" >&2; exit 1; }
   done
   cluster_down >/dev/null 2>&1 || true
   cluster_install "$BIN" || exit 1
   local t0=$SECONDS
   if ! cluster_up; then cluster_down; exit 1; fi
-  echo "cluster of $E2E_NODES nodes up in $((SECONDS - t0)) s"
-  local tests=(
-    test_imex_job_gets_private_channel_and_domain
-    test_job_without_imex_sees_no_channel
-    test_misuse_is_rejected_at_submission
-    test_srun_imex_inside_salloc
-    test_second_imex_job_on_busy_node_is_refused
-    test_peer_that_never_connects_fails_job_without_draining
-    test_local_daemon_crash_drains_only_its_node
-    test_epilog_is_idempotent_without_prolog
-    test_prolog_killed_midway_then_epilog_restores_idle
-    test_gpu_history_recorded_on_every_node
-    test_pending_row_remap_drains_with_our_reason_and_requeues
-    test_xid_79_before_a_job_drains_the_node
-    test_xid_during_job_is_recorded_with_its_class
-    test_64_concurrent_epilogs_lose_no_rows
-  )
+  echo "cluster of $E2E_NODES nodes up in $((SECONDS - t0)) s: $(sinfo -V), phase $E2E_PHASE, from $E2E_INSTALL"
+  local tests
+  case "$E2E_PHASE" in
+    base) tests=(
+      test_plugin_is_accepted_by_this_slurm
+      test_imex_job_gets_private_channel_and_domain
+      test_job_without_imex_sees_no_channel
+      test_misuse_is_rejected_at_submission
+      test_srun_imex_inside_salloc
+      test_second_imex_job_on_busy_node_is_refused
+      test_peer_that_never_connects_fails_job_without_draining
+      test_local_daemon_crash_drains_only_its_node
+      test_epilog_is_idempotent_without_prolog
+      test_prolog_killed_midway_then_epilog_restores_idle
+      test_gpu_history_recorded_on_every_node
+      test_pending_row_remap_drains_with_our_reason_and_requeues
+      test_xid_79_before_a_job_drains_the_node
+      test_xid_during_job_is_recorded_with_its_class
+      test_64_concurrent_epilogs_lose_no_rows
+    );;
+    # Beside switch/nvidia_imex: channels, plus the domain, readiness gate,
+    # blame and teardown exactly as without it.
+    switch) tests=(
+      test_switch_imex_job_gets_slurms_channel_for_its_user
+      test_switch_job_without_imex_keeps_slurms_channel
+      test_plugin_mode_beside_switch_keeps_one_tmpfs
+      test_second_imex_job_on_busy_node_is_refused
+      test_peer_that_never_connects_fails_job_without_draining
+      test_local_daemon_crash_drains_only_its_node
+      test_prolog_killed_midway_then_epilog_restores_idle
+    );;
+    topology) tests=(
+      test_imex_job_across_two_blocks_fails_before_any_daemon_starts
+      test_imex_job_inside_one_block_runs
+    );;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch or topology)" >&2; exit 2;;
+  esac
   local t
   for t in "${tests[@]}"; do
     if [ -n "${E2E_ONLY:-}" ] && [[ "$t" != *"$E2E_ONLY"* ]]; then continue; fi

@@ -7,7 +7,7 @@
 use crate::addresses;
 use crate::bail;
 use crate::channel::{channel_for_job, channel_major};
-use crate::config::{Config, DaemonManager};
+use crate::config::{ChannelMode, Config, DaemonManager};
 use crate::error::{Error, Result};
 use crate::fsutil::{remove_if_exists, write_atomic};
 use crate::hostlist;
@@ -16,14 +16,16 @@ use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
 use crate::imex::job_record::{JobRecord, Outcome, StateDir};
 use crate::imex::manager::{Liveness, Manager};
 use crate::imex::port::server_port;
+use crate::slurm_conf;
 use crate::slurm_env::JobEnv;
+use crate::topology::{self, Blocks};
 use std::time::{Duration, Instant};
 
 /// What the prolog concluded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetupOutcome {
     /// Domain UP; the job may start.
-    Ready { channel: u32, waited: Duration },
+    Ready { waited: Duration },
     /// Not this node's fault: recorded; the plugin fails the job's tasks.
     JobFailure(String),
     /// This node is at fault: the prolog must fail (drain + requeue).
@@ -36,7 +38,13 @@ const LOG_TAIL_LINES: usize = 3;
 /// Build this job's IMEX domain on this node and wait until it is UP.
 pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
     let state = StateDir::new(&cfg.imex.state_dir);
-    let channel = channel_for_job(job.job_id, cfg.imex.channel_count.0);
+    let (mode, warning) = slurm_conf::channel_mode(cfg);
+    if let Some(w) = warning {
+        tracing::warn!("{w}");
+    }
+    // With Slurm's switch/nvidia_imex, Slurm picks the channel; the prolog never learns it.
+    let channel = (mode == ChannelMode::Plugin)
+        .then(|| channel_for_job(job.job_id, cfg.imex.channel_count.0));
     let mut record = JobRecord {
         job_id: job.job_id,
         channel,
@@ -68,46 +76,27 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
     outcome
 }
 
-/// `Err` means a fault of this node (its config, files, daemon).
+/// `Err` means a fault of this node (its config, files, daemon); a problem
+/// of the job itself is `Ok(JobFailure)`. Steps run in this order, and
+/// nothing is claimed or started before the job is known to fit.
 fn setup_inner(
     job: &JobEnv,
     cfg: &Config,
     state: &StateDir,
     record: &mut JobRecord,
 ) -> Result<SetupOutcome> {
-    let imex = &cfg.imex;
-    let daemon = &imex.daemon;
     let node = &job.node_name;
-
-    channel_major(&imex.proc_devices)
+    channel_major(&cfg.imex.proc_devices)
         .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))?;
-
-    // Claim the daemon before touching it; another job's domain is never disturbed.
-    {
-        let lock = state.lock()?;
-        match state.owner(&lock)? {
-            Some(other) if other != job.job_id => {
-                return Ok(SetupOutcome::JobFailure(format!(
-                    "node {node} already serves the IMEX domain of job {other}; IMEX jobs need \
-                     whole nodes (use an exclusive partition or --exclusive)"
-                )));
-            }
-            _ => state.set_owner(&lock, job.job_id)?,
-        }
+    let nodes = match job_nodes(job, cfg)? {
+        Ok(nodes) => nodes,
+        Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
+    };
+    if let Some(cause) = claim_domain(job, state)? {
+        return Ok(SetupOutcome::JobFailure(cause));
     }
-
-    let nodes = match hostlist::expand(&job.node_list, imex.max_nodes) {
-        Ok(n) => n,
-        Err(e) => return Ok(SetupOutcome::JobFailure(format!("SLURM_JOB_NODELIST: {e}"))),
-    };
     record.nodes = nodes.clone();
-    let Some(local_index) = nodes.iter().position(|n| n == node) else {
-        return Ok(SetupOutcome::JobFailure(format!(
-            "this node ({node}) is not in the job's node list {}",
-            job.node_list
-        )));
-    };
-    let addrs = match addresses::resolve_all(&nodes, &imex.addresses)? {
+    let addrs = match addresses::resolve_all(&nodes, &cfg.imex.addresses)? {
         Ok(a) => a,
         Err(u) => {
             return Ok(SetupOutcome::JobFailure(format!(
@@ -117,121 +106,218 @@ fn setup_inner(
             )))
         }
     };
+    let domain = DomainPlan::write(job, cfg, &addrs)?;
+    record.server_port = domain.port;
+    domain.start_and_wait(job, cfg, state, &nodes, &addrs)
+}
 
-    let base = DaemonConfigFile::read(&daemon.base_config)?;
-    let cmd_port = base.cmd_port(&daemon.base_config)?;
-    if let Some(v) = base.get("IMEX_CMD_ENABLED").filter(|v| *v != "1") {
-        bail!(
-            "{}: IMEX_CMD_ENABLED={v}, but readiness is checked through nvidia-imex-ctl: \
-             set IMEX_CMD_ENABLED=1",
-            daemon.base_config.display()
-        );
-    }
-    let port = server_port(job.job_id, imex.port_base, imex.port_span.0, Some(cmd_port));
-    record.server_port = port;
-    // Appended to failure lines: an unreserved port is a likely cause.
-    let port_hint = match crate::imex::port::check_ephemeral(port) {
-        Some(w) => {
-            tracing::warn!("{w}");
-            format!("; {w}")
-        }
-        None => String::new(),
+/// The job's hosts in Slurm's order, once they are known to form one IMEX
+/// domain here: a valid hostlist that holds this node, inside one NVLink
+/// block. The inner `Err` is the job's problem.
+fn job_nodes(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Vec<String>, String>> {
+    let node = &job.node_name;
+    let nodes = match hostlist::expand(&job.node_list, cfg.imex.max_nodes) {
+        Ok(n) => n,
+        Err(e) => return Ok(Err(format!("SLURM_JOB_NODELIST: {e}"))),
     };
-    let mut overrides = vec![
-        (
-            "IMEX_NODE_CONFIG_FILE",
-            daemon.nodes_config.to_string_lossy().into_owned(),
-        ),
-        ("SERVER_PORT", port.to_string()),
-    ];
-    if daemon.manager == DaemonManager::Process {
-        // The process manager must know the daemon's pid, so it must not fork.
-        overrides.push(("DAEMONIZE", "0".to_string()));
+    if !nodes.iter().any(|n| n == node) {
+        return Ok(Err(format!(
+            "this node ({node}) is not in the job's node list {}",
+            job.node_list
+        )));
     }
-    let rendered = base.with_overrides(&overrides);
-    write_atomic(
-        &daemon.nodes_config,
-        render_nodes_config(&addrs).as_bytes(),
-        0o644,
-    )?;
-    write_atomic(&daemon.job_config, rendered.render().as_bytes(), 0o644)?;
-
-    let mut manager = Manager::new(daemon, state);
-    let log_file = rendered.log_file();
-    let started = Instant::now();
-    manager.start().map_err(|e| {
-        e.context(format!("nvidia-imex could not start on {node}"))
-            .with_log(&manager, log_file.as_deref())
-    })?;
-    let ctl = Ctl {
-        program: &daemon.ctl,
-        config: &daemon.job_config,
-        timeout: daemon.ctl_timeout.0,
-    };
-
-    let deadline = started + imex.ready_timeout.0;
-    // Poll every 20 ms for the first second (domains of healthy nodes form
-    // in a few hundred ms), then back off exponentially to ready_poll_max.
-    let fast_phase = Duration::from_secs(1);
-    let mut pause = Duration::from_millis(20);
-    let mut last: Option<NotReady> = None;
-    let mut last_error: Option<Error> = None;
-    loop {
-        if let Liveness::Exited(how) = manager.liveness() {
-            return Err(Error::new(format!(
-                "nvidia-imex on {node} {how} while starting{port_hint}"
-            ))
-            .with_log(&manager, log_file.as_deref()));
-        }
-        match ctl.domain_status() {
-            Ok(status) => match assess(&status, nodes.len(), local_index) {
-                Readiness::Ready => {
-                    return Ok(SetupOutcome::Ready {
-                        channel: record.channel,
-                        waited: started.elapsed(),
-                    })
-                }
-                Readiness::NotReady(n) => last = Some(n),
-            },
-            Err(e) => last_error = Some(e),
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            break;
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        if started.elapsed() >= fast_phase {
-            pause = (pause * 2).min(imex.ready_poll_max.0);
+    let slurm_conf = slurm_conf::locate(&cfg.slurm);
+    if let Some(path) = topology::locate(&cfg.slurm, slurm_conf.as_deref()) {
+        // An unreadable rack description is this node's config fault.
+        let blocks = Blocks::load(&path, cfg.imex.max_nodes)
+            .map_err(|e| e.context("cannot read Slurm's block topology ([slurm] topology)"))?;
+        if let Err(cause) = blocks.check_one_block(&nodes) {
+            return Ok(Err(cause));
         }
     }
+    Ok(Ok(nodes))
+}
 
-    let waited = imex.ready_timeout.0;
-    let name = |i: &usize| format!("{} ({})", nodes[*i], addrs[*i]);
-    match last {
-        Some(n) if n.local_ready => {
-            let mut culprits: Vec<usize> = n.not_ready.clone();
-            culprits.extend(n.not_connected.iter().filter(|i| !n.not_ready.contains(i)));
-            let list: Vec<String> = culprits.iter().map(name).collect();
-            Ok(SetupOutcome::JobFailure(format!(
-                "IMEX domain of job {} not ready after {}: peer(s) never became ready or \
-                 connected: {}; domain {} (this node {node} is READY)",
-                job.job_id,
-                humantime::format_duration(waited),
-                list.join(", "),
-                n.domain
-            )))
-        }
+/// Make this job the owner of the node's daemon, unless another job's
+/// domain is here (returned as the job's failure; it is never disturbed).
+fn claim_domain(job: &JobEnv, state: &StateDir) -> Result<Option<String>> {
+    let lock = state.lock()?;
+    match state.owner(&lock)? {
+        Some(other) if other != job.job_id => Ok(Some(format!(
+            "node {} already serves the IMEX domain of job {other}; IMEX jobs need \
+             whole nodes (use an exclusive partition or --exclusive)",
+            job.node_name
+        ))),
         _ => {
-            let local_state = ctl.local_state().unwrap_or_else(|e| e.to_string());
-            let detail = match last_error {
-                Some(e) if last.is_none() => format!("; last ctl error: {e}"),
-                _ => String::new(),
-            };
-            Err(Error::new(format!(
-                "nvidia-imex on {node} not READY after {} (state: {local_state}){detail}{port_hint}",
-                humantime::format_duration(waited)
-            ))
-            .with_log(&manager, log_file.as_deref()))
+            state.set_owner(&lock, job.job_id)?;
+            Ok(None)
+        }
+    }
+}
+
+/// The per-job daemon config as written to disk.
+struct DomainPlan {
+    port: u16,
+    /// Appended to failure lines: an unreserved port is a likely cause.
+    port_hint: String,
+    log_file: Option<String>,
+}
+
+impl DomainPlan {
+    /// Render nodes_config.cfg and the job's daemon config from the admin's
+    /// base config, atomically.
+    fn write(job: &JobEnv, cfg: &Config, addrs: &[String]) -> Result<DomainPlan> {
+        let imex = &cfg.imex;
+        let daemon = &imex.daemon;
+        let base = DaemonConfigFile::read(&daemon.base_config)?;
+        let cmd_port = base.cmd_port(&daemon.base_config)?;
+        if let Some(v) = base.get("IMEX_CMD_ENABLED").filter(|v| *v != "1") {
+            bail!(
+                "{}: IMEX_CMD_ENABLED={v}, but readiness is checked through nvidia-imex-ctl: \
+                 set IMEX_CMD_ENABLED=1",
+                daemon.base_config.display()
+            );
+        }
+        let port = server_port(job.job_id, imex.port_base, imex.port_span.0, Some(cmd_port));
+        let port_hint = match crate::imex::port::check_ephemeral(port) {
+            Some(w) => {
+                tracing::warn!("{w}");
+                format!("; {w}")
+            }
+            None => String::new(),
+        };
+        let mut overrides = vec![
+            (
+                "IMEX_NODE_CONFIG_FILE",
+                daemon.nodes_config.to_string_lossy().into_owned(),
+            ),
+            ("SERVER_PORT", port.to_string()),
+        ];
+        if daemon.manager == DaemonManager::Process {
+            // The process manager must know the daemon's pid, so it must not fork.
+            overrides.push(("DAEMONIZE", "0".to_string()));
+        }
+        let rendered = base.with_overrides(&overrides);
+        write_atomic(
+            &daemon.nodes_config,
+            render_nodes_config(addrs).as_bytes(),
+            0o644,
+        )?;
+        write_atomic(&daemon.job_config, rendered.render().as_bytes(), 0o644)?;
+        Ok(DomainPlan {
+            port,
+            port_hint,
+            log_file: rendered.log_file(),
+        })
+    }
+
+    /// (Re)start the daemon and poll until the domain is UP, or say who is
+    /// to blame.
+    fn start_and_wait(
+        &self,
+        job: &JobEnv,
+        cfg: &Config,
+        state: &StateDir,
+        nodes: &[String],
+        addrs: &[String],
+    ) -> Result<SetupOutcome> {
+        let imex = &cfg.imex;
+        let daemon = &imex.daemon;
+        let node = &job.node_name;
+        let log_file = self.log_file.as_deref();
+        let local_index = nodes.iter().position(|n| n == node).unwrap_or(0);
+        let mut manager = Manager::new(daemon, state);
+        let started = Instant::now();
+        manager.start().map_err(|e| {
+            e.context(format!("nvidia-imex could not start on {node}"))
+                .with_log(&manager, log_file)
+        })?;
+        let ctl = Ctl {
+            program: &daemon.ctl,
+            config: &daemon.job_config,
+            timeout: daemon.ctl_timeout.0,
+        };
+        let deadline = started + imex.ready_timeout.0;
+        // Poll every 20 ms for the first second (domains of healthy nodes form
+        // in a few hundred ms), then back off exponentially to ready_poll_max.
+        let fast_phase = Duration::from_secs(1);
+        let mut pause = Duration::from_millis(20);
+        let mut last: Option<NotReady> = None;
+        let mut last_error: Option<Error> = None;
+        loop {
+            if let Liveness::Exited(how) = manager.liveness() {
+                return Err(Error::new(format!(
+                    "nvidia-imex on {node} {how} while starting{}",
+                    self.port_hint
+                ))
+                .with_log(&manager, log_file));
+            }
+            match ctl.domain_status() {
+                Ok(status) => match assess(&status, nodes.len(), local_index) {
+                    Readiness::Ready => {
+                        return Ok(SetupOutcome::Ready {
+                            waited: started.elapsed(),
+                        })
+                    }
+                    Readiness::NotReady(n) => last = Some(n),
+                },
+                Err(e) => last_error = Some(e),
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            std::thread::sleep(pause.min(deadline - now));
+            if started.elapsed() >= fast_phase {
+                pause = (pause * 2).min(imex.ready_poll_max.0);
+            }
+        }
+        self.blame_not_ready(job, cfg, &manager, &ctl, last, last_error, nodes, addrs)
+    }
+
+    /// The domain did not come UP in time: a peer's fault (job failure) when
+    /// this node is READY, else this node's.
+    #[allow(clippy::too_many_arguments)]
+    fn blame_not_ready(
+        &self,
+        job: &JobEnv,
+        cfg: &Config,
+        manager: &Manager,
+        ctl: &Ctl,
+        last: Option<NotReady>,
+        last_error: Option<Error>,
+        nodes: &[String],
+        addrs: &[String],
+    ) -> Result<SetupOutcome> {
+        let node = &job.node_name;
+        let waited = humantime::format_duration(cfg.imex.ready_timeout.0);
+        let name = |i: &usize| format!("{} ({})", nodes[*i], addrs[*i]);
+        match last {
+            Some(n) if n.local_ready => {
+                let mut culprits: Vec<usize> = n.not_ready.clone();
+                culprits.extend(n.not_connected.iter().filter(|i| !n.not_ready.contains(i)));
+                let list: Vec<String> = culprits.iter().map(name).collect();
+                Ok(SetupOutcome::JobFailure(format!(
+                    "IMEX domain of job {} not ready after {waited}: peer(s) never became ready \
+                     or connected: {}; domain {} (this node {node} is READY)",
+                    job.job_id,
+                    list.join(", "),
+                    n.domain
+                )))
+            }
+            _ => {
+                let local_state = ctl.local_state().unwrap_or_else(|e| e.to_string());
+                let detail = match last_error {
+                    Some(e) if last.is_none() => format!("; last ctl error: {e}"),
+                    _ => String::new(),
+                };
+                Err(Error::new(format!(
+                    "nvidia-imex on {node} not READY after {waited} (state: {local_state})\
+                     {detail}{}",
+                    self.port_hint
+                ))
+                .with_log(manager, self.log_file.as_deref()))
+            }
         }
     }
 }

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobRecord {
     pub job_id: u32,
-    pub channel: u32,
+    /// The channel slurm-imex hands out; None when Slurm's switch/nvidia_imex does.
+    pub channel: Option<u32>,
     pub server_port: u16,
     /// The job's nodes in nodes_config order.
     pub nodes: Vec<String>,
@@ -152,7 +153,7 @@ mod tests {
         assert_eq!(s.read_record(5).unwrap(), None);
         let r = JobRecord {
             job_id: 5,
-            channel: 6,
+            channel: Some(6),
             server_port: 33797,
             nodes: vec!["n1".into(), "n2".into()],
             outcome: Outcome::Failed {

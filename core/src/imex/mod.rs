@@ -8,4 +8,5 @@ pub mod domain;
 pub mod job_record;
 pub mod manager;
 pub mod port;
+#[cfg(feature = "node")]
 pub mod status;

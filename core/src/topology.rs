@@ -1,0 +1,328 @@
+//! Racks as Slurm's `topology/block` describes them, and the rule that one
+//! IMEX domain must sit inside one NVLink domain: an `--imex` job whose
+//! nodes lie in more than one block cannot share GPU memory across them.
+//!
+//! Two formats, both read from slurm.conf's directory unless configured:
+//! `topology.yaml` (Slurm >= 25.05; when it exists, Slurm ignores
+//! topology.conf) and `topology.conf` `BlockName=` lines (>= 23.11).
+//! topology.conf is parsed by hand: it is Slurm's own `Key=value` format,
+//! for which no crate exists. YAML goes through yaml-rust2 (pure Rust).
+
+use crate::config::{AutoPath, SlurmConfig};
+use crate::error::{Error, Result};
+use crate::hostlist;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// Largest topology file read.
+const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// The topology file in force, or None when there is none to check against.
+pub fn locate(cfg: &SlurmConfig, slurm_conf: Option<&Path>) -> Option<PathBuf> {
+    match &cfg.topology {
+        AutoPath::None => None,
+        AutoPath::Path(p) => Some(p.clone()),
+        AutoPath::Auto => {
+            let dir = slurm_conf?.parent()?;
+            ["topology.yaml", "topology.conf"]
+                .iter()
+                .map(|name| dir.join(name))
+                .find(|p| p.exists())
+        }
+    }
+}
+
+/// Every block topology in one file: for each, which block each node is in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocks {
+    pub source: PathBuf,
+    /// (topology name, node -> block name); topology.conf has one, unnamed.
+    topologies: Vec<(String, HashMap<String, String>)>,
+}
+
+impl Blocks {
+    /// Parse `path` (YAML when it ends in .yaml/.yml). `max_nodes` bounds
+    /// every block's hostlist.
+    pub fn load(path: &Path, max_nodes: usize) -> Result<Blocks> {
+        let text = crate::fsutil::read_config_text(path, MAX_FILE_BYTES)?;
+        let yaml = matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        );
+        let parsed = if yaml {
+            parse_yaml(&text, max_nodes)
+        } else {
+            parse_conf(&text, max_nodes)
+        };
+        parsed
+            .map(|topologies| Blocks {
+                source: path.to_path_buf(),
+                topologies,
+            })
+            .map_err(|e| Error::new(format!("{}: {e}", path.display())))
+    }
+
+    /// Ok when, in every block topology that knows any of `nodes`, all of
+    /// them lie in one block. Otherwise the line that tells the user why
+    /// the job cannot have one IMEX domain and how to ask for one.
+    pub fn check_one_block(&self, nodes: &[String]) -> std::result::Result<(), String> {
+        for (name, node_block) in &self.topologies {
+            if !nodes.iter().any(|n| node_block.contains_key(n)) {
+                continue;
+            }
+            // Blocks in the order the job's nodes first reach them.
+            let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+            for node in nodes {
+                let block = node_block.get(node).map_or("(no block)", |b| b.as_str());
+                match groups.iter_mut().find(|(b, _)| *b == block) {
+                    Some((_, members)) => members.push(node),
+                    None => groups.push((block, vec![node])),
+                }
+            }
+            if groups.len() > 1 {
+                let spans: Vec<String> = groups
+                    .iter()
+                    .map(|(b, members)| format!("{b} ({})", summarize(members, 8)))
+                    .collect();
+                let topo = if name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" topology {name}")
+                };
+                return Err(format!(
+                    "the job's nodes span {} NVLink blocks ({}{topo}): {}; one IMEX domain \
+                     must stay in one rack: submit with --segment=<nodes per job>, \
+                     --exclusive=topo, or to a partition per rack",
+                    groups.len(),
+                    self.source.display(),
+                    spans.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `a,b,c,… (N more)` for lists that may be long.
+fn summarize(items: &[&str], keep: usize) -> String {
+    let shown = items
+        .iter()
+        .take(keep)
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",");
+    match items.len().saturating_sub(keep) {
+        0 => shown,
+        more => format!("{shown},… ({more} more)"),
+    }
+}
+
+fn add_block(
+    map: &mut HashMap<String, String>,
+    block: &str,
+    nodes: &str,
+    max_nodes: usize,
+) -> std::result::Result<(), String> {
+    let hosts = hostlist::expand(nodes, max_nodes)
+        .map_err(|e| format!("block {block}: nodes \"{nodes}\": {e}"))?;
+    for host in hosts {
+        if let Some(other) = map.insert(host.clone(), block.to_string()) {
+            if other != block {
+                return Err(format!("node {host} is in both block {other} and {block}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// topology.conf: `BlockName=<name> Nodes=<hostlist>` lines; `BlockSizes=`
+/// and tree `SwitchName=` lines are not about blocks and are skipped.
+fn parse_conf(
+    text: &str,
+    max_nodes: usize,
+) -> std::result::Result<Vec<(String, HashMap<String, String>)>, String> {
+    let mut map = HashMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        let mut block = None;
+        let mut nodes = None;
+        for word in line.split_whitespace() {
+            let Some((key, value)) = word.split_once('=') else {
+                continue;
+            };
+            if key.eq_ignore_ascii_case("BlockName") {
+                block = Some(value);
+            } else if key.eq_ignore_ascii_case("Nodes") {
+                nodes = Some(value);
+            }
+        }
+        match (block, nodes) {
+            (Some(b), Some(n)) => {
+                add_block(&mut map, b, n, max_nodes).map_err(|e| format!("line {}: {e}", i + 1))?
+            }
+            (Some(b), None) => return Err(format!("line {}: block {b} has no Nodes=", i + 1)),
+            _ => {}
+        }
+    }
+    Ok(if map.is_empty() {
+        Vec::new()
+    } else {
+        vec![(String::new(), map)]
+    })
+}
+
+/// topology.yaml: a list of topologies; each `block:` one contributes its
+/// `blocks:` entries (`block:` name, `nodes:` hostlist or list of them).
+fn parse_yaml(
+    text: &str,
+    max_nodes: usize,
+) -> std::result::Result<Vec<(String, HashMap<String, String>)>, String> {
+    let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
+    let Some(doc) = docs.into_iter().next() else {
+        return Ok(Vec::new());
+    };
+    let topologies = match doc {
+        Yaml::Array(list) => list,
+        Yaml::Null => return Ok(Vec::new()),
+        _ => return Err("expected a list of topologies (\"- topology: name\")".into()),
+    };
+    let mut out = Vec::new();
+    for (i, topo) in topologies.iter().enumerate() {
+        let name = topo["topology"]
+            .as_str()
+            .ok_or_else(|| format!("topology #{} has no \"topology:\" name", i + 1))?;
+        let block_topo = &topo["block"];
+        if block_topo.is_badvalue() || block_topo.is_null() {
+            continue; // a flat, tree, ring or torus topology
+        }
+        let mut map = HashMap::new();
+        let blocks = block_topo["blocks"].as_vec().map_or(&[][..], Vec::as_slice);
+        for b in blocks {
+            let block = b["block"]
+                .as_str()
+                .ok_or_else(|| format!("topology {name}: a block has no \"block:\" name"))?;
+            let lists: Vec<&str> = match &b["nodes"] {
+                Yaml::String(s) => vec![s.as_str()],
+                Yaml::Array(v) => v.iter().filter_map(Yaml::as_str).collect(),
+                _ => return Err(format!("topology {name}: block {block} has no nodes")),
+            };
+            for nodes in lists {
+                add_block(&mut map, block, nodes, max_nodes)
+                    .map_err(|e| format!("topology {name}: {e}"))?;
+            }
+        }
+        out.push((name.to_string(), map));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(list: &str) -> Vec<String> {
+        hostlist::expand(list, 1000).unwrap()
+    }
+
+    fn load(name: &str, text: &str) -> Blocks {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        Blocks::load(&p, 4096).unwrap()
+    }
+
+    #[test]
+    fn topology_conf_blocks() {
+        let b = load(
+            "topology.conf",
+            "# two NVL72 racks\nBlockName=rack1 Nodes=gb-r1-[01-18]\nblockname=rack2 nodes=gb-r2-[01-18]\n\
+             BlockSizes=18\n",
+        );
+        assert_eq!(b.check_one_block(&nodes("gb-r1-[01-18]")), Ok(()));
+        assert_eq!(b.check_one_block(&nodes("gb-r2-[03-04]")), Ok(()));
+        let e = b
+            .check_one_block(&nodes("gb-r1-[17-18],gb-r2-01"))
+            .unwrap_err();
+        assert!(e.contains("span 2 NVLink blocks"), "{e}");
+        assert!(
+            e.contains("rack1 (gb-r1-17,gb-r1-18), rack2 (gb-r2-01)"),
+            "{e}"
+        );
+        assert!(
+            e.contains("--segment") && e.contains("--exclusive=topo"),
+            "{e}"
+        );
+        // A node the topology does not know is not in the job's rack.
+        let e = b.check_one_block(&nodes("gb-r1-01,login1")).unwrap_err();
+        assert!(e.contains("(no block) (login1)"), "{e}");
+        // Nodes the topology knows nothing about: nothing to check.
+        assert_eq!(b.check_one_block(&nodes("cpu[1-4]")), Ok(()));
+    }
+
+    #[test]
+    fn topology_yaml_block_topologies() {
+        let b = load(
+            "topology.yaml",
+            "---\n- topology: racks\n  cluster_default: true\n  block:\n    block_sizes:\n      - 2\n    \
+             blocks:\n      - block: b1\n        nodes: n[1-2]\n      - block: b2\n        nodes: n[3-4]\n\
+             - topology: flat1\n  flat: true\n",
+        );
+        assert_eq!(b.check_one_block(&nodes("n[1-2]")), Ok(()));
+        let e = b.check_one_block(&nodes("n[1-4]")).unwrap_err();
+        assert!(
+            e.contains("b1 (n1,n2), b2 (n3,n4)") && e.contains("topology racks"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn long_spans_are_summarised() {
+        let b = load(
+            "topology.conf",
+            "BlockName=a Nodes=n[1-100]\nBlockName=b Nodes=m[1-100]\n",
+        );
+        let e = b.check_one_block(&nodes("n[1-100],m[1-100]")).unwrap_err();
+        assert!(e.contains("(92 more)"), "{e}");
+        assert!(e.len() < 600, "{} bytes: {e}", e.len());
+    }
+
+    #[test]
+    fn bad_files_say_where() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("topology.conf");
+        std::fs::write(&p, "BlockName=a Nodes=n[1-2\n").unwrap();
+        let e = Blocks::load(&p, 4096).unwrap_err().to_string();
+        assert!(e.contains("topology.conf: line 1: block a"), "{e}");
+        std::fs::write(&p, "BlockName=a Nodes=n1\nBlockName=b Nodes=n1\n").unwrap();
+        let e = Blocks::load(&p, 4096).unwrap_err().to_string();
+        assert!(e.contains("both block a and b"), "{e}");
+        let p = d.path().join("topology.yaml");
+        std::fs::write(&p, "- topology: t\n  block: [1, 2\n").unwrap();
+        let e = Blocks::load(&p, 4096).unwrap_err().to_string();
+        assert!(e.contains("topology.yaml") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn locate_prefers_yaml_beside_slurm_conf() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("slurm.conf");
+        let cfg = SlurmConfig::default();
+        assert_eq!(locate(&cfg, Some(&conf)), None);
+        std::fs::write(d.path().join("topology.conf"), "").unwrap();
+        assert_eq!(
+            locate(&cfg, Some(&conf)),
+            Some(d.path().join("topology.conf"))
+        );
+        std::fs::write(d.path().join("topology.yaml"), "").unwrap();
+        assert_eq!(
+            locate(&cfg, Some(&conf)),
+            Some(d.path().join("topology.yaml"))
+        );
+        let off = SlurmConfig {
+            topology: AutoPath::None,
+            ..SlurmConfig::default()
+        };
+        assert_eq!(locate(&off, Some(&conf)), None);
+    }
+}

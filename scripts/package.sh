@@ -1,0 +1,45 @@
+#!/bin/bash
+# Writes one .deb per Slurm version a plugin was built for
+# (scripts/build-plugins.sh), into target/debian/:
+#   slurm-imex_<version>+slurm<major.minor>_amd64.deb
+# Built with cargo-deb (installed from crates.io when missing), from the
+# [package.metadata.deb] variants in cli/Cargo.toml.
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO"
+if ! command -v cargo-deb >/dev/null; then
+  echo "package: installing cargo-deb" >&2
+  cargo install --quiet --locked cargo-deb
+fi
+command -v dpkg-shlibdeps >/dev/null || {
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends dpkg-dev >/dev/null
+}
+version=$(cargo metadata --no-deps --format-version 1 |
+  sed -n 's/.*"name":"slurm-imex-cli","version":"\([^"]*\)".*/\1/p')
+[ -n "$version" ] || { echo "package: cannot read the workspace version" >&2; exit 1; }
+cargo build --release --quiet -p slurm-imex-prolog -p slurm-imex-epilog -p slurm-imex-cli
+# A native package's changelog is changelog.gz (cargo-deb would name it .Debian.gz).
+gzip -9nc packaging/debian/changelog > target/debian-changelog.gz
+shopt -s nullglob
+plugins=(target/slurm-plugins/*/libspank_imex.so)
+[ ${#plugins[@]} -gt 0 ] || { echo "package: no plugin built: run scripts/build-plugins.sh first" >&2; exit 1; }
+# cargo-deb empties target/debian whenever it runs, so every package is
+# built in a directory of its own and moved there at the end.
+staging=target/debian-staging
+rm -rf "$staging"
+for plugin in "${plugins[@]}"; do
+  mm=$(basename "$(dirname "$plugin")")
+  variant=slurm${mm/./-}
+  grep -q "^\[package.metadata.deb.variants.$variant\]" cli/Cargo.toml || {
+    echo "package: no [package.metadata.deb.variants.$variant] in cli/Cargo.toml for Slurm $mm" >&2; exit 1; }
+  cargo deb --quiet -p slurm-imex-cli --no-build --variant "$variant" \
+    --deb-version "${version}+slurm${mm}" -o "$staging/$mm/" >/dev/null
+done
+mkdir -p target/debian
+for plugin in "${plugins[@]}"; do
+  mm=$(basename "$(dirname "$plugin")")
+  deb=target/debian/slurm-imex_${version}+slurm${mm}_amd64.deb
+  mv "$staging/$mm/slurm-imex_${version}+slurm${mm}_amd64.deb" "$deb"
+  echo "$deb $(stat -c %s "$deb")"
+done
+rm -rf "$staging"

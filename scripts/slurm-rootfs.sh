@@ -1,0 +1,47 @@
+#!/bin/bash
+# Makes (or reuses) a root filesystem holding another Debian suite's own
+# Slurm packages, in which the end-to-end suite runs its namespaced cluster
+# (shared/reference/slurm-versions.md §2). Prints the rootfs path.
+#
+#   scripts/slurm-rootfs.sh trixie     # Slurm 24.11 (Debian 13)
+#   scripts/slurm-rootfs.sh sid        # Slurm 26.05 (Debian unstable)
+#
+# The rootfs is cached under $SLURM_IMEX_ROOTFS_CACHE (default
+# /var/cache/slurm-imex/rootfs): a machine that keeps it skips debootstrap.
+# A rootfs is used only once debootstrap finished (a stamp file says so), so
+# an interrupted run never leaves a half-made one in use.
+set -euo pipefail
+suite=${1:?usage: slurm-rootfs.sh SUITE}
+case "$suite" in *[!a-z0-9-]*|"") echo "slurm-rootfs: bad suite name '$suite'" >&2; exit 2;; esac
+cache=${SLURM_IMEX_ROOTFS_CACHE:-/var/cache/slurm-imex/rootfs}
+root=$cache/$suite
+stamp=$root/.slurm-imex-rootfs-complete
+packages=slurmd,slurmctld,slurm-client,munge,libslurm-dev,iproute2,procps,util-linux,passwd,ca-certificates
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$packages" ]; then
+  echo "$root"; exit 0
+fi
+command -v debootstrap >/dev/null || {
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+}
+# The Debian mirror apt already uses on this machine (deb822 or one-line format).
+mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+[ -n "$mirror" ] || mirror=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+[ -n "$mirror" ] || { echo "slurm-rootfs: no Debian mirror found in /etc/apt" >&2; exit 1; }
+
+mkdir -p "$cache"
+rm -rf "$root.tmp"
+start=$SECONDS
+if ! debootstrap --variant=minbase --include="$packages" "$suite" "$root.tmp" "$mirror" \
+     > "$cache/$suite.debootstrap.log" 2>&1; then
+  echo "slurm-rootfs: debootstrap $suite failed; last lines of $cache/$suite.debootstrap.log:" >&2
+  tail -5 "$cache/$suite.debootstrap.log" >&2
+  exit 1
+fi
+# The packages' services are never started in a chroot; our tests run their own daemons.
+rm -f "$root.tmp"/var/cache/apt/archives/*.deb
+echo "$packages" > "$root.tmp/.slurm-imex-rootfs-complete"
+rm -rf "$root"
+mv "$root.tmp" "$root"
+echo "slurm-rootfs: $suite made in $((SECONDS - start)) s" >&2
+echo "$root"

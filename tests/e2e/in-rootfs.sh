@@ -1,0 +1,25 @@
+#!/bin/bash
+# Runs a command inside a root filesystem made by scripts/slurm-rootfs.sh,
+# in a private mount namespace (shared/reference/slurm-versions.md §2):
+# the rootfs bound on itself (so "/" is a mount point), /proc, /sys and /dev
+# from the host, private tmpfs on /tmp and /run, and this checkout at the
+# same path. Nothing mounted here outlives the command.
+#   tests/e2e/in-rootfs.sh ROOTFS COMMAND [ARGS...]
+set -euo pipefail
+root=$(cd "${1:?usage: in-rootfs.sh ROOTFS COMMAND...}" && pwd); shift
+[ $# -gt 0 ] || { echo "in-rootfs: no command" >&2; exit 2; }
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+exec unshare --mount --propagation private -- /bin/bash -c '
+  set -e
+  root=$1 repo=$2; shift 2
+  mount --bind "$root" "$root"
+  mount -t proc proc "$root/proc"
+  mount --rbind /sys "$root/sys"
+  mount --rbind /dev "$root/dev"
+  mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+  mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+  mkdir -p "$root$repo"
+  mount --bind "$repo" "$root$repo"
+  cd "$repo"
+  exec chroot "$root" /usr/bin/env -i -C "$repo" PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
+    "$@"' in-rootfs "$root" "$REPO" "$@"
