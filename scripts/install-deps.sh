@@ -2,7 +2,11 @@
 # Installs what building and testing slurm-imex needs on Debian 12 (root).
 # Idempotent: skips apt when everything is already there.
 set -euo pipefail
-need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd)
+# Slurm 22.05 and munge for the host cluster; debootstrap for the 24.11/26.05
+# root filesystems; libclang-dev for slurm-spank's bindgen (Slurm >= 23.11);
+# libslurm-dev for 22.05's headers; dpkg-dev and lintian for the packages.
+need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
+      debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -18,3 +22,4 @@ for s in slurmctld slurmd munge; do
   systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }
+command -v cargo-deb >/dev/null || cargo install --quiet --locked cargo-deb

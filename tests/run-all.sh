@@ -1,7 +1,8 @@
 #!/bin/bash
 # Every test of slurm-imex: formatting and lints, unit and integration tests,
-# then the end-to-end suite on a real multi-node Slurm. Run as root on
-# Debian 12; installs what it needs (scripts/install-deps.sh).
+# then the end-to-end suite on a real multi-node Slurm of every version we
+# ship for (22.05, 24.11, 26.05; tests/e2e/versions.sh), with the packages.
+# Run as root on Debian 12; installs what it needs (scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -9,4 +10,4 @@ echo "== cargo fmt --check"; cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo build --release"; cargo build --release --workspace --quiet
 echo "== cargo test"; cargo test --workspace --quiet 2>&1 | tee /tmp/slurm-imex-cargo-test.log
-echo "== end-to-end on real Slurm"; bash tests/e2e/run.sh
+echo "== end-to-end on real Slurm 22.05, 24.11 and 26.05"; bash tests/e2e/versions.sh

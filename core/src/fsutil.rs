@@ -87,6 +87,33 @@ pub fn tail_lines(path: &Path, n: usize) -> Option<Vec<String>> {
     Some(lines[lines.len().saturating_sub(n)..].to_vec())
 }
 
+/// Read a small text file someone else maintains (a Slurm config file):
+/// opened without blocking, so a FIFO put in its place cannot hang a prolog
+/// or slurmstepd, refused unless it is a regular file, and refused past
+/// `max_bytes`. Invalid UTF-8 is replaced, not fatal.
+pub fn read_config_text(path: &Path, max_bytes: u64) -> Result<String> {
+    use std::io::Read;
+    let fail =
+        |e: &dyn std::fmt::Display| Error::new(format!("cannot read {}: {e}", path.display()));
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| fail(&e))?;
+    let meta = file.metadata().map_err(|e| fail(&e))?;
+    if !meta.is_file() {
+        return Err(fail(&"not a regular file"));
+    }
+    let mut bytes = Vec::new();
+    file.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(&e))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(fail(&format!("larger than {max_bytes} bytes")));
+    }
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,31 +149,4 @@ mod tests {
         assert_eq!(tail_lines(&p, 2).unwrap(), vec!["c", "d"]);
         assert!(tail_lines(&dir.path().join("none"), 2).is_none());
     }
-}
-
-/// Read a small text file someone else maintains (a Slurm config file):
-/// opened without blocking, so a FIFO put in its place cannot hang a prolog
-/// or slurmstepd, refused unless it is a regular file, and refused past
-/// `max_bytes`. Invalid UTF-8 is replaced, not fatal.
-pub fn read_config_text(path: &Path, max_bytes: u64) -> Result<String> {
-    use std::io::Read;
-    let fail =
-        |e: &dyn std::fmt::Display| Error::new(format!("cannot read {}: {e}", path.display()));
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| fail(&e))?;
-    let meta = file.metadata().map_err(|e| fail(&e))?;
-    if !meta.is_file() {
-        return Err(fail(&"not a regular file"));
-    }
-    let mut bytes = Vec::new();
-    file.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(|e| fail(&e))?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(fail(&format!("larger than {max_bytes} bytes")));
-    }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

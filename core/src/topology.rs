@@ -33,12 +33,14 @@ pub fn locate(cfg: &SlurmConfig, slurm_conf: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
+/// (topology name, node -> block name); topology.conf has one, unnamed.
+type NamedTopology = (String, HashMap<String, String>);
+
 /// Every block topology in one file: for each, which block each node is in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocks {
     pub source: PathBuf,
-    /// (topology name, node -> block name); topology.conf has one, unnamed.
-    topologies: Vec<(String, HashMap<String, String>)>,
+    topologies: Vec<NamedTopology>,
 }
 
 impl Blocks {
@@ -138,10 +140,7 @@ fn add_block(
 
 /// topology.conf: `BlockName=<name> Nodes=<hostlist>` lines; `BlockSizes=`
 /// and tree `SwitchName=` lines are not about blocks and are skipped.
-fn parse_conf(
-    text: &str,
-    max_nodes: usize,
-) -> std::result::Result<Vec<(String, HashMap<String, String>)>, String> {
+fn parse_conf(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopology>, String> {
     let mut map = HashMap::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
@@ -174,10 +173,7 @@ fn parse_conf(
 
 /// topology.yaml: a list of topologies; each `block:` one contributes its
 /// `blocks:` entries (`block:` name, `nodes:` hostlist or list of them).
-fn parse_yaml(
-    text: &str,
-    max_nodes: usize,
-) -> std::result::Result<Vec<(String, HashMap<String, String>)>, String> {
+fn parse_yaml(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopology>, String> {
     let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
     let Some(doc) = docs.into_iter().next() else {
         return Ok(Vec::new());

@@ -44,6 +44,9 @@ proc_devices = "{pd}"
 state_dir = "{state}"
 ready_timeout = "1500ms"
 ready_poll_max = "100ms"
+channels = "plugin"
+[slurm]
+topology = "none"
 [imex.daemon]
 manager = "process"
 binary = "{bin}"
@@ -124,10 +127,14 @@ fn ready_domain_then_teardown_twice() {
     let node = Node::new(46001, "");
     let job = node.job(4242, "n1");
     let outcome = setup(&job, &node.config);
-    let SetupOutcome::Ready { channel, .. } = outcome else {
+    let SetupOutcome::Ready { .. } = outcome else {
         panic!("{outcome:?}")
     };
-    assert_eq!(channel, 1 + 4242 % 2047);
+    let record = StateDir::new(&node.config.imex.state_dir)
+        .read_record(4242)
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.channel, Some(1 + 4242 % 2047));
     assert_eq!(
         std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
         "127.0.0.1\n"
@@ -366,4 +373,26 @@ esac
     );
     teardown(501, &node.config).unwrap();
     node.assert_idle();
+}
+
+#[test]
+fn job_across_two_blocks_fails_before_claiming_or_starting_anything() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46007, "");
+    let topo = node.path("topology.conf");
+    std::fs::write(&topo, "BlockName=r1 Nodes=n1\nBlockName=r2 Nodes=n2\n").unwrap();
+    node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
+    let job = node.job(4343, "n[1-2]");
+    let SetupOutcome::JobFailure(cause) = setup(&job, &node.config) else {
+        panic!("a job spanning two blocks must fail as the job's problem");
+    };
+    assert!(cause.contains("r1 (n1), r2 (n2)"), "{cause}");
+    let state = StateDir::new(&node.config.imex.state_dir);
+    let lock = state.lock().unwrap();
+    assert_eq!(state.owner(&lock).unwrap(), None, "domain claimed");
+    assert!(!state.pid_file().exists(), "a daemon was started");
+    assert_eq!(
+        std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap_or_default(),
+        ""
+    );
 }

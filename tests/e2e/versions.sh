@@ -1,0 +1,98 @@
+#!/bin/bash
+# The end-to-end suite on every Slurm we ship for, each from Debian's own
+# packages: 22.05 on this machine (Debian 12), 24.11 (Debian 13 "trixie")
+# and 26.05 (Debian unstable) in root filesystems made by
+# scripts/slurm-rootfs.sh. Builds one plugin per Slurm and the packages,
+# tests the packages, then runs the phases of tests/e2e/run.sh:
+#   22.05  base                      (from the build tree)
+#   24.11  base, switch, topology    (from the installed .deb; topology.conf)
+#   26.05  base, switch, topology    (from the build tree; topology.yaml)
+# Prints a table of Slurm version x phase x tests x wall time, then
+# "e2e: N passed, M failed". Needs root; run after cargo build --release.
+set -uo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$REPO"
+source tests/e2e/lib.sh
+source tests/e2e/packages.sh
+LOGS=$REPO/target/e2e-logs
+mkdir -p "$LOGS"
+ROWS=()
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+
+upstream_version() { dpkg-query --admindir="$1/var/lib/dpkg" -W -f='${Version}' slurmd | sed 's/-[^-]*$//'; }
+
+# One phase of run.sh; on the host when rootfs is "/".
+run_phase() { # rootfs install phase [env...]
+  local root=$1 install=$2 phase=$3; shift 3
+  local version mm log start rc line passed failed
+  version=$(upstream_version "$root"); mm=${version%.*}
+  log=$LOGS/slurm-$mm-$phase.log
+  start=$SECONDS
+  local cmd=(env E2E_PHASE="$phase" E2E_INSTALL="$install" E2E_SLURM_VERSION="$version"
+             E2E_PLUGIN="$REPO/target/slurm-plugins/$mm/libspank_imex.so" "$@" bash tests/e2e/run.sh)
+  echo "== Slurm $version: phase $phase (from $install) -> $log"
+  if [ "$root" = / ]; then "${cmd[@]}" > "$log" 2>&1; else tests/e2e/in-rootfs.sh "$root" "${cmd[@]}" > "$log" 2>&1; fi
+  rc=$?
+  line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+  passed=$(sed -n 's/^e2e: \([0-9]*\) passed.*/\1/p' <<<"$line"); failed=$(sed -n 's/.* \([0-9]*\) failed$/\1/p' <<<"$line")
+  if [ -z "$line" ]; then passed=0; failed=1; fi
+  [ $rc -ne 0 ] && [ "${failed:-0}" = 0 ] && failed=1
+  grep -E '^(---|    (ok|FAIL|FAILED))' "$log" | grep -E 'FAIL' -B1 | sed 's/^/   /'
+  echo "   $passed passed, $failed failed in $((SECONDS - start)) s"
+  TOTAL_PASSED=$((TOTAL_PASSED + passed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
+  ROWS+=("$(printf '| %-8s | %-8s | %-7s | %6s | %6s | %5s s |' "$version" "$phase" "$install" "$passed" "$failed" "$((SECONDS - start))")")
+}
+
+# A package test, counted like the e2e tests.
+run_package_test() {
+  CURRENT_OK=1
+  echo "--- $1"
+  local start=$SECONDS
+  "$@"
+  if [ "$CURRENT_OK" = 1 ]; then TOTAL_PASSED=$((TOTAL_PASSED + 1)); echo "    ok ($((SECONDS - start)) s)"
+  else TOTAL_FAILED=$((TOTAL_FAILED + 1)); echo "    FAILED"; fi
+}
+
+main() {
+  [ "$(id -u)" = 0 ] || { echo "versions: must run as root" >&2; exit 1; }
+  local t0=$SECONDS trixie sid
+  trixie=$(scripts/slurm-rootfs.sh trixie) || exit 1
+  sid=$(scripts/slurm-rootfs.sh sid) || exit 1
+  echo "== plugins, one per Slurm (each stamped from its own headers)"
+  scripts/build-plugins.sh host "$trixie" "$sid" || exit 1
+  echo "== packages"
+  scripts/package.sh || exit 1
+  local deb2205 deb2411 deb2605
+  deb2205=$(ls "$REPO"/target/debian/slurm-imex_*+slurm22.05_amd64.deb)
+  deb2411=$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_amd64.deb)
+  deb2605=$(ls "$REPO"/target/debian/slurm-imex_*+slurm26.05_amd64.deb)
+  echo "== lintian"
+  local d; for d in "$deb2205" "$deb2411" "$deb2605"; do
+    echo "   $(basename "$d"): $(lintian "$d" 2>/dev/null | sed 's/^[EWIP]: slurm-imex: //' | sort | uniq -c | awk '{$1=$1};1' | paste -sd ';')"
+  done
+  echo "== package tests (Slurm $(upstream_version "$trixie"))"
+  run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$trixie" "$deb2411"
+  run_package_test test_package_for_another_slurm_is_refused "$trixie" "$deb2205"
+  run_package_test test_package_for_another_slurm_is_refused "$sid" "$deb2411"
+
+  run_phase / target base
+  # 24.11 runs from the installed package.
+  tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$deb2411" >/dev/null || { echo "versions: dpkg -i $deb2411 failed" >&2; exit 1; }
+  run_phase "$trixie" package base
+  run_phase "$trixie" package switch
+  run_phase "$trixie" package topology E2E_TOPOLOGY=conf
+  tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
+  run_phase "$sid" target base
+  run_phase "$sid" target switch
+  run_phase "$sid" target topology E2E_TOPOLOGY=yaml
+
+  echo
+  echo "| Slurm    | phase    | from    | passed | failed | wall    |"
+  echo "|----------|----------|---------|--------|--------|---------|"
+  printf '%s\n' "${ROWS[@]}"
+  echo "all Slurm versions: $((SECONDS - t0)) s"
+  echo "e2e: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
+  [ "$TOTAL_FAILED" = 0 ]
+}
+main "$@"
