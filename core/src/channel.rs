@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::stat::{makedev, mknod, Mode, SFlag};
-use nix::unistd::{chown, Gid, Uid};
+use nix::unistd::{Gid, Uid};
 use std::path::{Path, PathBuf};
 
 /// The character device name the driver registers.
@@ -132,20 +132,8 @@ pub fn isolate_channel_dir(dir: &Path, grant: Option<&ChannelGrant>) -> Result<(
             makedev(g.major as u64, g.channel as u64),
         )
         .map_err(|e| Error::new(format!("mknod {} failed: {e}", path.display())))?;
-        chown(
-            &path,
-            Some(Uid::from_raw(g.uid)),
-            Some(Gid::from_raw(g.gid)),
-        )
-        .map_err(|e| Error::new(format!("chown {} failed: {e}", path.display())))?;
-        // mknod honours the umask; set the mode explicitly.
-        nix::sys::stat::fchmodat(
-            None,
-            &path,
-            Mode::from_bits_truncate(0o600),
-            nix::sys::stat::FchmodatFlags::FollowSymlink,
-        )
-        .map_err(|e| Error::new(format!("chmod {} failed: {e}", path.display())))?;
+        // mknod honours the umask; the helper sets the mode explicitly.
+        hand_to_user(&path, g.uid, g.gid)?;
     }
     Ok(())
 }
@@ -286,9 +274,16 @@ pub fn adopt_slurm_channel(dir: &Path, major: u32, uid: u32, gid: u32) -> Result
             meta.uid()
         )));
     }
+    hand_to_user(&path, uid, gid)?;
+    Ok(Some(channel))
+}
+
+/// Make a channel device the job user's, mode 0600. The device was just
+/// made, or checked to be one, in a tmpfs only root can write.
+fn hand_to_user(path: &Path, uid: u32, gid: u32) -> Result<()> {
     nix::unistd::fchownat(
         None,
-        &path,
+        path,
         Some(Uid::from_raw(uid)),
         Some(Gid::from_raw(gid)),
         nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
@@ -296,12 +291,11 @@ pub fn adopt_slurm_channel(dir: &Path, major: u32, uid: u32, gid: u32) -> Result
     .map_err(|e| Error::new(format!("chown {} failed: {e}", path.display())))?;
     nix::sys::stat::fchmodat(
         None,
-        &path,
+        path,
         Mode::from_bits_truncate(0o600),
         nix::sys::stat::FchmodatFlags::FollowSymlink,
     )
-    .map_err(|e| Error::new(format!("chmod {} failed: {e}", path.display())))?;
-    Ok(Some(channel))
+    .map_err(|e| Error::new(format!("chmod {} failed: {e}", path.display())))
 }
 
 #[cfg(test)]

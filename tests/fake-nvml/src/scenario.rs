@@ -21,7 +21,7 @@ pub struct Scenario {
     pub init_error: Option<u32>,
     #[serde(default, rename = "gpu")]
     pub gpus: Vec<Gpu>,
-    /// When the scenario was written: counters advance from here.
+    /// When the scenario file was created: counters advance from here.
     #[serde(skip, default = "SystemTime::now")]
     pub written: SystemTime,
 }
@@ -200,7 +200,12 @@ impl Scenario {
                 ));
             }
         }
-        if let Ok(m) = std::fs::metadata(origin).and_then(|m| m.modified()) {
+        // Counters advance from the file's birth: rewriting it in place
+        // (a test changing ECC or XIDs mid-job) must not turn the energy
+        // counter back, as no real driver does; replacing it (a new inode)
+        // is like a driver reload. Where birth time is unknown, mtime.
+        if let Ok(m) = std::fs::metadata(origin).and_then(|m| m.created().or_else(|_| m.modified()))
+        {
             s.written = m;
         }
         Ok(s)
