@@ -287,7 +287,7 @@ impl Default for HealthConfig {
             drain_from_epilog: true,
             set_drain_reason: false,
             scontrol: "scontrol".into(),
-            scontrol_timeout: HumanDuration(Duration::from_secs(5)),
+            scontrol_timeout: HumanDuration(Duration::from_secs(15)),
             pci_devices: "/sys/bus/pci/devices".into(),
         }
     }

@@ -16,6 +16,9 @@ test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
   # As on a node that never had slurm-imex (a cached rootfs may hold the
   # e2e harness's mount point there).
   rm -rf "$root/var/lib/slurm-imex"
+  # in-rootfs.sh makes the repo's mount point on first use; make it now so
+  # the snapshot compares the package's files only.
+  "$REPO/tests/e2e/in-rootfs.sh" "$root" true || { fail "cannot enter $root"; return; }
   before=$(rootfs_files "$root")
   local out; out=$("$REPO/tests/e2e/in-rootfs.sh" "$root" dpkg -i "$deb" 2>&1) || { fail "dpkg -i $deb: $out"; return; }
   local f
