@@ -18,9 +18,13 @@ pub fn run(cli: &Cli) -> Result<u8> {
     match &cli.command {
         Command::History(args) => history(cli, &config, args),
         Command::Show { job_id } => show(cli, &config, *job_id),
-        Command::Gpus { since, node, limit } => {
-            gpus(cli, &config, since.as_deref(), node.as_deref(), *limit)
-        }
+        Command::Gpus { since, node, limit } => gpus(
+            cli,
+            &config,
+            since.as_deref(),
+            node.as_deref(),
+            *limit as usize,
+        ),
         Command::Check {
             drain,
             undrain,
@@ -34,7 +38,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
 fn print_json<T: Serialize>(value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?;
-    println!("{text}");
+    out!("{text}");
     Ok(())
 }
 
@@ -87,8 +91,17 @@ fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
                 })
             })
             .transpose()?,
-        limit: a.limit,
+        limit: a.limit as usize,
     };
+    if let (Some(since), Some(until)) = (filter.since, filter.until) {
+        if until < since {
+            return Err(Error::new(format!(
+                "--until {} is before --since {}: swap them",
+                format_ts(until),
+                format_ts(since)
+            )));
+        }
+    }
     let rows = open_db(cli, config)?.history(&filter)?;
     if cli.json {
         print_json(&rows)?;
@@ -120,7 +133,7 @@ fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
             opt(r.reason.as_deref()),
         ]);
     }
-    print!("{}", t.render());
+    out_raw!("{}", t.render());
     Ok(0)
 }
 
@@ -136,7 +149,7 @@ fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
         return Ok(0);
     }
     for j in &jobs {
-        println!(
+        out!(
             "job {} on {}  user {}  {} .. {}  imex {}  verdict {}",
             j.job_id,
             j.node,
@@ -148,9 +161,9 @@ fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
         );
         for (name, phase) in [("prolog", &j.prolog), ("epilog", &j.epilog)] {
             if let Some(p) = phase {
-                println!("  {name}: {} in {} ms", p.verdict.as_str(), p.ms);
+                out!("  {name}: {} in {} ms", p.verdict.as_str(), p.ms);
                 for r in &p.reasons {
-                    println!("    {r}");
+                    out!("    {r}");
                 }
             }
         }
@@ -170,7 +183,10 @@ fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
         ]);
         for g in &j.gpus {
             let s = &g.stats;
-            let throttle: u64 = s.throttle_ns.values().sum();
+            let throttle: u64 = s
+                .throttle_ns
+                .values()
+                .fold(0u64, |a, v| a.saturating_add(*v));
             t.row(vec![
                 s.index.to_string(),
                 s.serial.clone(),
@@ -188,11 +204,11 @@ fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
             ]);
         }
         for line in t.render().lines() {
-            println!("  {line}");
+            out!("  {line}");
         }
         for g in &j.gpus {
             for x in &g.stats.xids {
-                println!(
+                out!(
                     "  xid gpu{} {}: XID {} ({}) pid {} {}: {}",
                     g.stats.index,
                     g.stats.serial,
@@ -204,7 +220,7 @@ fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
                 );
             }
             for p in &g.stats.processes {
-                println!(
+                out!(
                     "  process gpu{} pid {}: util {}% mem util {}% max memory {} MiB, {} ms",
                     g.stats.index,
                     p.pid,
@@ -264,7 +280,7 @@ fn gpus(
             format!("{:.3}", r.energy_mj as f64 / 3.6e9),
         ]);
     }
-    print!("{}", t.render());
+    out_raw!("{}", t.render());
     Ok(0)
 }
 
@@ -334,7 +350,7 @@ fn check(
     if cli.json {
         print_json(&report)?;
     } else {
-        println!(
+        out!(
             "{}: {} ({} GPUs checked in {} ms)",
             report.node,
             verdict.as_str(),
@@ -352,10 +368,10 @@ fn check(
             ]);
         }
         if !report.findings.is_empty() {
-            print!("{}", t.render());
+            out_raw!("{}", t.render());
         }
         if let Some(a) = &report.action {
-            println!("{a}");
+            out!("{a}");
         }
     }
     Ok(if verdict == Verdict::Drain { 1 } else { 0 })
@@ -367,24 +383,24 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
         print_json(&s)?;
         return Ok(0);
     }
-    println!("IMEX owner job:   {}", opt(s.owner));
-    println!("daemon:           {}", s.daemon);
-    println!("local state:      {}", s.local_state);
+    out!("IMEX owner job:   {}", opt(s.owner));
+    out!("daemon:           {}", s.daemon);
+    out!("local state:      {}", s.local_state);
     if let Some(d) = &s.domain {
         let (ready, total) = s.nodes_ready.unwrap_or((0, 0));
-        println!("domain:           {d} ({ready}/{total} nodes READY)");
+        out!("domain:           {d} ({ready}/{total} nodes READY)");
     }
     if let Some(r) = &s.record {
         match r.channel {
-            Some(c) => println!("channel:          {c}"),
-            None => println!("channel:          Slurm's (switch/nvidia_imex)"),
+            Some(c) => out!("channel:          {c}"),
+            None => out!("channel:          Slurm's (switch/nvidia_imex)"),
         }
-        println!("server port:      {}", r.server_port);
-        println!("nodes:            {}", r.nodes.join(","));
-        println!("prolog outcome:   {:?}", r.outcome);
+        out!("server port:      {}", r.server_port);
+        out!("nodes:            {}", r.nodes.join(","));
+        out!("prolog outcome:   {:?}", r.outcome);
     }
     for p in &s.problems {
-        println!("problem:          {p}");
+        out!("problem:          {p}");
     }
     Ok(0)
 }
@@ -403,7 +419,7 @@ fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> 
     if cli.json {
         print_json(&serde_json::json!({"node": node, "result": line}))?;
     } else {
-        println!("{line}");
+        out!("{line}");
     }
     Ok(code)
 }

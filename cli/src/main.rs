@@ -3,6 +3,21 @@
 //! HealthCheckProgram), shows this node's IMEX state, and clears our drains.
 //! Every command prints a table or, with --json, JSON; errors are one line.
 
+/// `println!` that returns a one-line error instead of panicking when
+/// stdout fails (a full disk, a closed file).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        crate::write_out(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// `print!` with the same error handling as `out!`.
+macro_rules! out_raw {
+    ($($arg:tt)*) => {
+        crate::write_out(format_args!($($arg)*))?
+    };
+}
+
 mod commands;
 mod table;
 
@@ -43,8 +58,9 @@ pub enum Command {
         since: Option<String>,
         #[arg(long)]
         node: Option<String>,
-        #[arg(long, default_value_t = 100)]
-        limit: usize,
+        /// At most this many rows (1 to 1000000).
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        limit: u64,
     },
     /// Run the GPU health gate now. Exit 0 healthy (warnings allowed), 1 drain
     /// finding, 2 could not check. Usable as slurm.conf HealthCheckProgram.
@@ -88,16 +104,40 @@ pub struct HistoryArgs {
     /// pass, warn or drain.
     #[arg(long)]
     pub verdict: Option<String>,
-    #[arg(long, default_value_t = 100)]
-    pub limit: usize,
+    /// At most this many rows (1 to 1000000).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub limit: u64,
+}
+
+/// Write to stdout; a failure is one line, not a panic.
+pub fn write_out(args: std::fmt::Arguments) -> slurm_imex_core::Result<()> {
+    use std::io::Write;
+    std::io::stdout()
+        .lock()
+        .write_fmt(args)
+        .map_err(|e| slurm_imex_core::Error::new(format!("cannot write output: {e}")))
 }
 
 fn main() -> ExitCode {
+    // As coreutils: a reader that goes away (`slurm-imex history | head`)
+    // ends us quietly by SIGPIPE, not with a "broken pipe" panic.
+    // SAFETY: restoring the default disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
-    match commands::run(&cli) {
+    let result = commands::run(&cli).and_then(|code| {
+        use std::io::Write;
+        std::io::stdout()
+            .flush()
+            .map(|_| code)
+            .map_err(|e| slurm_imex_core::Error::new(format!("cannot write output: {e}")))
+    });
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("slurm-imex: {e}");
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "slurm-imex: {e}");
             ExitCode::from(2)
         }
     }

@@ -15,6 +15,7 @@ impl Error {
         // Keep it one line whatever the source put in it.
         let line: String = line.into();
         let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = crate::text::cap(&line, crate::text::LINE_MAX);
         Error { line }
     }
 

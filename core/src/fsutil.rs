@@ -8,9 +8,28 @@ use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-/// Write `contents` to `path` atomically: a temporary file in the same
-/// directory, fsync, rename over the target, fsync the directory.
-/// The parent directory must exist. `mode` is applied to the new file.
+/// An unpredictable suffix for temporary names (getrandom), so nobody can
+/// plant a file or symlink at the name we are about to create.
+fn random_suffix() -> String {
+    let mut bytes = [0u8; 8];
+    // SAFETY: getrandom writes at most `len` bytes into the buffer.
+    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if n != bytes.len() as isize {
+        // No entropy yet (very early boot): time and pid still differ per run.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        bytes = (t ^ (std::process::id() as u64).rotate_left(32)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Write `contents` to `path` atomically: a temporary file with an
+/// unpredictable name created with `O_CREAT|O_EXCL|O_NOFOLLOW` in the same
+/// directory, fsync, rename over the target (a symlink there is replaced,
+/// never followed), fsync the directory. The parent directory must exist.
+/// `mode` is applied to the new file.
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     let dir = path
         .parent()
@@ -19,10 +38,13 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::new(format!("{}: not a file path", path.display())))?;
+    if dir.is_absolute() {
+        crate::trust::check(dir, crate::trust::Expect::Dir, "directory")?;
+    }
     let tmp = dir.join(format!(
         ".{}.tmp.{}",
         name.to_string_lossy(),
-        std::process::id()
+        random_suffix()
     ));
     let fail = |e: std::io::Error, what: &str| {
         let _ = fs::remove_file(&tmp);
@@ -30,11 +52,16 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     };
     let mut file = OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
         .mode(mode)
         .open(&tmp)
-        .map_err(|e| fail(e, "create a temporary file for"))?;
+        .map_err(|e| {
+            Error::new(format!(
+                "cannot create a temporary file for {}: {e}",
+                path.display()
+            ))
+        })?;
     file.write_all(contents).map_err(|e| fail(e, "write"))?;
     // The umask may have narrowed the mode at create time.
     file.set_permissions(fs::Permissions::from_mode(mode))
@@ -48,15 +75,17 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     Ok(())
 }
 
-/// Create a directory (and parents) if missing, with `mode` on the last one.
+/// Create a directory root keeps state in (and its parents) if missing,
+/// with `mode` on the last one; then hold it to the trust boundary
+/// ([`crate::trust`]): a directory someone else can write is refused.
 pub fn ensure_dir(path: &Path, mode: u32) -> Result<()> {
-    if path.is_dir() {
-        return Ok(());
+    if !path.is_dir() {
+        fs::create_dir_all(path)
+            .map_err(|e| Error::new(format!("cannot create directory {}: {e}", path.display())))?;
+        fs::set_permissions(path, fs::Permissions::from_mode(mode))
+            .map_err(|e| Error::new(format!("cannot chmod {}: {e}", path.display())))?;
     }
-    fs::create_dir_all(path)
-        .map_err(|e| Error::new(format!("cannot create directory {}: {e}", path.display())))?;
-    fs::set_permissions(path, fs::Permissions::from_mode(mode))
-        .map_err(|e| Error::new(format!("cannot chmod {}: {e}", path.display())))
+    crate::trust::check(path, crate::trust::Expect::Dir, "directory")
 }
 
 /// Remove a file; a missing file is not an error (idempotent teardown).
@@ -138,7 +167,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("nope/f.cfg");
         let e = write_atomic(&p, b"x", 0o644).unwrap_err();
-        assert!(e.to_string().contains("nope/f.cfg"), "{e}");
+        assert!(e.to_string().contains("nope"), "{e}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::stats::gpu_job_stats;
 use crate::timespec::now_s;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What the prolog leaves for the epilog (state_dir/gpu-jobs/<job>.json).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -55,11 +55,44 @@ fn checkpoint_path(cfg: &Config) -> PathBuf {
 
 /// Per GPU (PCI id) the last kmsg sequence already judged. Kept on the
 /// state tmpfs, so a reboot (which restarts kmsg numbering) clears it.
+/// A corrupt checkpoint is logged with its path and set aside
+/// (`.corrupt`); the gate then judges every XID still in the kernel log,
+/// which may report one again but never misses one.
 fn load_checkpoint(cfg: &Config) -> BTreeMap<String, u64> {
-    std::fs::read(checkpoint_path(cfg))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+    read_state_json(&checkpoint_path(cfg), "XID checkpoint").unwrap_or_default()
+}
+
+/// Read a JSON state file we wrote. Missing: None. Unreadable or corrupt:
+/// logged with its path, renamed to `<name>.corrupt` (replacing an older
+/// one) so the next write starts clean and an admin can look, then None.
+fn read_state_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Option<T> {
+    let bytes = match crate::fsutil::read_config_text(path, 16 << 20) {
+        Ok(t) => t,
+        Err(_) if !path.exists() => return None,
+        Err(e) => {
+            tracing::warn!("{what} unreadable, ignored: {e}");
+            return None;
+        }
+    };
+    match serde_json::from_str(&bytes) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            let aside = path.with_extension("json.corrupt");
+            let moved = std::fs::rename(path, &aside).is_ok();
+            let line = format!(
+                "corrupt {what} {} ({e}){}",
+                path.display(),
+                if moved {
+                    format!("; moved aside to {}", aside.display())
+                } else {
+                    String::new()
+                }
+            );
+            tracing::warn!("{line}");
+            eprintln!("slurm-imex: {line}");
+            None
+        }
+    }
 }
 
 fn advance_checkpoint(cfg: &Config, gate: &GateResult) {
@@ -165,9 +198,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
 /// After the job: deltas, XIDs during the job, post-job verdict, record.
 pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     let path = start_path(cfg, job.job_id);
-    let start: Option<StartState> = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let start: Option<StartState> = read_state_json(&path, "start snapshot");
     if start.is_none() && !is_gpu_job(job, cfg) {
         return GpuPhaseOutcome::Skipped("not a GPU job");
     }
@@ -222,7 +253,17 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
         prolog: start.as_ref().map(|s| s.prolog.clone()),
         epilog: Some(PhaseOutcome {
             verdict,
-            reasons: all_reasons(&gate.findings),
+            reasons: {
+                let mut r = all_reasons(&gate.findings);
+                if start.is_none() {
+                    r.push(
+                        "unknown: no usable start snapshot from the prolog, so per-job \
+                         deltas (energy, ECC, replays) are not known"
+                            .into(),
+                    );
+                }
+                r
+            },
             ms: gate.elapsed.as_millis() as u64,
         }),
         gpus,
@@ -248,8 +289,14 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
 fn record(cfg: &Config, row: &JobRow) -> Result<()> {
     let mut db = JobDb::open(&cfg.database.path, cfg.database.busy_timeout.0)?;
     db.record_job(row)?;
+    let retention = cfg.database.retention.0;
+    if retention.is_zero() {
+        return Ok(()); // 0: keep every record forever
+    }
     let now = now_s();
-    let cutoff = now - cfg.database.retention.0.as_secs() as i64;
+    let age = i64::try_from(retention.as_secs()).unwrap_or(i64::MAX);
+    // Never the job just recorded, whatever the clock or the retention says.
+    let cutoff = now.saturating_sub(age).min(row.start_ts);
     if let Err(e) = db.prune(cutoff, now, 86_400) {
         tracing::warn!("retention pruning failed: {e}");
     }

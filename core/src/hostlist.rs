@@ -15,9 +15,24 @@ use crate::error::{Error, Result};
 /// Expand `expr` into node names. Fails with one line naming the problem and
 /// its position when the syntax is bad or the result exceeds `max_hosts`.
 pub fn expand(expr: &str, max_hosts: usize) -> Result<Vec<String>> {
-    let expr = expr.trim();
     if expr.is_empty() {
         return Err(Error::new("empty hostlist"));
+    }
+    // Host names go into nodes_config.cfg and error lines: only what a
+    // host name may hold (RFC 1123 plus '_'), and the hostlist syntax.
+    if let Some((i, c)) = expr
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_alphanumeric() || "-._[],".contains(*c)))
+    {
+        let what = if c.is_whitespace() {
+            "whitespace".to_string()
+        } else if c.is_control() {
+            format!("control character {:?}", c)
+        } else {
+            format!("'{c}'")
+        };
+        let at = expr[..i].chars().count();
+        return Err(bad(expr, at, &format!("{what} cannot be in a host name")));
     }
     let mut hosts = Vec::new();
     for (start, part) in split_top_level(expr)? {
@@ -31,7 +46,8 @@ pub fn expand(expr: &str, max_hosts: usize) -> Result<Vec<String>> {
 
 fn bad(expr: &str, at: usize, what: &str) -> Error {
     Error::new(format!(
-        "bad hostlist \"{expr}\" at character {}: {what}",
+        "bad hostlist \"{}\" at character {}: {what}",
+        crate::text::cap(&expr.escape_debug().to_string(), crate::text::PIECE_MAX),
         at + 1
     ))
 }
@@ -95,11 +111,6 @@ fn expand_one(
     if !rest.is_empty() {
         pieces.push(Piece::Text(rest.to_string()));
     }
-    if let Some(Piece::Text(t)) = pieces.first() {
-        if t.chars().any(char::is_whitespace) {
-            return Err(bad(expr, offset, "host names cannot contain spaces"));
-        }
-    }
     // Size check before expanding, with overflow-safe arithmetic.
     let mut total: usize = 1;
     for p in &pieces {
@@ -109,8 +120,9 @@ fn expand_one(
     }
     if out.len().saturating_add(total) > max_hosts {
         return Err(Error::new(format!(
-            "hostlist \"{expr}\" expands to more than {max_hosts} hosts \
-             (raise [imex] max_nodes if this is intended)"
+            "hostlist \"{}\" expands to more than {max_hosts} hosts \
+             (raise [imex] max_nodes if this is intended)",
+            crate::text::cap(expr, crate::text::PIECE_MAX)
         )));
     }
     let mut names = vec![String::new()];

@@ -25,10 +25,13 @@ pub mod logging;
 pub mod process;
 pub mod slurm_conf;
 pub mod slurm_env;
+pub mod slurm_job;
 #[cfg(feature = "node")]
 pub mod stats;
+pub mod text;
 pub mod timespec;
 pub mod topology;
+pub mod trust;
 pub mod xid;
 
 pub use error::{Error, Result};

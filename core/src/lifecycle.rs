@@ -120,8 +120,33 @@ impl Hook {
 }
 
 /// The whole binary: logging, Slurm's environment, config, the hook, and
-/// the exit status. Every error is one line on stderr and in the log.
+/// the exit status. Every error is one line on stderr and in the log; a
+/// panic (a bug) is caught and reported as one line too, with status 1.
 pub fn run_from_env(hook: Hook) -> u8 {
+    std::panic::set_hook(Box::new(|_| {}));
+    match std::panic::catch_unwind(|| run_hook(hook)) {
+        Ok(code) => code,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let line = crate::text::cap(
+                &format!(
+                    "{}: internal error (a bug, please report it): {what}",
+                    hook.program()
+                ),
+                1024,
+            );
+            tracing::error!("{line}");
+            eprintln!("{line}");
+            1
+        }
+    }
+}
+
+fn run_hook(hook: Hook) -> u8 {
     let program = hook.program();
     crate::logging::init(program);
     let report = |line: &str| {
@@ -137,8 +162,8 @@ pub fn run_from_env(hook: Hook) -> u8 {
     };
     let span = crate::logging::job_span(job.job_id, &job.node_name);
     let _guard = span.enter();
-    let config = match Config::load(None) {
-        Ok((c, _)) => c,
+    let config = match Config::load(None).and_then(|(c, _)| c.check_trust().map(|_| c)) {
+        Ok(c) => c,
         Err(e) => {
             report(&format!("{program} on {}: {e}", job.node_name));
             return 1;

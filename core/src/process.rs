@@ -7,6 +7,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Most output kept from one helper run (the rest is read and dropped).
+const CAPTURE_MAX: usize = 4 << 20;
+
 /// What a bounded run produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Output {
@@ -26,6 +29,7 @@ impl Output {
     pub fn one_line(&self) -> String {
         let all = format!("{} {}", self.stdout, self.stderr);
         let line = all.split_whitespace().collect::<Vec<_>>().join(" ");
+        let line = crate::text::cap(&line, crate::text::PIECE_MAX);
         match (line.is_empty(), self.code) {
             (false, _) => line,
             (true, Some(c)) => format!("exit status {c}"),
@@ -36,8 +40,10 @@ impl Output {
 
 /// Run `program args...` with stdin closed, capturing output; kill it (and
 /// report a timeout) if it runs longer than `limit`.
+/// The program must pass the trust boundary ([`crate::trust`]) first.
 pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Output> {
-    let mut child = Command::new(program)
+    let resolved = crate::trust::trusted_program(program, "program")?;
+    let mut child = Command::new(&resolved)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -59,9 +65,10 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
                 if n == 0 {
                     break;
                 }
-                sink.lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .extend_from_slice(&chunk[..n]);
+                let mut kept = sink.lock().unwrap_or_else(|e| e.into_inner());
+                // Keep draining, but hold at most CAPTURE_MAX bytes.
+                let room = CAPTURE_MAX.saturating_sub(kept.len());
+                kept.extend_from_slice(&chunk[..n.min(room)]);
             }
             let _ = tx.send(());
         });

@@ -36,19 +36,33 @@ impl JobEnv {
         let job_id = job_id_text
             .trim()
             .parse::<u32>()
-            .map_err(|_| Error::new(format!("SLURM_JOB_ID=\"{job_id_text}\" is not a job id")))?;
+            .ok()
+            .filter(|id| *id > 0)
+            .ok_or_else(|| {
+                Error::new(format!(
+                    "SLURM_JOB_ID=\"{}\" is not a job id",
+                    shown(&job_id_text)
+                ))
+            })?;
         let node_name = required("SLURMD_NODENAME")?;
+        match crate::hostlist::expand(&node_name, 1) {
+            Ok(names) if names == [node_name.as_str()] => {}
+            _ => {
+                return Err(Error::new(format!(
+                    "SLURMD_NODENAME=\"{}\" is not a host name",
+                    shown(&node_name)
+                )))
+            }
+        }
         let node_list = get("SLURM_JOB_NODELIST")
             .or_else(|| get("SLURM_NODELIST"))
             .filter(|v| !v.is_empty())
             .unwrap_or_else(|| node_name.clone());
         let uid = match get("SLURM_JOB_UID").filter(|v| !v.is_empty()) {
             None => None,
-            Some(v) => Some(
-                v.trim()
-                    .parse::<u32>()
-                    .map_err(|_| Error::new(format!("SLURM_JOB_UID=\"{v}\" is not a uid")))?,
-            ),
+            Some(v) => Some(v.trim().parse::<u32>().map_err(|_| {
+                Error::new(format!("SLURM_JOB_UID=\"{}\" is not a uid", shown(&v)))
+            })?),
         };
         let gpus = match get("SLURM_JOB_GPUS").filter(|v| !v.trim().is_empty()) {
             None => None,
@@ -59,16 +73,53 @@ impl JobEnv {
             node_name,
             node_list,
             uid,
-            user: get("SLURM_JOB_USER").filter(|v| !v.is_empty()),
+            user: match get("SLURM_JOB_USER").filter(|v| !v.is_empty()) {
+                Some(u) if u.len() > 256 || u.chars().any(char::is_control) => {
+                    return Err(Error::new(format!(
+                        "SLURM_JOB_USER=\"{}\" is not a user name",
+                        shown(&u)
+                    )))
+                }
+                u => u,
+            },
             imex_requested: get(IMEX_REQUEST_VAR).is_some_and(|v| v.trim() == "1"),
             gpus,
         })
     }
 
+    /// From this process's environment; a variable that is set but not
+    /// UTF-8 is named as such, never taken for "not set".
     pub fn from_process_env() -> Result<JobEnv> {
+        for name in [
+            "SLURM_JOB_ID",
+            "SLURMD_NODENAME",
+            "SLURM_JOB_NODELIST",
+            "SLURM_NODELIST",
+            "SLURM_JOB_UID",
+            "SLURM_JOB_USER",
+            "SLURM_JOB_GPUS",
+            IMEX_REQUEST_VAR,
+        ] {
+            if let Some(v) = std::env::var_os(name) {
+                if v.to_str().is_none() {
+                    return Err(Error::new(format!(
+                        "{name}=\"{}\" is not valid UTF-8",
+                        shown(&v.to_string_lossy())
+                    )));
+                }
+            }
+        }
         JobEnv::from_lookup(|k| std::env::var(k).ok())
     }
 }
+
+/// An outside value as an error line shows it: escaped and capped.
+fn shown(v: &str) -> String {
+    crate::text::cap(&v.escape_debug().to_string(), 128)
+}
+
+/// Most GPU indexes one job may list (far above any node's GPU count).
+const MAX_JOB_GPUS: usize = 1024;
 
 /// `SLURM_JOB_GPUS` is a comma list of indexes ("0,1,3"); Slurm may also
 /// write ranges ("0-3").
@@ -78,7 +129,9 @@ fn parse_gpu_indexes(v: &str) -> Result<Vec<u32>> {
         let num = |s: &str| {
             s.parse::<u32>().map_err(|_| {
                 Error::new(format!(
-                    "SLURM_JOB_GPUS=\"{v}\": \"{item}\" is not a GPU index"
+                    "SLURM_JOB_GPUS=\"{}\": \"{}\" is not a GPU index",
+                    shown(v),
+                    shown(item)
                 ))
             })
         };
@@ -87,12 +140,20 @@ fn parse_gpu_indexes(v: &str) -> Result<Vec<u32>> {
                 let (a, b) = (num(a)?, num(b)?);
                 if b < a || b - a > 1024 {
                     return Err(Error::new(format!(
-                        "SLURM_JOB_GPUS=\"{v}\": bad range \"{item}\""
+                        "SLURM_JOB_GPUS=\"{}\": bad range \"{}\"",
+                        shown(v),
+                        shown(item)
                     )));
                 }
                 out.extend(a..=b);
             }
             None => out.push(num(item)?),
+        }
+        if out.len() > MAX_JOB_GPUS {
+            return Err(Error::new(format!(
+                "SLURM_JOB_GPUS=\"{}\" lists more than {MAX_JOB_GPUS} GPUs",
+                shown(v)
+            )));
         }
     }
     Ok(out)

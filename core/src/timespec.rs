@@ -16,7 +16,16 @@ pub fn now_s() -> i64 {
 pub fn parse_point(spec: &str, now: i64, flag: &str) -> Result<i64> {
     let s = spec.trim();
     if let Ok(d) = humantime::parse_duration(s) {
-        return Ok(now - d.as_secs() as i64);
+        return i64::try_from(d.as_secs())
+            .ok()
+            .and_then(|age| now.checked_sub(age))
+            .filter(|t| *t >= 0)
+            .ok_or_else(|| {
+                Error::new(format!(
+                    "{flag} \"{}\" reaches back before 1970: give a shorter age or a date",
+                    crate::text::cap(spec, 64)
+                ))
+            });
     }
     let full = match s.len() {
         10 => format!("{s}T00:00:00Z"),
@@ -28,15 +37,22 @@ pub fn parse_point(spec: &str, now: i64, flag: &str) -> Result<i64> {
         .map(|t| t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0))
         .map_err(|_| {
             Error::new(format!(
-                "{flag} \"{spec}\" is neither an age (7d, 12h, 30m) nor a UTC date (2026-11-01, 2026-11-01T08:00)"
+                "{flag} \"{}\" is neither an age (7d, 12h, 30m) nor a UTC date (2026-11-01, 2026-11-01T08:00)",
+                crate::text::cap(spec, 64)
             ))
         })
 }
 
-/// `2026-11-22T02:10:00Z`.
+/// The last second humantime (RFC 3339, four-digit years) can print.
+const MAX_PRINTABLE_TS: i64 = 253_402_300_799;
+
+/// `2026-11-22T02:10:00Z`; a value outside years 1970..=9999 (a corrupt or
+/// hand-edited database) prints as it is stored, `@<seconds>`.
 pub fn format_ts(ts: i64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(ts.max(0) as u64))
-        .to_string()
+    if !(0..=MAX_PRINTABLE_TS).contains(&ts) {
+        return format!("@{ts}");
+    }
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(ts as u64)).to_string()
 }
 
 #[cfg(test)]
@@ -65,5 +81,9 @@ mod tests {
             .to_string();
         assert!(e.contains("--since \"last week\""), "{e}");
         assert_eq!(format_ts(1_793_491_200), "2026-11-01T00:00:00Z");
+        assert_eq!(format_ts(i64::MAX), format!("@{}", i64::MAX));
+        assert_eq!(format_ts(-5), "@-5");
+        let e = parse_point("100000000000y", now, "--since").unwrap_err();
+        assert!(e.to_string().contains("before 1970"), "{e}");
     }
 }

@@ -53,6 +53,16 @@ fn node_finding(check: &str, detail: String) -> Finding {
     }
 }
 
+/// The job's GPU indexes this node does not have, as "4,5", if any.
+fn missing_job_gpus(requested: Option<&[u32]>, count: u32) -> Option<String> {
+    let missing: Vec<String> = requested?
+        .iter()
+        .filter(|i| **i >= count)
+        .map(u32::to_string)
+        .collect();
+    (!missing.is_empty()).then(|| crate::text::summarize_list(&missing, 256))
+}
+
 pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     let started = Instant::now();
     let deadline = started + cfg.health.gate_timeout.0;
@@ -109,6 +119,19 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     };
     result.driver = reader.driver_version();
     let gpus = job_gpus(req.gpus, count);
+    if let Some(missing) = missing_job_gpus(req.gpus, count) {
+        // Slurm will hand the job a GPU this node does not have: the job
+        // would run without it. Slurm's GPU inventory (gres.conf) and the
+        // node disagree, so the node drains until an admin reconciles them.
+        result.findings.push(node_finding(
+            "gpu_set",
+            format!(
+                "SLURM_JOB_GPUS lists GPU index(es) {missing} but NVML sees {count} GPU(s) \
+                 (indexes 0-{}): a GPU is missing or gres.conf is wrong",
+                count.saturating_sub(1)
+            ),
+        ));
+    }
 
     // One reader thread per GPU; they report each stage as it starts.
     let (tx, rx) = mpsc::channel();

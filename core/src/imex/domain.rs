@@ -92,7 +92,7 @@ fn setup_inner(
         Ok(nodes) => nodes,
         Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
     };
-    if let Some(cause) = claim_domain(job, state)? {
+    if let Some(cause) = claim_domain(job, cfg, state)? {
         return Ok(SetupOutcome::JobFailure(cause));
     }
     record.nodes = nodes.clone();
@@ -101,8 +101,8 @@ fn setup_inner(
         Err(u) => {
             return Ok(SetupOutcome::JobFailure(format!(
                 "no IMEX address for node(s) {}: {} (fix [imex.addresses])",
-                u.nodes.join(","),
-                u.detail
+                crate::text::summarize_list(&u.nodes, crate::text::PIECE_MAX),
+                crate::text::cap(&u.detail, crate::text::PIECE_MAX)
             )))
         }
     };
@@ -123,7 +123,7 @@ fn job_nodes(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Vec<Strin
     if !nodes.iter().any(|n| n == node) {
         return Ok(Err(format!(
             "this node ({node}) is not in the job's node list {}",
-            job.node_list
+            crate::text::cap(&job.node_list, crate::text::PIECE_MAX)
         )));
     }
     let slurm_conf = slurm_conf::locate(&cfg.slurm);
@@ -140,14 +140,34 @@ fn job_nodes(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Vec<Strin
 
 /// Make this job the owner of the node's daemon, unless another job's
 /// domain is here (returned as the job's failure; it is never disturbed).
-fn claim_domain(job: &JobEnv, state: &StateDir) -> Result<Option<String>> {
+/// A domain left by a job Slurm says has ended is reclaimed first.
+fn claim_domain(job: &JobEnv, cfg: &Config, state: &StateDir) -> Result<Option<String>> {
     let lock = state.lock()?;
     match state.owner(&lock)? {
-        Some(other) if other != job.job_id => Ok(Some(format!(
-            "node {} already serves the IMEX domain of job {other}; IMEX jobs need \
-             whole nodes (use an exclusive partition or --exclusive)",
-            job.node_name
-        ))),
+        Some(other) if other != job.job_id => {
+            let ended = crate::slurm_job::has_ended(&cfg.health, other);
+            if let Ok(Some(true)) = ended {
+                tracing::warn!(
+                    "reclaiming the IMEX domain left behind by job {other}, which has ended"
+                );
+                let mut manager = Manager::new(&cfg.imex.daemon, state);
+                manager.stop()?;
+                manager.verify_gone(command_address(cfg))?;
+                state.remove_record(other)?;
+                state.set_owner(&lock, job.job_id)?;
+                return Ok(None);
+            }
+            let unsure = match ended {
+                Ok(Some(_)) => String::new(),
+                Ok(None) => " (Slurm could not say whether it is still running)".into(),
+                Err(e) => format!(" (cannot ask Slurm whether it is still running: {e})"),
+            };
+            Ok(Some(format!(
+                "node {} already serves the IMEX domain of job {other}{unsure}; IMEX jobs need \
+                 whole nodes (use an exclusive partition or --exclusive)",
+                job.node_name
+            )))
+        }
         _ => {
             state.set_owner(&lock, job.job_id)?;
             Ok(None)
@@ -301,7 +321,7 @@ impl DomainPlan {
                     "IMEX domain of job {} not ready after {waited}: peer(s) never became ready \
                      or connected: {}; domain {} (this node {node} is READY)",
                     job.job_id,
-                    list.join(", "),
+                    crate::text::summarize_list(&list, crate::text::PIECE_MAX),
                     n.domain
                 )))
             }
@@ -332,7 +352,8 @@ impl WithLog for Error {
         if tail.is_empty() {
             self
         } else {
-            Error::new(format!("{self}; daemon log: {}", tail.join(" | ")))
+            let tail = crate::text::cap(&tail.join(" | "), crate::text::PIECE_MAX);
+            Error::new(format!("{self}; daemon log: {tail}"))
         }
     }
 }
@@ -351,6 +372,7 @@ pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
             owner => {
                 let mut manager = Manager::new(daemon, &state);
                 manager.stop()?;
+                manager.verify_gone(command_address(cfg))?;
                 restore_idle_nodes_config(cfg)?;
                 remove_if_exists(&daemon.job_config)?;
                 state.clear_owner(&lock)?;
@@ -372,6 +394,19 @@ pub enum TeardownOutcome {
     AlreadyIdle,
     /// Another job owns this node's domain; it was not touched.
     LeftToOwner(u32),
+}
+
+/// Where the daemon's command port listens (IMEX_CMD_BIND_INTERFACE_IP,
+/// default loopback); None when the base config cannot say.
+fn command_address(cfg: &Config) -> Option<std::net::SocketAddr> {
+    let base = DaemonConfigFile::read(&cfg.imex.daemon.base_config).ok()?;
+    let port = base.cmd_port(&cfg.imex.daemon.base_config).ok()?;
+    let ip = base
+        .get("IMEX_CMD_BIND_INTERFACE_IP")
+        .and_then(|v| v.parse::<std::net::IpAddr>().ok())
+        .filter(|ip| !ip.is_unspecified())
+        .unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+    Some(std::net::SocketAddr::new(ip, port))
 }
 
 /// The idle nodes config is empty, so a daemon started by accident joins no

@@ -48,6 +48,10 @@ impl StateDir {
         }
     }
 
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     fn jobs_dir(&self) -> PathBuf {
         self.root.join("jobs")
     }

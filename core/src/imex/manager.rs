@@ -1,17 +1,21 @@
 //! Starting and stopping this node's `nvidia-imex`: through systemd
 //! (`systemctl restart/stop <unit>`) or as a process the prolog spawns and
-//! tracks by pid file (SIGTERM, then SIGKILL after the grace period).
+//! tracks by pid and start time (SIGTERM to its process group, then SIGKILL
+//! after the grace period). `verify_gone` is the teardown's proof: no
+//! daemon process of ours and nothing on the command port.
 
 use crate::config::{DaemonConfig, DaemonManager};
 use crate::error::{Error, Result};
 use crate::fsutil::{remove_if_exists, tail_lines, write_atomic};
+use crate::imex::daemon_proc::{self, ProcId};
 use crate::imex::job_record::StateDir;
 use crate::process::run_bounded;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::fs::OpenOptions;
+use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -69,8 +73,11 @@ impl<'a> Manager<'a> {
                 let output2 = output
                     .try_clone()
                     .map_err(|e| Error::new(format!("cannot dup daemon output: {e}")))?;
-                let mut cmd = Command::new(&self.cfg.binary);
-                cmd.arg("-c")
+                let binary =
+                    crate::trust::trusted_program(&self.cfg.binary, "[imex.daemon] binary")?;
+                let mut cmd = Command::new(&binary);
+                cmd.env(daemon_proc::TAG_ENV, self.tag())
+                    .arg("-c")
                     .arg(&self.cfg.job_config)
                     .stdin(Stdio::null())
                     .stdout(output)
@@ -87,11 +94,10 @@ impl<'a> Manager<'a> {
                         self.cfg.binary.display()
                     ))
                 })?;
-                write_atomic(
-                    &self.state.pid_file(),
-                    format!("{}\n", child.id()).as_bytes(),
-                    0o644,
-                )?;
+                let pid = child.id() as i32;
+                // Start time 0 when it already exited: never matches a live process.
+                let id = ProcId::of(pid).unwrap_or(ProcId { pid, start: 0 });
+                write_atomic(&self.state.pid_file(), id.render().as_bytes(), 0o644)?;
                 self.child = Some(child);
                 Ok(())
             }
@@ -109,7 +115,7 @@ impl<'a> Manager<'a> {
                         Err(e) => Liveness::Exited(format!("cannot wait for it: {e}")),
                     };
                 }
-                match self.tracked_pid() {
+                match self.tracked() {
                     Some(_) => Liveness::Running,
                     None => Liveness::Exited("no running nvidia-imex process".into()),
                 }
@@ -149,8 +155,14 @@ impl<'a> Manager<'a> {
                 Ok(())
             }
             DaemonManager::Process => {
-                if let Some(pid) = self.tracked_pid() {
-                    self.terminate(pid)?;
+                let mut ours = self.tagged();
+                if let Some(id) = self.tracked() {
+                    if !ours.contains(&id) {
+                        ours.push(id);
+                    }
+                }
+                if !ours.is_empty() {
+                    self.terminate(&ours)?;
                 }
                 if let Some(mut child) = self.child.take() {
                     let _ = child.wait();
@@ -160,55 +172,109 @@ impl<'a> Manager<'a> {
         }
     }
 
-    /// The pid in the pid file, if that process is alive and still our daemon
-    /// (a recycled pid running something else is never signalled).
-    fn tracked_pid(&self) -> Option<Pid> {
-        let text = std::fs::read_to_string(self.state.pid_file()).ok()?;
-        let pid: i32 = text.trim().parse().ok().filter(|p| *p > 1)?;
-        let proc_dir = PathBuf::from(format!("/proc/{pid}"));
-        let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
-        // Field 3 of /proc/pid/stat, after the ")" that closes the command.
-        let state = stat.rsplit_once(')')?.1.split_whitespace().next()?;
-        if state == "Z" || state == "X" {
-            return None;
+    /// The teardown's proof that the daemon is gone: no process of ours
+    /// (by pid file or tag), the unit inactive (systemd), and nothing
+    /// accepting connections on the command port. Otherwise, what is left.
+    pub fn verify_gone(&self, cmd_addr: Option<SocketAddr>) -> Result<()> {
+        // Sockets close as the last thread exits: allow the stop grace period.
+        let deadline = Instant::now() + self.cfg.stop_timeout.0;
+        loop {
+            let left = self.what_is_left(cmd_addr);
+            if left.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "nvidia-imex is not gone: {} (stop it, then run the epilog again or `slurm-imex status`)",
+                    left.join("; ")
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        let cmdline = std::fs::read(proc_dir.join("cmdline")).ok()?;
-        let argv0 = cmdline.split(|b| *b == 0).next()?;
-        let argv0 = Path::new(std::str::from_utf8(argv0).ok()?);
-        let ours = argv0 == self.cfg.binary || argv0.file_name() == self.cfg.binary.file_name();
-        ours.then_some(Pid::from_raw(pid))
     }
 
-    fn terminate(&mut self, pid: Pid) -> Result<()> {
-        let _ = kill(pid, Signal::SIGTERM);
-        if self.wait_gone(pid, self.cfg.stop_timeout.0) {
+    fn what_is_left(&self, cmd_addr: Option<SocketAddr>) -> Vec<String> {
+        let mut left: Vec<String> = Vec::new();
+        match self.cfg.manager {
+            DaemonManager::Process => {
+                let mut procs = self.tagged();
+                if let Some(id) = self.tracked() {
+                    if !procs.contains(&id) {
+                        procs.push(id);
+                    }
+                }
+                left.extend(
+                    procs
+                        .iter()
+                        .map(|p| format!("pid {} ({})", p.pid, daemon_proc::comm(p.pid))),
+                );
+            }
+            DaemonManager::Systemd => {
+                if let Ok(o) = run_bounded(
+                    &self.cfg.systemctl,
+                    &["is-active", &self.cfg.unit],
+                    self.cfg.stop_timeout.0,
+                ) {
+                    if o.success() {
+                        left.push(format!("unit {} is still active", self.cfg.unit));
+                    }
+                }
+            }
+        }
+        if let Some(addr) = cmd_addr {
+            if daemon_proc::port_accepts(addr.ip(), addr.port()) {
+                left.push(format!(
+                    "something still accepts connections on the IMEX command port {addr}"
+                ));
+            }
+        }
+        left
+    }
+
+    fn tag(&self) -> String {
+        daemon_proc::tag_value(self.state.root())
+    }
+
+    fn tagged(&self) -> Vec<ProcId> {
+        daemon_proc::tagged_processes(&self.tag())
+    }
+
+    /// The process in the pid file, if that exact process (pid and start
+    /// time) is still alive: a recycled pid running something else is
+    /// never signalled, whatever its name.
+    fn tracked(&self) -> Option<ProcId> {
+        let text = std::fs::read_to_string(self.state.pid_file()).ok()?;
+        ProcId::parse(&text).filter(|id| id.alive())
+    }
+
+    /// SIGTERM each process and its process group (the daemon is a session
+    /// leader, so a wrapper's children go too), SIGKILL what is left after
+    /// the grace period.
+    fn terminate(&mut self, procs: &[ProcId]) -> Result<()> {
+        signal_all(procs, Signal::SIGTERM);
+        if self.wait_gone(procs, self.cfg.stop_timeout.0) {
             return Ok(());
         }
-        tracing::warn!(
-            pid = pid.as_raw(),
-            "nvidia-imex ignored SIGTERM; sending SIGKILL"
-        );
-        let _ = kill(pid, Signal::SIGKILL);
-        if self.wait_gone(pid, Duration::from_secs(5)) {
+        tracing::warn!(?procs, "nvidia-imex ignored SIGTERM; sending SIGKILL");
+        signal_all(procs, Signal::SIGKILL);
+        if self.wait_gone(procs, Duration::from_secs(5)) {
             return Ok(());
         }
+        let pids: Vec<String> = procs.iter().map(|p| p.pid.to_string()).collect();
         Err(Error::new(format!(
-            "nvidia-imex (pid {pid}) survived SIGKILL: the node needs attention"
+            "nvidia-imex (pid {}) survived SIGKILL: the node needs attention",
+            pids.join(",")
         )))
     }
 
-    fn wait_gone(&mut self, pid: Pid, limit: Duration) -> bool {
+    fn wait_gone(&mut self, procs: &[ProcId], limit: Duration) -> bool {
         let start = Instant::now();
         let mut pause = Duration::from_millis(2);
         loop {
             if let Some(child) = self.child.as_mut() {
-                if child.id() as i32 == pid.as_raw() {
-                    if let Ok(Some(_)) = child.try_wait() {
-                        return true;
-                    }
-                }
+                let _ = child.try_wait();
             }
-            if self.tracked_pid() != Some(pid) {
+            if procs.iter().all(|p| !p.alive()) {
                 return true;
             }
             if start.elapsed() >= limit {
@@ -236,5 +302,19 @@ fn describe_exit(status: std::process::ExitStatus) -> String {
         (Some(c), _) => format!("exited with status {c}"),
         (None, Some(s)) => format!("was killed by signal {s}"),
         _ => "exited".into(),
+    }
+}
+
+/// Signal each process, and its process group when it leads one.
+fn signal_all(procs: &[ProcId], sig: Signal) {
+    for p in procs {
+        if !p.alive() {
+            continue;
+        }
+        let pid = Pid::from_raw(p.pid);
+        if nix::unistd::getpgid(Some(pid)).ok() == Some(pid) {
+            let _ = nix::sys::signal::killpg(pid, sig);
+        }
+        let _ = kill(pid, sig);
     }
 }

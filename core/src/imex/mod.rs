@@ -4,6 +4,7 @@
 
 pub mod ctl;
 pub mod daemon_config;
+pub mod daemon_proc;
 pub mod domain;
 pub mod job_record;
 pub mod manager;

@@ -92,7 +92,7 @@ impl JobDb {
             })
             .ok()
             .and_then(|v| v.parse().ok());
-        if last.is_some_and(|l| now_ts - l < min_interval_s) {
+        if last.is_some_and(|l| (0..min_interval_s).contains(&now_ts.saturating_sub(l))) {
             return Ok(0);
         }
         let n = tx

@@ -352,7 +352,11 @@ esac
     let calls = std::fs::read_to_string(&log).unwrap();
     assert!(calls.starts_with("restart nvidia-imex\n"), "{calls}");
     assert!(calls.contains("is-active nvidia-imex\n"), "{calls}");
-    assert!(calls.ends_with("stop nvidia-imex\n"), "{calls}");
+    // The teardown is verified: the unit must be inactive after the stop.
+    assert!(
+        calls.ends_with("stop nvidia-imex\nis-active nvidia-imex\n"),
+        "{calls}"
+    );
     node.assert_idle();
 
     // A unit that fails to start is this node's fault.

@@ -8,6 +8,13 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod bounds;
+mod locate;
+pub use bounds::MAX_NODES_LIMIT;
+
+/// Largest config file read (the shipped example is about 7 KB).
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// Where the config lives when nobody says otherwise.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/slurm/imex.toml";
 /// Environment variable that overrides the default config path.
@@ -356,11 +363,15 @@ impl<'de> Deserialize<'de> for HumanDuration {
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Raw {
-            Secs(u64),
+            Secs(i64),
             Text(String),
+            Other(toml::Value),
         }
         match Raw::deserialize(d)? {
-            Raw::Secs(s) => Ok(HumanDuration(Duration::from_secs(s))),
+            Raw::Secs(s) if s < 0 => Err(de::Error::custom(format!(
+                "{s} is negative: write a duration such as \"60s\""
+            ))),
+            Raw::Secs(s) => Ok(HumanDuration(Duration::from_secs(s as u64))),
             Raw::Text(t) => humantime::parse_duration(t.trim())
                 .map(HumanDuration)
                 .map_err(|e| {
@@ -368,52 +379,58 @@ impl<'de> Deserialize<'de> for HumanDuration {
                         "\"{t}\" is not a duration ({e}): write e.g. \"60s\", \"500ms\" or \"2m\""
                     ))
                 }),
+            Raw::Other(v) => Err(de::Error::custom(format!(
+                "a {} is not a duration: write e.g. \"60s\", \"500ms\" or \"2m\"",
+                v.type_str()
+            ))),
         }
     }
 }
 
 impl Config {
-    /// Parse config text; `origin` names the file in error messages.
+    /// Parse config text; `origin` names the file in error messages. Every
+    /// error is one line naming `file:line`, the key and the fix.
     pub fn parse(text: &str, origin: &Path) -> Result<Config> {
         let config: Config = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
-            let msg = e.message().trim().replace('\n', " ");
-            let at = match line {
-                Some(l) => format!("{}:{l}", origin.display()),
+            let offset = e.span().map(|s| s.start);
+            let at = match offset {
+                Some(o) => format!("{}:{}", origin.display(), locate::line_of(text, o)),
                 None => origin.display().to_string(),
             };
+            let key = offset
+                .and_then(|o| locate::key_at(text, o))
+                .map(|k| format!("{}: ", key_label(&k)))
+                .unwrap_or_default();
+            let msg = e.message().trim().replace('\n', " ");
             Error::new(format!(
-                "bad config {at}: {msg} (every key is documented in conf-examples/imex.toml)"
+                "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
             ))
         })?;
-        config.validate(origin)?;
+        config.validate(text, origin)?;
         Ok(config)
     }
 
-    fn validate(&self, origin: &Path) -> Result<()> {
+    fn validate(&self, text: &str, origin: &Path) -> Result<()> {
+        let at = |key: &str| match locate::line_of_key(text, key) {
+            Some(l) => format!("{}:{l}", origin.display()),
+            None => origin.display().to_string(),
+        };
+        if let Some((key, why)) = bounds::first_violation(self) {
+            return Err(Error::new(format!(
+                "bad config {}: {} = {why}",
+                at(key),
+                key_label(key)
+            )));
+        }
         let i = &self.imex;
         let last = i.port_base as u32 + i.port_span.0 as u32 - 1;
         if i.port_base == 0 || last > 65535 {
             return Err(Error::new(format!(
                 "bad config {}: [imex] port_base = {} with port_span = {} reaches port {last}: \
                  keep port_base >= 1 and port_base + port_span - 1 <= 65535",
-                origin.display(),
+                at("imex.port_base"),
                 i.port_base,
                 i.port_span.0
-            )));
-        }
-        if i.max_nodes == 0 {
-            return Err(Error::new(format!(
-                "bad config {}: [imex] max_nodes must be at least 1",
-                origin.display()
-            )));
-        }
-        if i.ready_timeout.0.is_zero() || i.ready_poll_max.0.is_zero() {
-            return Err(Error::new(format!(
-                "bad config {}: [imex] ready_timeout and ready_poll_max must be positive",
-                origin.display()
             )));
         }
         for (key, p) in [
@@ -422,11 +439,13 @@ impl Config {
             ("imex.daemon.nodes_config", &i.daemon.nodes_config),
             ("imex.daemon.job_config", &i.daemon.job_config),
             ("imex.daemon.base_config", &i.daemon.base_config),
+            ("database.path", &self.database.path),
         ] {
             if !p.is_absolute() {
                 return Err(Error::new(format!(
-                    "bad config {}: {key} = \"{}\" must be an absolute path",
-                    origin.display(),
+                    "bad config {}: {} = \"{}\" must be an absolute path",
+                    at(key),
+                    key_label(key),
                     p.display()
                 )));
             }
@@ -436,6 +455,8 @@ impl Config {
 
     /// Load from an explicit path (must exist), or else from `$SLURM_IMEX_CONFIG`
     /// (must exist), or else from the default path (may be absent: defaults).
+    /// The file is held to the trust boundary ([`crate::trust`]) and read
+    /// without blocking, so a FIFO in its place cannot hang anyone.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, PathBuf)> {
         let from_env = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty());
         let (path, must_exist) = match (explicit, from_env) {
@@ -443,16 +464,64 @@ impl Config {
             (None, Some(p)) => (PathBuf::from(p), true),
             (None, None) => (PathBuf::from(DEFAULT_CONFIG_PATH), false),
         };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Ok((Config::parse(&text, &path)?, path)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !must_exist => {
-                Ok((Config::default(), path))
-            }
-            Err(e) => Err(Error::new(format!(
-                "cannot read config {}: {e} (fix the path given by config=, --config or ${CONFIG_ENV})",
-                path.display()
-            ))),
+        if !must_exist && std::fs::symlink_metadata(&path).is_err() {
+            return Ok((Config::default(), path));
         }
+        let absolute = if path.is_absolute() {
+            path.clone()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(&path))
+                .unwrap_or_else(|_| path.clone())
+        };
+        crate::trust::check(&absolute, crate::trust::Expect::File, "config").map_err(|e| {
+            e.context("fix the file or the path given by config=, --config or $SLURM_IMEX_CONFIG")
+        })?;
+        let text = crate::fsutil::read_config_text(&absolute, MAX_CONFIG_BYTES).map_err(|e| {
+            Error::new(format!(
+                "{e} (fix the path given by config=, --config or ${CONFIG_ENV})"
+            ))
+        })?;
+        Ok((Config::parse(&text, &path)?, path))
+    }
+
+    /// Hold the programs and files this config names to the trust boundary,
+    /// before root runs or reads any of them. Programs not installed on this
+    /// node are skipped here (running them fails with its own line).
+    pub fn check_trust(&self) -> Result<()> {
+        let d = &self.imex.daemon;
+        let programs = [
+            ("[imex.daemon] binary", &d.binary),
+            ("[imex.daemon] ctl", &d.ctl),
+            ("[imex.daemon] systemctl", &d.systemctl),
+            ("[health] scontrol", &self.health.scontrol),
+        ];
+        for (what, program) in programs {
+            if let Some(found) = crate::trust::resolve_program(program) {
+                if found.exists() {
+                    crate::trust::check(&found, crate::trust::Expect::Program, what)?;
+                }
+            }
+        }
+        let files = [
+            ("[imex.daemon] base_config", &d.base_config),
+            ("[imex.addresses] map_file", &self.imex.addresses.map_file),
+            ("[gpu] nvml_library", &self.gpu.nvml_library),
+        ];
+        for (what, file) in files {
+            if file.is_absolute() && file.exists() {
+                crate::trust::check(file, crate::trust::Expect::File, what)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `imex.daemon.ctl` as an admin reads it: `[imex.daemon] ctl`.
+fn key_label(dotted: &str) -> String {
+    match dotted.rsplit_once('.') {
+        Some((section, key)) => format!("[{section}] {key}"),
+        None => dotted.to_string(),
     }
 }
 
@@ -482,7 +551,7 @@ mod tests {
 
     #[test]
     fn shipped_example_parses_and_equals_defaults() {
-        let text = include_str!("../../conf-examples/imex.toml");
+        let text = include_str!("../../../conf-examples/imex.toml");
         let c = parse(text).unwrap();
         assert_eq!(
             c,
@@ -537,7 +606,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("imex.state_dir") && e.contains("absolute"),
+            e.contains("[imex] state_dir") && e.contains("absolute"),
             "{e}"
         );
         let e = parse("[imex\n").unwrap_err().to_string();

@@ -1,0 +1,97 @@
+//! Where a key sits in the config text: the dotted key and line number an
+//! error message names. toml's own errors carry a byte span but not the key
+//! ("invalid type: string \"many\", expected i64"); toml_edit's document
+//! keeps the spans of every key and value, so we look the key up there.
+
+use toml_edit::{ImDocument, Item, Table};
+
+/// 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = floor_char_boundary(text, offset.min(text.len()));
+    text[..end].matches('\n').count() + 1
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The dotted key (`imex.daemon.ctl_timeout`) whose key or value covers
+/// byte `offset`, if any.
+pub fn key_at(text: &str, offset: usize) -> Option<String> {
+    let doc = ImDocument::parse(text).ok()?;
+    find_in_table(doc.as_table(), offset, "")
+}
+
+fn find_in_table(table: &Table, offset: usize, prefix: &str) -> Option<String> {
+    for (name, item) in table.iter() {
+        let path = if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        if let Item::Table(sub) = item {
+            if let Some(found) = find_in_table(sub, offset, &path) {
+                return Some(found);
+            }
+            continue;
+        }
+        let covers = |span: Option<std::ops::Range<usize>>| {
+            span.is_some_and(|s| s.start <= offset && offset < s.end.max(s.start + 1))
+        };
+        if covers(item.span()) || covers(table.key(name).and_then(|k| k.span())) {
+            return Some(path);
+        }
+        if let Some(inline) = item.as_inline_table() {
+            let sub = inline.clone().into_table();
+            if let Some(found) = find_in_table(&sub, offset, &path) {
+                return Some(found);
+            }
+        }
+    }
+    None
+}
+
+/// Line of the dotted key `path` in `text`, if it is written there.
+pub fn line_of_key(text: &str, path: &str) -> Option<usize> {
+    let doc = ImDocument::parse(text).ok()?;
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let last = parts.pop()?;
+    let mut table = doc.as_table();
+    for p in parts {
+        table = table.get(p)?.as_table()?;
+    }
+    let span = table
+        .key(last)
+        .and_then(|k| k.span())
+        .or_else(|| table.get(last)?.span())?;
+    Some(line_of(text, span.start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str =
+        "# c\n[imex]\nmax_nodes = 4\n\n[imex.daemon]\nctl_timeout = \"many\"\n[database]\nretention = 0\n";
+
+    #[test]
+    fn finds_keys_by_offset_and_lines_by_key() {
+        let at = TEXT.find("\"many\"").unwrap();
+        assert_eq!(key_at(TEXT, at).as_deref(), Some("imex.daemon.ctl_timeout"));
+        assert_eq!(line_of(TEXT, at), 6);
+        assert_eq!(line_of_key(TEXT, "imex.max_nodes"), Some(3));
+        assert_eq!(line_of_key(TEXT, "database.retention"), Some(8));
+        assert_eq!(line_of_key(TEXT, "imex.port_base"), None);
+        assert_eq!(key_at(TEXT, 0), None);
+    }
+
+    #[test]
+    fn offsets_past_the_end_or_inside_a_character_are_safe() {
+        assert_eq!(line_of("é\n", 1), 1);
+        assert_eq!(line_of("a\nb", 99), 2);
+        assert_eq!(key_at("not = [toml", 3), None);
+    }
+}
