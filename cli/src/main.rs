@@ -59,7 +59,7 @@ pub enum Command {
         #[arg(long)]
         node: Option<String>,
         /// At most this many rows (1 to 1000000).
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         limit: u64,
     },
     /// Run the GPU health gate now. Exit 0 healthy (warnings allowed), 1 drain
@@ -94,7 +94,7 @@ pub struct HistoryArgs {
     pub gpu: Option<String>,
     #[arg(long)]
     pub user: Option<String>,
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub job: Option<u32>,
     /// Jobs that started since: an age (7d, 12h) or a UTC date (2026-11-01).
     #[arg(long)]
@@ -105,7 +105,7 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub verdict: Option<String>,
     /// At most this many rows (1 to 1000000).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 100, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub limit: u64,
 }
 

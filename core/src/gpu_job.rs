@@ -88,8 +88,7 @@ fn read_state_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> O
                     String::new()
                 }
             );
-            tracing::warn!("{line}");
-            eprintln!("slurm-imex: {line}");
+            crate::logging::report_error(&format!("slurm-imex: {line}"));
             None
         }
     }
@@ -269,11 +268,10 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
         gpus,
     };
     if let Err(e) = record(cfg, &row) {
-        tracing::error!("job {} not recorded: {e}", job.job_id);
-        eprintln!(
+        crate::logging::report_error(&format!(
             "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
             job.job_id
-        );
+        ));
     }
     advance_checkpoint(cfg, &gate);
     if let Err(e) = remove_if_exists(&path) {

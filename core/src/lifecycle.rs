@@ -139,8 +139,7 @@ pub fn run_from_env(hook: Hook) -> u8 {
                 ),
                 1024,
             );
-            tracing::error!("{line}");
-            eprintln!("{line}");
+            crate::logging::report_error(&line);
             1
         }
     }
@@ -149,10 +148,7 @@ pub fn run_from_env(hook: Hook) -> u8 {
 fn run_hook(hook: Hook) -> u8 {
     let program = hook.program();
     crate::logging::init(program);
-    let report = |line: &str| {
-        tracing::error!("{line}");
-        eprintln!("{line}");
-    };
+    let report = crate::logging::report_error;
     let job = match JobEnv::from_process_env() {
         Ok(j) => j,
         Err(e) => {

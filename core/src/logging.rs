@@ -3,16 +3,22 @@
 
 use tracing_subscriber::prelude::*;
 
+static TO_JOURNALD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
 /// Install the global subscriber. Safe to call once per process; a second
-/// call is ignored. `RUST_LOG` overrides the level (default info).
+/// call is ignored. `RUST_LOG` overrides the level (default info to
+/// journald; without journald, warnings and errors only, so a failure is
+/// still one line on stderr).
 pub fn init(program: &'static str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let journald = std::path::Path::new("/run/systemd/journal/socket")
         .exists()
         .then(|| tracing_journald::layer().ok())
         .flatten()
         .map(|l| l.with_syslog_identifier(program.to_string()));
+    let _ = TO_JOURNALD.set(journald.is_some());
+    let default_level = if journald.is_some() { "info" } else { "warn" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let stderr = journald.is_none().then(|| {
         tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
@@ -24,6 +30,15 @@ pub fn init(program: &'static str) {
         .with(journald)
         .with(stderr)
         .try_init();
+}
+
+/// Report a failure once: to journald (when there) and as one plain line
+/// on stderr.
+pub fn report_error(line: &str) {
+    if TO_JOURNALD.get().copied().unwrap_or(false) {
+        tracing::error!("{line}");
+    }
+    eprintln!("{line}");
 }
 
 /// A span whose fields journald records as JOB_ID and NODE on every event.

@@ -1,0 +1,1 @@
+//! Test-only crate; the suite lives in tests/.

@@ -1,0 +1,220 @@
+//! The admin CLI used carelessly: closed pipes, a full disk on stdout,
+//! absurd flags, and databases that are corrupt, hand-edited or not
+//! databases at all. It never panics: one line, or the conventional
+//! SIGPIPE end.
+
+mod common;
+use common::*;
+use std::process::Stdio;
+
+struct Site {
+    dir: tempfile::TempDir,
+}
+
+impl Site {
+    fn new() -> Site {
+        let dir = scratch();
+        write_mode(&dir.path().join("imex.toml"), b"", 0o644);
+        Site { dir }
+    }
+    fn cli(&self, args: &[&str]) -> Ran {
+        self.cli_to(args, Stdio::piped())
+    }
+    fn cli_to(&self, args: &[&str], stdout: Stdio) -> Ran {
+        let cfg = self.dir.path().join("imex.toml");
+        let mut all = vec!["--config", cfg.to_str().unwrap()];
+        all.extend_from_slice(args);
+        run_with(&bin("slurm-imex"), &all, &[], stdout)
+    }
+    fn db(&self) -> String {
+        self.dir
+            .path()
+            .join("jobs.db")
+            .to_str()
+            .unwrap()
+            .to_string()
+    }
+    /// A database with `rows` jobs, written the way the epilog writes it,
+    /// then hand-edited with `sql`.
+    fn database(&self, rows: u32, sql: &str) {
+        let cfg = slurm_imex_core::config::Config::default();
+        let mut db = slurm_imex_core::jobdb::JobDb::open(
+            std::path::Path::new(&self.db()),
+            cfg.database.busy_timeout.0,
+        )
+        .unwrap();
+        for i in 0..rows {
+            db.record_job(&slurm_imex_core::jobdb::write::JobRow {
+                job_id: 1000 + i,
+                node: "n1".into(),
+                user: Some("alice".into()),
+                uid: Some(1000),
+                start_ts: 1_790_000_000 + i as i64,
+                end_ts: Some(1_790_000_100 + i as i64),
+                imex: false,
+                prolog: None,
+                epilog: None,
+                gpus: Vec::new(),
+            })
+            .unwrap();
+        }
+        drop(db);
+        let c = rusqlite::Connection::open(self.db()).unwrap();
+        c.execute_batch(sql).unwrap();
+    }
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_like_coreutils() {
+    let site = Site::new();
+    site.database(5000, "");
+    // `slurm-imex history | head -1`: the reader goes away early.
+    let db = site.db();
+    let mut child = std::process::Command::new(bin("slurm-imex"))
+        .args([
+            "--config",
+            site.dir.path().join("imex.toml").to_str().unwrap(),
+        ])
+        .args(["--db", &db, "history", "--limit", "5000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {stderr}",
+        out.status
+    );
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn a_full_disk_on_stdout_is_one_line() {
+    let site = Site::new();
+    site.database(50, "");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let r = site.cli_to(&["--db", &site.db(), "history"], Stdio::from(full));
+    r.one_line_error(
+        2,
+        &["cannot write output", "No space left on device"],
+        "/dev/full",
+    );
+}
+
+#[test]
+fn absurd_flags_are_refused_naming_the_flag() {
+    let site = Site::new();
+    site.database(3, "");
+    let db = site.db();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["history", "--since", "100000000000y"],
+            &["--since", "before 1970"],
+        ),
+        (
+            &["history", "--since", "last tuesday"],
+            &["--since \"last tuesday\""],
+        ),
+        (&["history", "--until", "2026-13-45"], &["--until"]),
+        (
+            &["history", "--since", "2026-11-05", "--until", "2026-11-01"],
+            &["--until", "before --since"],
+        ),
+        (&["history", "--limit", "0"], &["--limit"]),
+        (&["history", "--limit", "99999999999"], &["--limit"]),
+        (&["history", "--limit", "-1"], &["--limit"]),
+        (&["history", "--verdict", "maybe"], &["--verdict \"maybe\""]),
+        (&["history", "--job", "-1"], &["--job"]),
+        (&["history", "--job", "99999999999"], &["--job"]),
+        (&["gpus", "--since", "999999999999999999999d"], &["--since"]),
+        (&["gpus", "--limit", "0"], &["--limit"]),
+        (&["show", "abc"], &["abc"]),
+        (&["show", "424242"], &["no record of job 424242"]),
+    ];
+    for (args, needles) in cases {
+        let mut all = vec!["--db", db.as_str()];
+        all.extend_from_slice(args);
+        let r = site.cli(&all);
+        assert!(!r.stderr.contains("panicked"), "{args:?}: {}", r.stderr);
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        for n in needles.iter() {
+            assert!(r.stderr.contains(n), "{args:?}: {n:?} not in {}", r.stderr);
+        }
+    }
+    eprintln!("bad-input: {} CLI flag cases", cases.len());
+}
+
+#[test]
+fn out_of_range_database_values_print_as_they_are() {
+    let site = Site::new();
+    site.database(
+        2,
+        "UPDATE jobs SET start_ts = 9223372036854775807, end_ts = -5 WHERE job_id = 1000;",
+    );
+    let r = site.cli(&["--db", &site.db(), "history"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("@9223372036854775807") && r.stdout.contains("@-5"),
+        "{}",
+        r.stdout
+    );
+    let r = site.cli(&["--db", &site.db(), "show", "1000"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = site.cli(&["--db", &site.db(), "--json", "history"]);
+    assert!(r.stdout.contains("9223372036854775807"), "{}", r.stdout);
+}
+
+#[test]
+fn databases_that_are_not_databases_are_one_line() {
+    let site = Site::new();
+    let db = site.db();
+    let mut n = 0;
+    write_mode(std::path::Path::new(&db), b"this is not sqlite\n", 0o600);
+    site.cli(&["--db", &db, "history"])
+        .one_line_error(2, &["jobs.db"], "garbage file");
+    n += 1;
+    write_mode(std::path::Path::new(&db), &[0u8; 0], 0o600);
+    let r = site.cli(&["--db", &db, "history"]);
+    assert!(
+        !r.stderr.contains("panicked") && r.code.is_some(),
+        "{}",
+        r.stderr
+    );
+    n += 1;
+    std::fs::remove_file(&db).unwrap();
+    std::fs::create_dir(&db).unwrap();
+    site.cli(&["--db", &db, "history"])
+        .one_line_error(2, &["jobs.db"], "directory");
+    n += 1;
+    std::fs::remove_dir(&db).unwrap();
+    // A real SQLite file with someone else's schema.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch("CREATE TABLE jobs (x TEXT); INSERT INTO jobs VALUES ('y');")
+        .unwrap();
+    site.cli(&["--db", &db, "history"])
+        .one_line_error(2, &["jobs.db"], "foreign schema");
+    n += 1;
+    std::fs::remove_file(&db).unwrap();
+    // A truncated copy of a real database.
+    site.database(200, "");
+    let bytes = std::fs::read(&db).unwrap();
+    std::fs::write(&db, &bytes[..bytes.len() / 3]).unwrap();
+    let r = site.cli(&["--db", &db, "history"]);
+    assert!(
+        !r.stderr.contains("panicked") && r.code.is_some(),
+        "{}",
+        r.stderr
+    );
+    n += 1;
+    eprintln!("bad-input: {n} database file cases");
+}

@@ -1,0 +1,142 @@
+//! Running the real binaries (built by `cargo test --workspace`) on a bad
+//! input, and the assertions every case shares: it ends in time, it never
+//! panics, and what it says is one line naming what, where and the fix.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// target/<profile>/, where cargo put the workspace binaries.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap();
+    let p = dir.join(name);
+    assert!(
+        p.exists(),
+        "{} missing: run `cargo test --workspace` (it builds every binary)",
+        p.display()
+    );
+    p
+}
+
+#[derive(Debug)]
+pub struct Ran {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run with exactly `env` (plus a PATH), stdin closed, a 20 s bound.
+pub fn run(program: &Path, args: &[&str], env: &[(&str, OsString)]) -> Ran {
+    run_with(program, args, env, Stdio::piped())
+}
+
+pub fn run_with(program: &Path, args: &[&str], env: &[(&str, OsString)], stdout: Stdio) -> Ran {
+    use std::os::unix::process::ExitStatusExt;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = err.read_to_end(&mut s);
+        s
+    });
+    let out_reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut s);
+        }
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{} {args:?} hung (killed after 20 s)", program.display());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    Ran {
+        code: status.code(),
+        signal: status.signal(),
+        stdout: String::from_utf8_lossy(&out_reader.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&reader.join().unwrap()).into_owned(),
+    }
+}
+
+impl Ran {
+    /// Failed with `code`, saying one line that holds every `needle`.
+    pub fn one_line_error(&self, code: i32, needles: &[&str], case: &str) {
+        assert!(
+            !self.stderr.contains("panicked") && self.code != Some(101),
+            "{case}: panicked: {}",
+            self.stderr
+        );
+        assert_eq!(
+            self.code,
+            Some(code),
+            "{case}: exit status; stderr: {}",
+            self.stderr
+        );
+        let lines: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "{case}: want one line, got: {}",
+            self.stderr
+        );
+        assert!(
+            lines[0].len() <= 4200,
+            "{case}: line of {} bytes",
+            lines[0].len()
+        );
+        for n in needles {
+            assert!(lines[0].contains(n), "{case}: {n:?} not in: {}", lines[0]);
+        }
+    }
+}
+
+/// A root-owned private scratch directory (mode 0755), as a real /etc is.
+pub fn scratch() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    d
+}
+
+pub fn write_mode(path: &Path, text: &[u8], mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+pub fn os(s: &str) -> OsString {
+    s.into()
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
