@@ -5,8 +5,11 @@ set -euo pipefail
 # Slurm 22.05 and munge for the host cluster; debootstrap for the 24.11/26.05
 # root filesystems; libclang-dev for slurm-spank's bindgen (Slurm >= 23.11);
 # libslurm-dev for 22.05's headers; dpkg-dev and lintian for the packages.
+# strace (kill -9 at each state change), sqlite3 (integrity_check) and
+# python3 (open(2) probes) for the fault tests.
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
-      debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils)
+      debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
+      strace sqlite3 python3)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

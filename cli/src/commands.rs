@@ -48,11 +48,18 @@ fn open_db(cli: &Cli, config: &Config) -> Result<JobDb> {
         .db
         .clone()
         .unwrap_or_else(|| config.database.path.clone());
+    let problem = slurm_imex_core::jobdb::storage_problem(&path);
     if !path.exists() {
-        return Err(Error::new(format!(
-            "no job database at {} yet: no GPU job has finished on this node (or set --db / [database] path)",
-            path.display()
-        )));
+        return Err(Error::new(match problem {
+            Some(p) => format!("no job database at {}: {p}", path.display()),
+            None => format!(
+                "no job database at {} yet: no GPU job has finished on this node (or set --db / [database] path)",
+                path.display()
+            ),
+        }));
+    }
+    if let Some(p) = problem {
+        eprintln!("slurm-imex: warning: {p}");
     }
     JobDb::open(&path, config.database.busy_timeout.0)
 }

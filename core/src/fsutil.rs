@@ -42,8 +42,9 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
         crate::trust::check(dir, crate::trust::Expect::Dir, "directory")?;
     }
     let tmp = dir.join(format!(
-        ".{}.tmp.{}",
+        ".{}{TMP_MARK}{}.{}",
         name.to_string_lossy(),
+        std::process::id(),
         random_suffix()
     ));
     let fail = |e: std::io::Error, what: &str| {
@@ -73,6 +74,43 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Infix of our temporary names: `.<name>.tmp.<pid>.<random>`.
+const TMP_MARK: &str = ".tmp.";
+
+/// Remove temporary files that a writer killed before its rename left in
+/// `dir` (ours only: `.<name>.tmp.<pid>.<16 hex>`, whose writer pid is gone;
+/// a live writer's file is never touched). Returns how many went.
+pub fn remove_orphan_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(pid) = orphan_writer_pid(name) else {
+            continue;
+        };
+        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+        if !alive && fs::remove_file(entry.path()).is_ok() {
+            tracing::info!("removed {} left by a killed writer", entry.path().display());
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The writer pid of one of our temporary names, if it is one.
+fn orphan_writer_pid(name: &str) -> Option<u32> {
+    if !name.starts_with('.') {
+        return None;
+    }
+    let (_, tail) = name.rsplit_once(TMP_MARK)?;
+    let (pid, random) = tail.split_once('.')?;
+    let hex = random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    hex.then(|| pid.parse().ok()).flatten()
 }
 
 /// Create a directory root keeps state in (and its parents) if missing,
@@ -168,6 +206,20 @@ mod tests {
         let p = dir.path().join("nope/f.cfg");
         let e = write_atomic(&p, b"x", 0o644).unwrap_err();
         assert!(e.to_string().contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn orphan_temps_of_dead_writers_go_and_others_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = |n: &str| dir.path().join(n);
+        fs::write(p(".a.json.tmp.999999999.0123456789abcdef"), "x").unwrap();
+        let mine = format!(".b.json.tmp.{}.0123456789abcdef", std::process::id());
+        fs::write(p(&mine), "x").unwrap();
+        fs::write(p(".c.tmp.1.notours"), "x").unwrap();
+        fs::write(p("d.json"), "x").unwrap();
+        assert_eq!(remove_orphan_temps(dir.path()), 1);
+        assert!(p(&mine).exists() && p(".c.tmp.1.notours").exists() && p("d.json").exists());
+        assert_eq!(remove_orphan_temps(&p("missing")), 0);
     }
 
     #[test]

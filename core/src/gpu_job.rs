@@ -197,6 +197,11 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
 /// After the job: deltas, XIDs during the job, post-job verdict, record.
 pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     let path = start_path(cfg, job.job_id);
+    // A prolog killed mid-write leaves its temporary file behind.
+    if let Some(dir) = path.parent() {
+        crate::fsutil::remove_orphan_temps(dir);
+    }
+    crate::fsutil::remove_orphan_temps(&cfg.imex.state_dir);
     let start: Option<StartState> = read_state_json(&path, "start snapshot");
     if start.is_none() && !is_gpu_job(job, cfg) {
         return GpuPhaseOutcome::Skipped("not a GPU job");

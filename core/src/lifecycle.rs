@@ -28,15 +28,38 @@ impl Exit {
     }
 }
 
+/// The GPU health gate and the IMEX domain run side by side (the gate
+/// reads GPUs and the kernel log; the domain waits on the network), so an
+/// `--imex` GPU job's prolog takes about the longer of the two, not their
+/// sum. A drain-class gate finding fails the prolog and tears down the
+/// domain it may have built, so the node is left idle.
 pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
+    let started = std::time::Instant::now();
     let mut exit = Exit::ok();
-    match gpu_job::prolog(job, cfg) {
+    let (gate, domain) = std::thread::scope(|scope| {
+        let gate = scope.spawn(|| gpu_job::prolog(job, cfg));
+        let domain = job.imex_requested.then(|| domain::setup(job, cfg));
+        let gate = gate.join().unwrap_or_else(|_| GpuPhaseOutcome::Done {
+            verdict: crate::health::Verdict::Drain,
+            drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
+            warnings: Vec::new(),
+        });
+        (gate, domain)
+    });
+    match gate {
         GpuPhaseOutcome::Done {
             drain_reason: Some(reason),
             ..
         } => {
             // A drain-class finding: the node must not take the job.
             exit.fail(format!("slurm-imex-prolog: {reason}"));
+            if domain.is_some() {
+                if let Err(e) = domain::teardown(job.job_id, cfg) {
+                    exit.fail(format!(
+                        "slurm-imex-prolog: cannot return IMEX to idle: {e}"
+                    ));
+                }
+            }
             return exit;
         }
         GpuPhaseOutcome::Done {
@@ -49,17 +72,19 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         }
         GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU health gate skipped: {why}"),
     }
-    if job.imex_requested {
-        match domain::setup(job, cfg) {
-            SetupOutcome::Ready { waited } => {
-                tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP")
-            }
-            SetupOutcome::JobFailure(cause) => {
-                // Not this node's fault: the plugin fails the job with this cause.
-                tracing::warn!("job {} cannot use IMEX: {cause}", job.job_id)
-            }
-            SetupOutcome::NodeFault(cause) => exit.fail(format!("slurm-imex-prolog: {cause}")),
+    match domain {
+        None => {}
+        Some(SetupOutcome::Ready { waited }) => {
+            tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP")
         }
+        Some(SetupOutcome::JobFailure(cause)) => {
+            // Not this node's fault: the plugin fails the job with this cause.
+            tracing::warn!("job {} cannot use IMEX: {cause}", job.job_id)
+        }
+        Some(SetupOutcome::NodeFault(cause)) => exit.fail(format!("slurm-imex-prolog: {cause}")),
+    }
+    if job.imex_requested {
+        domain::note_prolog_time(job.job_id, cfg, started.elapsed());
     }
     exit
 }

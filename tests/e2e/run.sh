@@ -17,6 +17,7 @@ case "$E2E_PHASE" in
 esac
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
+source "$HERE/faults.sh"
 
 # The script every test task runs: one line of facts (cluster.sh).
 REPORT=$C/bin/imex-report
@@ -452,11 +453,18 @@ main() {
       test_local_daemon_crash_drains_only_its_node
       test_prolog_killed_midway_then_epilog_restores_idle
     );;
+    # Fault figures (tests/e2e/faults.sh).
+    faults) tests=(
+      test_prolog_kill_9_at_every_state_change
+      test_64_concurrent_prolog_epilog_pairs
+      test_database_full_readonly_corrupt_never_fails_a_job
+      test_second_user_cannot_open_the_channel
+    );;
     topology) tests=(
       test_imex_job_across_two_blocks_fails_before_any_daemon_starts
       test_imex_job_inside_one_block_runs
     );;
-    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch or topology)" >&2; exit 2;;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology or faults)" >&2; exit 2;;
   esac
   local t
   for t in "${tests[@]}"; do

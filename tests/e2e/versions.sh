@@ -4,7 +4,8 @@
 # and 26.05 (Debian unstable) in root filesystems made by
 # scripts/slurm-rootfs.sh. Builds one plugin per Slurm and the packages,
 # tests the packages, then runs the phases of tests/e2e/run.sh:
-#   22.05  base                      (from the build tree)
+#   22.05  base, faults              (from the build tree; faults needs
+#                                     strace, sqlite3 and python3)
 #   24.11  base, switch, topology    (from the installed .deb; topology.conf)
 #   26.05  base, switch, topology    (from the build tree; topology.yaml)
 # Prints a table of Slurm version x phase x tests x wall time, then
@@ -77,6 +78,7 @@ main() {
   run_package_test test_package_for_another_slurm_is_refused "$sid" "$deb2411"
 
   run_phase / target base
+  run_phase / target faults
   # 24.11 runs from the installed package.
   tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$deb2411" >/dev/null || { echo "versions: dpkg -i $deb2411 failed" >&2; exit 1; }
   run_phase "$trixie" package base

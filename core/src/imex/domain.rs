@@ -51,6 +51,7 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
         server_port: 0,
         nodes: Vec::new(),
         outcome: Outcome::Ready { waited_ms: 0 },
+        prolog_ms: None,
     };
     let outcome = match setup_inner(job, cfg, &state, &mut record) {
         Ok(o) => o,
@@ -74,6 +75,19 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
         return SetupOutcome::NodeFault(format!("cannot record the IMEX job state: {e}"));
     }
     outcome
+}
+
+/// Note the whole prolog's wall time in the job's record (for `status` and
+/// the rack benchmark). Best effort: a record that cannot be updated only
+/// loses the figure.
+pub fn note_prolog_time(job_id: u32, cfg: &Config, elapsed: Duration) {
+    let state = StateDir::new(&cfg.imex.state_dir);
+    if let Ok(Some(mut record)) = state.read_record(job_id) {
+        record.prolog_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+        if let Err(e) = state.write_record(&record) {
+            tracing::warn!("cannot note the prolog time: {e}");
+        }
+    }
 }
 
 /// `Err` means a fault of this node (its config, files, daemon); a problem
@@ -385,6 +399,18 @@ pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
         }
     };
     state.remove_record(job_id)?;
+    // A prolog killed mid-write leaves its temporary file behind.
+    for dir in [
+        Some(state.root().to_path_buf()),
+        Some(state.root().join("jobs")),
+        daemon.nodes_config.parent().map(|p| p.to_path_buf()),
+        daemon.job_config.parent().map(|p| p.to_path_buf()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        crate::fsutil::remove_orphan_temps(&dir);
+    }
     Ok(outcome)
 }
 

@@ -20,6 +20,10 @@ pub struct JobRecord {
     /// The job's nodes in nodes_config order.
     pub nodes: Vec<String>,
     pub outcome: Outcome,
+    /// The whole prolog's wall time on this node (GPU gate and domain, run
+    /// side by side), written once both are done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prolog_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,6 +168,7 @@ mod tests {
                 cause: "peer n2 never connected".into(),
                 node_fault: false,
             },
+            prolog_ms: Some(12),
         };
         s.write_record(&r).unwrap();
         assert_eq!(s.read_record(5).unwrap(), Some(r));

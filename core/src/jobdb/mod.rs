@@ -7,6 +7,28 @@
 pub mod query;
 pub mod write;
 
+/// Why the epilog cannot write the database at `path` right now, if it
+/// cannot: its filesystem is read-only or (nearly) full. For the CLI, which
+/// can still read what is there.
+pub fn storage_problem(path: &Path) -> Option<String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let st = nix::sys::statvfs::statvfs(dir).ok()?;
+    if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
+        return Some(format!(
+            "{} is on a read-only filesystem: the epilog cannot record jobs (remount it read-write)",
+            dir.display()
+        ));
+    }
+    let free = (st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64);
+    (free < 256 * 1024).then(|| {
+        format!(
+            "the filesystem of {} has only {} KiB free: the epilog cannot record jobs (free space)",
+            dir.display(),
+            free / 1024
+        )
+    })
+}
+
 #[cfg(test)]
 mod roundtrip_tests;
 

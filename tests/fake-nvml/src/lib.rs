@@ -108,6 +108,11 @@ fn enable(b: bool) -> nvmlEnableState_t {
 pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
     match Scenario::load() {
         Ok(s) => {
+            if s.init_delay_ms > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(
+                    s.init_delay_ms.min(600_000),
+                ));
+            }
             if let Some(code) = s.init_error {
                 return code;
             }

@@ -19,6 +19,10 @@ pub struct Scenario {
     /// Make nvmlInit fail with this NVML return code (e.g. 9 = DRIVER_NOT_LOADED).
     #[serde(default)]
     pub init_error: Option<u32>,
+    /// nvmlInit takes this long, as it does on a node without persistence
+    /// mode (the driver loads and initialises every GPU first).
+    #[serde(default)]
+    pub init_delay_ms: u64,
     #[serde(default, rename = "gpu")]
     pub gpus: Vec<Gpu>,
     /// When the scenario file was created: counters advance from here.
