@@ -14,6 +14,8 @@ case "$E2E_PHASE" in
   switch) export E2E_SWITCH=1;;
   # Two racks of two nodes; E2E_TOPOLOGY (conf or yaml) says how Slurm learns them.
   topology) export E2E_NODES=4 E2E_TOPOLOGY=${E2E_TOPOLOGY:-conf};;
+  # One NVL72 rack: 18 trays.
+  rack) export E2E_NODES=18;;
 esac
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
@@ -460,11 +462,14 @@ main() {
       test_database_full_readonly_corrupt_never_fails_a_job
       test_second_user_cannot_open_the_channel
     );;
+    rack) tests=(
+      test_rack_of_18_nodes_forms_one_domain
+    );;
     topology) tests=(
       test_imex_job_across_two_blocks_fails_before_any_daemon_starts
       test_imex_job_inside_one_block_runs
     );;
-    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology or faults)" >&2; exit 2;;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults or rack)" >&2; exit 2;;
   esac
   local t
   for t in "${tests[@]}"; do

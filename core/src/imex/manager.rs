@@ -244,7 +244,22 @@ impl<'a> Manager<'a> {
     /// never signalled, whatever its name.
     fn tracked(&self) -> Option<ProcId> {
         let text = std::fs::read_to_string(self.state.pid_file()).ok()?;
-        ProcId::parse(&text).filter(|id| id.alive())
+        match ProcId::parse(&text) {
+            Some(id) => Some(id).filter(|id| id.alive()),
+            None => self.legacy_tracked(&text),
+        }
+    }
+
+    /// A bare-pid file written by slurm-imex 0.1 before the upgrade (no
+    /// start time, no tag): trusted only while that pid still runs our
+    /// configured binary, so a daemon started before the upgrade is still
+    /// stopped by the first epilog after it.
+    fn legacy_tracked(&self, text: &str) -> Option<ProcId> {
+        let pid: i32 = text.trim().parse().ok().filter(|p| *p > 1)?;
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let argv0 = Path::new(std::str::from_utf8(cmdline.split(|b| *b == 0).next()?).ok()?);
+        let ours = argv0 == self.cfg.binary || argv0.file_name() == self.cfg.binary.file_name();
+        ours.then(|| ProcId::of(pid)).flatten()
     }
 
     /// SIGTERM each process and its process group (the daemon is a session
