@@ -7,6 +7,10 @@ bash scripts/install-deps.sh
 cargo build --release --workspace --quiet
 echo "=== IMEX prolog/epilog (3 namespaced nodes, fake nvidia-imex)"
 bash benches/prolog-bench.sh "${ROUNDS:-10}"
+echo "=== one NVL72 rack: --imex jobs on 4, 8 and 18 namespaced nodes"
+bash benches/rack-bench.sh "${RACK_JOBS:-5}"
+echo "=== GPU health gate beside the IMEX domain start (slow NVML, slow daemon)"
+bash benches/overlap-bench.sh "${ROUNDS_OVERLAP:-5}"
 echo "=== GPU health gate (8 fake GPUs)"
 cargo bench --quiet -p fake-nvml --bench gate
 echo "=== job database (1M job x GPU rows)"
