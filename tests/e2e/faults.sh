@@ -99,38 +99,34 @@ test_64_concurrent_prolog_epilog_pairs() {
   expect_eq "$integrity" ok "PRAGMA integrity_check"
 }
 
+# One GPU job on n1 with the database in trouble: it must complete, and
+# the CLI must name the trouble.
+db_fault_job() { # what needle
+  local id out
+  id=$(submit -N1 -w n1 "srun true") || { fail "sbatch ($1)"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "GPU job with $1"
+  wait_node_free n1
+  out=$(cli 1 history 2>&1)
+  expect_contains "$out" "$2" "CLI with $1"
+  echo "    figure: $1: job $id COMPLETED; CLI says: $out"
+}
+
 # The job database on a tiny full tmpfs, then read-only, then corrupt: GPU
 # jobs still complete, and the CLI says what is wrong.
 test_database_full_readonly_corrupt_never_fails_a_job() {
-  local dir=$C/nodes/n1/var-lib id out
+  local dir=$C/nodes/n1/var-lib
   in_node 1 mount -t tmpfs -o size=64k,mode=700 imexdb /var/lib/slurm-imex || { fail "cannot mount the small tmpfs"; return; }
   # Full: a fresh database cannot even be created.
   in_node 1 dd if=/dev/zero of=/var/lib/slurm-imex/filler bs=4k count=64 >/dev/null 2>&1
-  id=$(submit -N1 -w n1 "srun true") || { fail "sbatch (full)"; return; }
-  expect_eq "$(wait_done "$id")" COMPLETED "GPU job with the database filesystem full"
-  wait_node_free n1
-  out=$(cli 1 history 2>&1)
-  expect_contains "$out" "free" "CLI on a full filesystem"
-  echo "    figure: database filesystem full: job $id COMPLETED; CLI says: $out"
-  # Read-only.
+  db_fault_job "the database filesystem full" "free"
   in_node 1 rm -f /var/lib/slurm-imex/filler
   in_node 1 mount -o remount,ro /var/lib/slurm-imex
-  id=$(submit -N1 -w n1 "srun true") || { fail "sbatch (ro)"; return; }
-  expect_eq "$(wait_done "$id")" COMPLETED "GPU job with the database filesystem read-only"
-  wait_node_free n1
-  out=$(cli 1 history 2>&1)
-  expect_contains "$out" "read-only" "CLI on a read-only filesystem"
-  echo "    figure: database filesystem read-only: job $id COMPLETED; CLI says: $out"
+  db_fault_job "the database filesystem read-only" "read-only"
   in_node 1 umount /var/lib/slurm-imex
   # Corrupt: garbage where the database was.
   cp "$dir/jobs.db" "$C/out/jobs.db.saved" 2>/dev/null
   head -c 65536 /dev/urandom > "$dir/jobs.db"
-  id=$(submit -N1 -w n1 "srun true") || { fail "sbatch (corrupt)"; return; }
-  expect_eq "$(wait_done "$id")" COMPLETED "GPU job with a corrupt database"
-  wait_node_free n1
-  out=$(cli 1 history 2>&1)
-  expect_contains "$out" "jobs.db" "CLI names the corrupt database"
-  echo "    figure: corrupt database: job $id COMPLETED; CLI says: $out"
+  db_fault_job "a corrupt database" "jobs.db"
   case "$(node_state n1)" in drain*|down*) fail "a database fault drained n1: $(node_reason n1)";; esac
   if [ -e "$C/out/jobs.db.saved" ]; then mv "$C/out/jobs.db.saved" "$dir/jobs.db"; else rm -f "$dir/jobs.db"; fi
 }

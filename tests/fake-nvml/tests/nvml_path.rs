@@ -399,3 +399,32 @@ fn a_broken_database_never_fails_the_epilog() {
         vec![7u8; 4096]
     );
 }
+
+#[test]
+fn corrupt_start_snapshot_and_checkpoint_are_set_aside_and_noted() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let job = node.job(81, Some(vec![0]));
+    gpu_job::prolog(&job, &node.cfg);
+    let snapshot = node.path("state/gpu-jobs/81.json");
+    let checkpoint = node.path("state/xid-checkpoint.json");
+    assert!(snapshot.exists() && checkpoint.exists());
+    std::fs::write(&snapshot, "{\"job_id\": 81, \"start_ts\": \"tru").unwrap();
+    std::fs::write(&checkpoint, [0xffu8, 0, 1, 2]).unwrap();
+    match gpu_job::epilog(&job, &node.cfg) {
+        GpuPhaseOutcome::Done { .. } => {}
+        o => panic!("{o:?}"),
+    }
+    // Both moved aside for an admin to look at; new ones replace them.
+    assert!(node.path("state/gpu-jobs/81.json.corrupt").exists());
+    assert!(node.path("state/xid-checkpoint.json.corrupt").exists());
+    assert!(checkpoint.exists(), "a fresh checkpoint was written");
+    // The job is still recorded, saying what is not known.
+    let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
+    let shown = &db.show(81).unwrap()[0];
+    let notes = &shown.epilog.as_ref().unwrap().reasons;
+    assert!(
+        notes.iter().any(|r| r.starts_with("unknown: no usable start snapshot")),
+        "{notes:?}"
+    );
+}
