@@ -424,7 +424,9 @@ fn corrupt_start_snapshot_and_checkpoint_are_set_aside_and_noted() {
     let shown = &db.show(81).unwrap()[0];
     let notes = &shown.epilog.as_ref().unwrap().reasons;
     assert!(
-        notes.iter().any(|r| r.starts_with("unknown: no usable start snapshot")),
+        notes
+            .iter()
+            .any(|r| r.starts_with("unknown: no usable start snapshot")),
         "{notes:?}"
     );
 }
