@@ -6,10 +6,11 @@ set -euo pipefail
 # root filesystems; libclang-dev for slurm-spank's bindgen (Slurm >= 23.11);
 # libslurm-dev for 22.05's headers; dpkg-dev and lintian for the packages.
 # strace (kill -9 at each state change), sqlite3 (integrity_check) and
-# python3 (open(2) probes) for the fault tests.
+# python3 (open(2) probes) for the fault tests; prometheus-node-exporter
+# and prometheus (promtool) for the metrics export tests.
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
-      strace sqlite3 python3)
+      strace sqlite3 python3 prometheus-node-exporter prometheus)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The packages enable the system services; the tests run their own daemons.
-for s in slurmctld slurmd munge; do
+for s in slurmctld slurmd munge prometheus prometheus-node-exporter; do
   systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }

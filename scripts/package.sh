@@ -20,6 +20,10 @@ version=$(cargo metadata --no-deps --format-version 1 |
 cargo build --release --quiet -p slurm-imex-prolog -p slurm-imex-epilog -p slurm-imex-cli
 # A native package's changelog is changelog.gz (cargo-deb would name it .Debian.gz).
 gzip -9nc packaging/debian/changelog > target/debian-changelog.gz
+# Man pages from the clap definitions (slurm-imex man), compressed as Debian wants.
+rm -rf target/man
+target/release/slurm-imex man target/man
+gzip -9n target/man/*
 shopt -s nullglob
 plugins=(target/slurm-plugins/*/libspank_imex.so)
 [ ${#plugins[@]} -gt 0 ] || { echo "package: no plugin built: run scripts/build-plugins.sh first" >&2; exit 1; }

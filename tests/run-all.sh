@@ -10,4 +10,7 @@ echo "== cargo fmt --check"; cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo build --release"; cargo build --release --workspace --quiet
 echo "== cargo test"; cargo test --workspace --quiet 2>&1 | tee /tmp/slurm-imex-cargo-test.log
+echo "== Prometheus alert rules (promtool check rules, promtool test rules)"
+promtool check rules conf-examples/prometheus/slurm-imex.rules.yml
+promtool test rules tests/prometheus/slurm-imex.rules.test.yml
 echo "== end-to-end on real Slurm 22.05, 24.11 and 26.05"; bash tests/e2e/versions.sh

@@ -14,6 +14,9 @@ use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_core::{gpu_job, imex};
 
 pub fn run(cli: &Cli) -> Result<u8> {
+    if let Command::Man { dir } = &cli.command {
+        return crate::man::write_all(dir).map(|_| 0);
+    }
     let (config, _) = Config::load(cli.config.as_deref())?;
     match &cli.command {
         Command::History(args) => history(cli, &config, args),
@@ -32,6 +35,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         } => check(cli, &config, *drain, *undrain, node.clone()),
         Command::Status => status(cli, &config),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
+        Command::Man { .. } => Ok(0),
     }
 }
 
@@ -42,26 +46,36 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
-/// Reading commands never create a database.
-fn open_db(cli: &Cli, config: &Config) -> Result<JobDb> {
+/// Reading commands never create a database. None (with a note on
+/// stderr) when this node has none yet: the answer is then empty, as
+/// sacct's is for a cluster with no jobs.
+fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
     let path = cli
         .db
         .clone()
         .unwrap_or_else(|| config.database.path.clone());
     let problem = slurm_imex_core::jobdb::storage_problem(&path);
-    if !path.exists() {
-        return Err(Error::new(match problem {
-            Some(p) => format!("no job database at {}: {p}", path.display()),
-            None => format!(
-                "no job database at {} yet: no GPU job has finished on this node (or set --db / [database] path)",
-                path.display()
-            ),
-        }));
-    }
-    if let Some(p) = problem {
+    if let Some(p) = &problem {
         eprintln!("slurm-imex: warning: {p}");
     }
-    JobDb::open(&path, config.database.busy_timeout.0)
+    if !path.exists() {
+        if problem.is_none() {
+            eprintln!(
+                "slurm-imex: note: no job database at {} yet: no GPU job has finished on this node \
+                 (or set --db / [database] path)",
+                path.display()
+            );
+        }
+        return Ok(None);
+    }
+    JobDb::open(&path, config.database.busy_timeout.0).map(Some)
+}
+
+/// Apply --format to a table and print it.
+fn print_table(cli: &Cli, mut t: Table) -> Result<()> {
+    t.select(cli.format.as_deref()).map_err(Error::new)?;
+    out_raw!("{}", t.render());
+    Ok(())
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -109,7 +123,10 @@ fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
             )));
         }
     }
-    let rows = open_db(cli, config)?.history(&filter)?;
+    let rows = match open_db(cli, config)? {
+        Some(db) => db.history(&filter)?,
+        None => Vec::new(),
+    };
     if cli.json {
         print_json(&rows)?;
         return Ok(0);
@@ -140,16 +157,17 @@ fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
             opt(r.reason.as_deref()),
         ]);
     }
-    out_raw!("{}", t.render());
+    print_table(cli, t)?;
     Ok(0)
 }
 
 fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
-    let jobs = open_db(cli, config)?.show(job_id)?;
+    let jobs = match open_db(cli, config)? {
+        Some(db) => db.show(job_id)?,
+        None => Vec::new(),
+    };
     if jobs.is_empty() {
-        return Err(Error::new(format!(
-            "no record of job {job_id} in this node's database"
-        )));
+        eprintln!("slurm-imex: note: no record of job {job_id} in this node's database");
     }
     if cli.json {
         print_json(&jobs)?;
@@ -252,7 +270,10 @@ fn gpus(
     let since = since
         .map(|s| parse_point(s, now_s(), "--since"))
         .transpose()?;
-    let rows = open_db(cli, config)?.gpu_totals(since, node, limit)?;
+    let rows = match open_db(cli, config)? {
+        Some(db) => db.gpu_totals(since, node, limit)?,
+        None => Vec::new(),
+    };
     if cli.json {
         print_json(&rows)?;
         return Ok(0);
@@ -287,8 +308,36 @@ fn gpus(
             format!("{:.3}", r.energy_mj as f64 / 3.6e9),
         ]);
     }
-    out_raw!("{}", t.render());
+    print_table(cli, t)?;
     Ok(0)
+}
+
+/// The HealthCheckProgram path keeps the node's export fresh: IMEX domain
+/// state, whether we drained the node, then the .prom file.
+fn refresh_metrics(
+    config: &Config,
+    node_name: &str,
+    verdict: Verdict,
+    drained_it: bool,
+    action: Option<&str>,
+) -> Result<()> {
+    use slurm_imex_core::metrics::{self, NodeState};
+    let mut node = NodeState::load(config);
+    node.node = node_name.to_string();
+    let status = imex::status::node_status(config);
+    node.domain_owned = status.owner.is_some();
+    node.domain_up = status.domain.as_deref() == Some("UP");
+    let now = now_s();
+    match (verdict, action) {
+        (Verdict::Drain, _) if drained_it => node.set_drained(Some(now)),
+        (_, Some(a)) if a.starts_with("resumed") || a.ends_with("is not drained") => {
+            node.set_drained(None)
+        }
+        _ => {}
+    }
+    node.save(config)?;
+    metrics::refresh(config, &node)?;
+    Ok(())
 }
 
 /// --node, else the Slurm node name slurmd exports, else the short hostname.
@@ -345,6 +394,9 @@ fn check(
             Undrain::NotDrained => format!("{node} is not drained"),
             Undrain::NotOurs(r) => format!("{node} left drained: not our reason ({r})"),
         });
+    }
+    if let Err(e) = refresh_metrics(config, &node, verdict, drain_node, action.as_deref()) {
+        eprintln!("slurm-imex: warning: Prometheus textfile not refreshed: {e}");
     }
     let report = CheckReport {
         node,

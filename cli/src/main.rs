@@ -19,6 +19,7 @@ macro_rules! out_raw {
 }
 
 mod commands;
+mod man;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -38,9 +39,17 @@ pub struct Cli {
     /// Job database (default: [database] path of the config).
     #[arg(long, global = true)]
     pub db: Option<PathBuf>,
-    /// Print JSON instead of a table.
+    /// Print JSON instead of a table (shapes: docs/json.md).
     #[arg(long, global = true)]
     pub json: bool,
+    /// The --json shape version to print; 1 is the only one so far. Within
+    /// a version fields are only ever added.
+    #[arg(long, global = true, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1))]
+    pub json_version: u32,
+    /// Table columns to show, in order, like sacct --format (history, gpus),
+    /// e.g. JobID,Node,Verdict.
+    #[arg(long, global = true)]
+    pub format: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -56,6 +65,7 @@ pub enum Command {
         /// Only jobs that started since (7d, 12h, 2026-11-01); default: lifetime totals.
         #[arg(long)]
         since: Option<String>,
+        /// Slurm node name or hostlist (gb-r1-[01-18]), like sacct -N.
         #[arg(long)]
         node: Option<String>,
         /// At most this many rows (1 to 1000000).
@@ -77,6 +87,9 @@ pub enum Command {
     },
     /// This node's IMEX daemon and domain state.
     Status,
+    /// Write man pages for every slurm-imex program into DIR (packaging).
+    #[command(hide = true)]
+    Man { dir: PathBuf },
     /// Resume a node drained by slurm-imex (reason starts with "imex-health:").
     Undrain {
         /// Slurm node name (default: $SLURMD_NODENAME, else the short hostname).
@@ -87,6 +100,7 @@ pub enum Command {
 
 #[derive(clap::Args)]
 pub struct HistoryArgs {
+    /// Slurm node name or hostlist (gb-r1-[01-18]), like sacct -N.
     #[arg(long)]
     pub node: Option<String>,
     /// GPU board serial (or UUID).

@@ -18,6 +18,46 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// Keep only the columns named in `format` (`JobID,Node,Verdict`,
+    /// case-insensitive, in that order), like sacct --format.
+    pub fn select(&mut self, format: Option<&str>) -> Result<(), String> {
+        let Some(format) = format else {
+            return Ok(());
+        };
+        let mut picks = Vec::new();
+        for want in format.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match self
+                .header
+                .iter()
+                .position(|h| h.eq_ignore_ascii_case(want))
+            {
+                Some(i) => picks.push(i),
+                None => {
+                    return Err(format!(
+                        "--format: no column \"{}\" here; choose from {}",
+                        want.chars().take(64).collect::<String>(),
+                        self.header.join(",")
+                    ))
+                }
+            }
+        }
+        if picks.is_empty() {
+            return Err(format!(
+                "--format is empty; choose from {}",
+                self.header.join(",")
+            ));
+        }
+        let pick = |cells: &[String]| {
+            picks
+                .iter()
+                .map(|i| cells.get(*i).cloned().unwrap_or_default())
+                .collect()
+        };
+        self.header = pick(&self.header);
+        self.rows = self.rows.iter().map(|r| pick(r)).collect();
+        Ok(())
+    }
+
     pub fn render(&self) -> String {
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
         for r in &self.rows {
@@ -59,5 +99,15 @@ mod tests {
         let mut t = super::Table::new(&["A", "BB", "C"]);
         t.row(vec!["long".into(), "x".into(), "end".into()]);
         assert_eq!(t.render(), "A     BB  C\nlong  x   end\n");
+    }
+
+    #[test]
+    fn format_picks_and_orders_columns() {
+        let mut t = super::Table::new(&["JOBID", "NODE", "VERDICT"]);
+        t.row(vec!["1".into(), "n1".into(), "PASS".into()]);
+        t.select(Some("verdict,JobID")).unwrap();
+        assert_eq!(t.render(), "VERDICT  JOBID\nPASS     1\n");
+        let e = t.select(Some("bogus")).unwrap_err();
+        assert!(e.contains("VERDICT,JOBID"), "{e}");
     }
 }

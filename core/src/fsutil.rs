@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// An unpredictable suffix for temporary names (getrandom), so nobody can
 /// plant a file or symlink at the name we are about to create.
@@ -74,6 +74,82 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Write `name` in `dir` atomically through a directory file descriptor:
+/// the directory is opened `O_DIRECTORY|O_NOFOLLOW` and must be owned by
+/// root (or the caller) and writable by nobody else; the temporary file is
+/// created and renamed relative to that descriptor. For a directory whose
+/// *parents* another account owns (Debian's /var/lib/prometheus is the
+/// prometheus user's): swapping a parent after the open cannot redirect the
+/// write, and a symlink in place of the directory is refused.
+pub fn write_atomic_in(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<PathBuf> {
+    use nix::fcntl::{openat, renameat, OFlag};
+    use nix::sys::stat::Mode;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let target = dir.join(name);
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        Error::new(format!("cannot {what} {}: {e}", target.display()))
+    };
+    let dir_fd = nix::fcntl::open(
+        dir,
+        OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        Error::new(format!(
+            "cannot open directory {}: {e} (it must be a directory, not a symlink)",
+            dir.display()
+        ))
+    })?;
+    // SAFETY: open returned a new descriptor we now own.
+    let dir_fd = unsafe { OwnedFd::from_raw_fd(dir_fd) };
+    let dir_file = File::from(dir_fd);
+    let meta = dir_file
+        .metadata()
+        .map_err(|e| fail("stat the directory of", &e))?;
+    let trusted =
+        [0, nix::unistd::geteuid().as_raw()].contains(&std::os::unix::fs::MetadataExt::uid(&meta));
+    if !trusted || meta.permissions().mode() & 0o022 != 0 {
+        return Err(Error::new(format!(
+            "refusing directory {}: owned by uid {} with mode {:04o}; it must be root's and not group/world-writable (chown root, chmod go-w)",
+            dir.display(),
+            std::os::unix::fs::MetadataExt::uid(&meta),
+            meta.permissions().mode() & 0o7777
+        )));
+    }
+    let fd = dir_file.as_raw_fd();
+    let tmp = format!(
+        ".{name}{TMP_MARK}{}.{}",
+        std::process::id(),
+        random_suffix()
+    );
+    let tmp_fd = openat(
+        Some(fd),
+        tmp.as_str(),
+        OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_WRONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        Mode::from_bits_truncate(mode),
+    )
+    .map_err(|e| fail("create a temporary file for", &e))?;
+    // SAFETY: openat returned a new descriptor we now own.
+    let mut file = unsafe { File::from_raw_fd(tmp_fd) };
+    let cleanup = |e: &dyn std::fmt::Display, what: &str| {
+        let _ = nix::unistd::unlinkat(
+            Some(fd),
+            tmp.as_str(),
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        );
+        fail(what, e)
+    };
+    file.write_all(contents).map_err(|e| cleanup(&e, "write"))?;
+    file.set_permissions(fs::Permissions::from_mode(mode))
+        .map_err(|e| cleanup(&e, "set the mode of"))?;
+    file.sync_all().map_err(|e| cleanup(&e, "fsync"))?;
+    drop(file);
+    renameat(Some(fd), tmp.as_str(), Some(fd), name)
+        .map_err(|e| cleanup(&e, "rename into place"))?;
+    let _ = dir_file.sync_all();
+    Ok(target)
 }
 
 /// Infix of our temporary names: `.<name>.tmp.<pid>.<random>`.
@@ -206,6 +282,24 @@ mod tests {
         let p = dir.path().join("nope/f.cfg");
         let e = write_atomic(&p, b"x", 0o644).unwrap_err();
         assert!(e.to_string().contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn writes_through_a_directory_descriptor_and_refuses_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("textfile");
+        fs::create_dir(&d).unwrap();
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).unwrap();
+        let p = write_atomic_in(&d, "x.prom", b"a 1\n", 0o644).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "a 1\n");
+        assert_eq!(fs::read_dir(&d).unwrap().count(), 1);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        let e = write_atomic_in(&link, "x.prom", b"", 0o644).unwrap_err();
+        assert!(e.to_string().contains("not a symlink"), "{e}");
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = write_atomic_in(&d, "x.prom", b"", 0o644).unwrap_err();
+        assert!(e.to_string().contains("0777"), "{e}");
     }
 
     #[test]

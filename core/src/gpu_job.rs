@@ -196,6 +196,11 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
 
 /// After the job: deltas, XIDs during the job, post-job verdict, record.
 pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
+    epilog_with_record(job, cfg).0
+}
+
+/// `epilog`, also returning the row it recorded (for the journal summary).
+pub fn epilog_with_record(job: &JobEnv, cfg: &Config) -> (GpuPhaseOutcome, Option<JobRow>) {
     let path = start_path(cfg, job.job_id);
     // A prolog killed mid-write leaves its temporary file behind.
     if let Some(dir) = path.parent() {
@@ -204,7 +209,7 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     crate::fsutil::remove_orphan_temps(&cfg.imex.state_dir);
     let start: Option<StartState> = read_state_json(&path, "start snapshot");
     if start.is_none() && !is_gpu_job(job, cfg) {
-        return GpuPhaseOutcome::Skipped("not a GPU job");
+        return (GpuPhaseOutcome::Skipped("not a GPU job"), None);
     }
     // XIDs during the job: everything after the prolog's kmsg position.
     let checkpoint = match start.as_ref().and_then(|s| s.kmsg_seq) {
@@ -223,7 +228,7 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
         },
     );
     if gate.no_gpus && start.is_none() {
-        return GpuPhaseOutcome::Skipped("no NVIDIA GPU on this node");
+        return (GpuPhaseOutcome::Skipped("no NVIDIA GPU on this node"), None);
     }
     let verdict = verdict_of(&gate.findings);
     let gpus: Vec<GpuRecord> = gate
@@ -282,11 +287,12 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
     if let Err(e) = remove_if_exists(&path) {
         tracing::warn!("{e}");
     }
-    GpuPhaseOutcome::Done {
+    let outcome = GpuPhaseOutcome::Done {
         verdict,
         drain_reason: drain_reason(&gate.findings),
         warnings: reasons(&gate.findings, Severity::Warn),
-    }
+    };
+    (outcome, Some(row))
 }
 
 fn record(cfg: &Config, row: &JobRow) -> Result<()> {

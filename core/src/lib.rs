@@ -20,8 +20,12 @@ pub mod imex;
 #[cfg(feature = "node")]
 pub mod jobdb;
 #[cfg(feature = "node")]
+pub mod journal;
+#[cfg(feature = "node")]
 pub mod lifecycle;
 pub mod logging;
+#[cfg(feature = "node")]
+pub mod metrics;
 pub mod process;
 pub mod slurm_conf;
 pub mod slurm_env;

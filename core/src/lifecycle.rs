@@ -5,6 +5,7 @@
 use crate::config::Config;
 use crate::gpu_job::{self, GpuPhaseOutcome};
 use crate::imex::domain::{self, SetupOutcome, TeardownOutcome};
+use crate::metrics;
 use crate::slurm_env::JobEnv;
 
 /// What a prolog/epilog run ends with.
@@ -36,16 +37,26 @@ impl Exit {
 pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
-    let (gate, domain) = std::thread::scope(|scope| {
-        let gate = scope.spawn(|| gpu_job::prolog(job, cfg));
-        let domain = job.imex_requested.then(|| domain::setup(job, cfg));
-        let gate = gate.join().unwrap_or_else(|_| GpuPhaseOutcome::Done {
-            verdict: crate::health::Verdict::Drain,
-            drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
-            warnings: Vec::new(),
+    let (gate, domain, gate_ms) = std::thread::scope(|scope| {
+        let gate = scope.spawn(|| {
+            let t = std::time::Instant::now();
+            let outcome = gpu_job::prolog(job, cfg);
+            (outcome, t.elapsed().as_millis() as u64)
         });
-        (gate, domain)
+        let domain = job.imex_requested.then(|| domain::setup(job, cfg));
+        let (gate, gate_ms) = gate.join().unwrap_or_else(|_| {
+            let crashed = GpuPhaseOutcome::Done {
+                verdict: crate::health::Verdict::Drain,
+                drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
+                warnings: Vec::new(),
+            };
+            (crashed, 0)
+        });
+        (gate, domain, gate_ms)
     });
+    let mut node = metrics::NodeState::load(cfg);
+    node.node = job.node_name.clone();
+    node.last_gate_ms = matches!(gate, GpuPhaseOutcome::Done { .. }).then_some(gate_ms);
     match gate {
         GpuPhaseOutcome::Done {
             drain_reason: Some(reason),
@@ -53,6 +64,8 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         } => {
             // A drain-class finding: the node must not take the job.
             exit.fail(format!("slurm-imex-prolog: {reason}"));
+            node.set_drained(Some(crate::timespec::now_s()));
+            save_node_state(cfg, &mut node, started);
             if domain.is_some() {
                 if let Err(e) = domain::teardown(job.job_id, cfg) {
                     exit.fail(format!(
@@ -72,6 +85,10 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         }
         GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU health gate skipped: {why}"),
     }
+    if let Some(outcome) = &domain {
+        node.domain_owned = !matches!(outcome, SetupOutcome::JobFailure(_));
+        node.domain_up = matches!(outcome, SetupOutcome::Ready { .. });
+    }
     match domain {
         None => {}
         Some(SetupOutcome::Ready { waited }) => {
@@ -86,24 +103,48 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     if job.imex_requested {
         domain::note_prolog_time(job.job_id, cfg, started.elapsed());
     }
+    save_node_state(cfg, &mut node, started);
     exit
 }
 
+/// Keep the prolog's part of the node's export state (the epilog and
+/// `slurm-imex check` write the .prom file). Best effort.
+fn save_node_state(cfg: &Config, node: &mut metrics::NodeState, started: std::time::Instant) {
+    node.last_prolog_ms = Some(started.elapsed().as_millis() as u64);
+    if let Err(e) = node.save(cfg) {
+        tracing::warn!("cannot keep the node state for metrics: {e}");
+    }
+}
+
 pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
+    let started = std::time::Instant::now();
     let mut exit = Exit::ok();
+    let mut node = metrics::NodeState::load(cfg);
+    node.node = job.node_name.clone();
+    // The job's whole prolog time, before teardown removes its record.
+    let prolog_ms = crate::imex::job_record::StateDir::new(&cfg.imex.state_dir)
+        .read_record(job.job_id)
+        .ok()
+        .flatten()
+        .and_then(|r| r.prolog_ms);
     if job.imex_requested {
         match domain::teardown(job.job_id, cfg) {
             Ok(TeardownOutcome::LeftToOwner(owner)) => {
                 tracing::info!("IMEX domain belongs to job {owner}; left untouched")
             }
-            Ok(outcome) => tracing::info!(?outcome, "IMEX domain torn down"),
+            Ok(outcome) => {
+                tracing::info!(?outcome, "IMEX domain torn down");
+                node.domain_owned = false;
+                node.domain_up = false;
+            }
             Err(e) => exit.fail(format!(
                 "slurm-imex-epilog on {}: cannot return IMEX to idle: {e}",
                 job.node_name
             )),
         }
     }
-    match gpu_job::epilog(job, cfg) {
+    let (outcome, row) = gpu_job::epilog_with_record(job, cfg);
+    match outcome {
         GpuPhaseOutcome::Done {
             drain_reason: Some(reason),
             ..
@@ -113,6 +154,7 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
                     tracing::warn!("{e}");
                 }
             }
+            node.set_drained(Some(crate::timespec::now_s()));
             exit.fail(format!("slurm-imex-epilog: {reason}"));
         }
         GpuPhaseOutcome::Done {
@@ -124,6 +166,19 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
             tracing::info!(verdict = verdict.as_str(), "job GPU stats recorded");
         }
         GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU stats skipped: {why}"),
+    }
+    let epilog_ms = started.elapsed().as_millis() as u64;
+    node.last_epilog_ms = Some(epilog_ms);
+    crate::journal::job_summary(job, row.as_ref(), prolog_ms, epilog_ms);
+    let saved = node.save(cfg);
+    let refreshed = metrics::refresh(cfg, &node);
+    if let Some(e) = saved.err().or(refreshed.err()) {
+        // A failing epilog already says what is wrong, in one line.
+        if exit.code == 0 {
+            tracing::warn!("Prometheus export not refreshed: {e}");
+        } else {
+            tracing::debug!("Prometheus export not refreshed: {e}");
+        }
     }
     exit
 }

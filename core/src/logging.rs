@@ -14,7 +14,12 @@ pub fn init(program: &'static str) {
         .exists()
         .then(|| tracing_journald::layer().ok())
         .flatten()
-        .map(|l| l.with_syslog_identifier(program.to_string()));
+        // Our fields under their own names (JOB_ID, NODE, VERDICT, …), not
+        // tracing-journald's default F_ prefix.
+        .map(|l| {
+            l.with_syslog_identifier(program.to_string())
+                .with_field_prefix(None)
+        });
     let _ = TO_JOURNALD.set(journald.is_some());
     let default_level = if journald.is_some() { "info" } else { "warn" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

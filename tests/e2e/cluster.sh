@@ -87,6 +87,7 @@ REPORT
       -e "s#^pci_devices = .*#pci_devices = \"/run/fakehw/pci\"#" \
       -e "s#^expected_gpus = .*#expected_gpus = $E2E_GPUS#" \
       -e "s#^set_drain_reason = .*#set_drain_reason = true#" \
+      -e "s#^textfile_dir = .*#textfile_dir = \"/run/fakehw/textfile\"#" \
       "$REPO/conf-examples/imex.toml" > "$C/etc-slurm/imex.toml"
   for key in 'manager = "process"' "binary = \"$C" 'proc_devices = "/run/fakehw' 'source = "map"'; do
     grep -qF "$key" "$C/etc-slurm/imex.toml" || { echo "cluster_install: imex.toml override '$key' did not apply" >&2; return 1; }
@@ -144,7 +145,7 @@ CONF
 
   for i in $(seq 1 "$E2E_NODES"); do
     local d=$C/nodes/n$i
-    mkdir -p "$d"/{etc-imex,run-imex,run-slurm-imex,var-lib,dev-channels,hw}
+    mkdir -p "$d"/{etc-imex,run-imex,run-slurm-imex,var-lib,dev-channels,hw/textfile}
     sed -e "s#^LOG_FILE_NAME=.*#LOG_FILE_NAME=/run/nvidia-imex/nvidia-imex.log#" \
       "$REPO/conf-examples/nvidia-imex-config.cfg" > "$d/etc-imex/config.cfg"
     : > "$d/etc-imex/nodes_config.cfg"

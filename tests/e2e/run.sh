@@ -20,6 +20,7 @@ esac
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
 source "$HERE/faults.sh"
+source "$HERE/fleet.sh"
 
 # The script every test task runs: one line of facts (cluster.sh).
 REPORT=$C/bin/imex-report
@@ -462,6 +463,10 @@ main() {
       test_database_full_readonly_corrupt_never_fails_a_job
       test_second_user_cannot_open_the_channel
     );;
+    fleet) tests=(
+      test_node_exporter_serves_what_the_cli_reports
+      test_epilog_logs_one_structured_journal_event
+    );;
     rack) tests=(
       test_rack_of_18_nodes_forms_one_domain
     );;
@@ -469,7 +474,7 @@ main() {
       test_imex_job_across_two_blocks_fails_before_any_daemon_starts
       test_imex_job_inside_one_block_runs
     );;
-    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults or rack)" >&2; exit 2;;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet or rack)" >&2; exit 2;;
   esac
   local t
   for t in "${tests[@]}"; do

@@ -4,8 +4,9 @@
 # and 26.05 (Debian unstable) in root filesystems made by
 # scripts/slurm-rootfs.sh. Builds one plugin per Slurm and the packages,
 # tests the packages, then runs the phases of tests/e2e/run.sh:
-#   22.05  base, faults, rack        (from the build tree; faults needs
-#                                     strace, sqlite3 and python3; rack is
+#   22.05  base, faults, fleet, rack (from the build tree; faults needs
+#                                     strace, sqlite3 and python3; fleet
+#                                     node_exporter and promtool; rack is
 #                                     one 18-node --imex job)
 #   24.11  base, switch, topology    (from the installed .deb; topology.conf)
 #   26.05  base, switch, topology    (from the build tree; topology.yaml)
@@ -80,6 +81,7 @@ main() {
 
   run_phase / target base
   run_phase / target faults
+  run_phase / target fleet
   run_phase / target rack
   # 24.11 runs from the installed package.
   tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$deb2411" >/dev/null || { echo "versions: dpkg -i $deb2411 failed" >&2; exit 1; }

@@ -30,6 +30,25 @@ pub struct Config {
     pub gpu: GpuConfig,
     pub health: HealthConfig,
     pub database: DatabaseConfig,
+    pub metrics: MetricsConfig,
+}
+
+/// The Prometheus textfile export (metrics.rs).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// node_exporter's textfile collector directory: "auto" (Debian's
+    /// /var/lib/prometheus/node-exporter, only when it exists), "none", or
+    /// a path (must exist).
+    pub textfile_dir: AutoPath,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            textfile_dir: AutoPath::Auto,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]

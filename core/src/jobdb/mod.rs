@@ -153,6 +153,33 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
     "#,
+    // v2: lifetime counters the Prometheus export needs (metrics.rs), kept
+    // like gpu_totals when job rows are pruned; backfilled from what v1 kept.
+    r#"
+    ALTER TABLE gpu_totals ADD COLUMN pci TEXT NOT NULL DEFAULT '';
+    ALTER TABLE gpu_totals ADD COLUMN remapped_rows INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN ecc_dbe INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN retired_pages INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN energy_resets INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN last_verdict TEXT NOT NULL DEFAULT 'PASS';
+    ALTER TABLE gpu_totals ADD COLUMN remap_pending INTEGER NOT NULL DEFAULT 0;
+    -- Per board, per XID catalog class ('xid') and per throttle reason ('throttle_ns').
+    CREATE TABLE gpu_counters (
+        serial TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (serial, kind, key)
+    );
+    UPDATE gpu_totals SET
+        pci = COALESCE((SELECT g.pci FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial ORDER BY g.id DESC LIMIT 1), ''),
+        remapped_rows = COALESCE((SELECT SUM(COALESCE(g.remapped_correctable, 0) + COALESCE(g.remapped_uncorrectable, 0)) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0),
+        ecc_dbe = COALESCE((SELECT SUM(g.ecc_dbe) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0),
+        retired_pages = COALESCE((SELECT SUM(g.retired_pages) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0),
+        energy_resets = COALESCE((SELECT SUM(g.energy_reset) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0);
+    INSERT INTO gpu_counters (serial, kind, key, value)
+        SELECT COALESCE(serial, pci), 'xid', LOWER(bucket), COUNT(*) FROM xid_events GROUP BY 1, 3;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -59,6 +59,16 @@ pub struct GpuTotals {
     pub xids_other: i64,
 }
 
+/// A `--node` value as sacct -N takes it: a Slurm hostlist
+/// (`gb-r1-[01-18]`), as a JSON array for `json_each`.
+fn node_set(expr: &str) -> Result<Value> {
+    let nodes = crate::hostlist::expand(expr, crate::config::MAX_NODES_LIMIT as usize)
+        .map_err(|e| e.context("--node"))?;
+    Ok(Value::Text(
+        serde_json::to_string(&nodes).unwrap_or_default(),
+    ))
+}
+
 impl JobDb {
     pub fn history(&self, f: &HistoryFilter) -> Result<Vec<HistoryRow>> {
         let mut wheres: Vec<String> = Vec::new();
@@ -68,7 +78,7 @@ impl JobDb {
             wheres.push(clause.replace('?', &format!("?{}", args.len())));
         };
         if let Some(n) = &f.node {
-            add("j.node = ?", Value::Text(n.clone()));
+            add("j.node IN (SELECT value FROM json_each(?))", node_set(n)?);
         }
         if let Some(u) = &f.user {
             add("j.user = ?", Value::Text(u.clone()));
@@ -349,8 +359,11 @@ impl JobDb {
                 clause.push_str(&format!(" AND j.start_ts < ?{}", args.len()));
             }
             if let Some(n) = node {
-                args.push(Value::Text(n.into()));
-                clause.push_str(&format!(" AND j.node = ?{}", args.len()));
+                args.push(node_set(n)?);
+                clause.push_str(&format!(
+                    " AND j.node IN (SELECT value FROM json_each(?{}))",
+                    args.len()
+                ));
             }
             run(
                 &format!(
@@ -367,8 +380,10 @@ impl JobDb {
         let mut rows = match (since, node) {
             (None, None) => run(&format!("SELECT {COLS} FROM gpu_totals"), vec![])?,
             (None, Some(n)) => run(
-                &format!("SELECT {COLS} FROM gpu_totals WHERE last_node = ?1"),
-                vec![Value::Text(n.into())],
+                &format!(
+                    "SELECT {COLS} FROM gpu_totals WHERE last_node IN (SELECT value FROM json_each(?1))"
+                ),
+                vec![node_set(n)?],
             )?,
             // Per node: the job rows of one node are few enough to sum directly.
             (Some(s), Some(_)) => raw(s, None)?,
@@ -415,5 +430,72 @@ impl JobDb {
         });
         rows.truncate(limit.max(1));
         Ok(rows)
+    }
+}
+
+impl JobDb {
+    /// Every board's lifetime counters, for the Prometheus export: one
+    /// query over gpu_totals and one over gpu_counters (a few ms for
+    /// thousands of boards).
+    pub fn board_counters(&self) -> Result<Vec<crate::metrics::BoardCounters>> {
+        use crate::metrics::BoardCounters;
+        let q = |e: rusqlite::Error| err(self.path(), "metrics query failed", e);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT serial, uuid, pci, jobs, drains, warns, energy_mj, energy_resets,
+                        remapped_rows, ecc_dbe, retired_pages, remap_pending, last_verdict
+                 FROM gpu_totals ORDER BY serial",
+            )
+            .map_err(q)?;
+        let mut boards: Vec<BoardCounters> = stmt
+            .query_map([], |r| {
+                Ok(BoardCounters {
+                    serial: r.get(0)?,
+                    uuid: r.get(1)?,
+                    pci: r.get(2)?,
+                    jobs: r.get(3)?,
+                    drains: r.get(4)?,
+                    warns: r.get(5)?,
+                    energy_mj: r.get(6)?,
+                    energy_resets: r.get(7)?,
+                    remapped_rows: r.get(8)?,
+                    ecc_dbe: r.get(9)?,
+                    retired_pages: r.get(10)?,
+                    remap_pending: r.get::<_, i64>(11)? != 0,
+                    last_verdict: r.get(12)?,
+                    ..Default::default()
+                })
+            })
+            .map_err(q)?
+            .collect::<std::result::Result<_, _>>()
+            .map_err(q)?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT serial, kind, key, value FROM gpu_counters ORDER BY serial")
+            .map_err(q)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })
+            .map_err(q)?;
+        for row in rows {
+            let (serial, kind, key, value) = row.map_err(q)?;
+            let Ok(i) = boards.binary_search_by(|b| b.serial.as_str().cmp(serial.as_str())) else {
+                continue;
+            };
+            let map = match kind.as_str() {
+                "xid" => &mut boards[i].xids,
+                "throttle_ns" => &mut boards[i].throttle_ns,
+                _ => continue,
+            };
+            *map.entry(key).or_insert(0) += value;
+        }
+        Ok(boards)
     }
 }

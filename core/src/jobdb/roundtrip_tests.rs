@@ -311,3 +311,63 @@ fn gpus_since_is_exact_across_day_boundaries() {
         }
     }
 }
+
+#[test]
+fn board_counters_sum_per_board_and_keep_the_last_verdict() {
+    let (_d, mut db) = db();
+    let mut drained = job(1, "n1", 1000, &["S1", "S2"], Verdict::Drain);
+    drained.gpus[0].stats.ecc_dbe = Delta {
+        value: Some(2),
+        reset: false,
+    };
+    drained.gpus[0].stats.remap_pending_end = Some(true);
+    drained.gpus[0].stats.throttle_ns =
+        [("power".to_string(), 3_000_000_000)].into_iter().collect();
+    db.record_job(&drained).unwrap();
+    db.record_job(&job(2, "n1", 2000, &["S1"], Verdict::Pass))
+        .unwrap();
+    // The same job recorded twice (epilog rerun) counts once.
+    db.record_job(&job(2, "n1", 2000, &["S1"], Verdict::Pass))
+        .unwrap();
+    let boards = db.board_counters().unwrap();
+    let s1 = boards.iter().find(|b| b.serial == "S1").unwrap();
+    assert_eq!((s1.jobs, s1.drains, s1.ecc_dbe), (2, 1, 2));
+    assert_eq!(s1.energy_mj, 2_000_000);
+    assert_eq!(s1.xids.get("reboot"), Some(&1));
+    assert_eq!(s1.throttle_ns.get("power"), Some(&3_000_000_000));
+    assert_eq!(s1.last_verdict, "PASS", "the last job's verdict");
+    assert!(
+        !s1.remap_pending,
+        "the last job ended without a pending remap"
+    );
+    assert_eq!(s1.pci, "0000:1a:00");
+    let s2 = boards.iter().find(|b| b.serial == "S2").unwrap();
+    assert_eq!((s2.jobs, s2.drains), (1, 0));
+}
+
+#[test]
+fn a_v1_database_is_migrated_and_backfilled() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("jobs.db");
+    {
+        // What slurm-imex 0.1 (schema v1) left: a board with a drain XID.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(super::MIGRATIONS[0]).unwrap();
+        c.execute_batch(
+            "INSERT INTO jobs (id, job_id, node, start_ts, verdict) VALUES (1, 7, 'n1', 100, 'DRAIN');
+             INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, ecc_dbe, retired_pages, verdict)
+                 VALUES (1, 0, 'GPU-A', 'A', '0000:1a:00', 4, 1, 'DRAIN');
+             INSERT INTO xid_events (job_row, node, ts, seq, pci, serial, xid, bucket, drain_class)
+                 VALUES (1, 'n1', 100, 5, '0000:1a:00', 'A', 79, 'REBOOT', 1);
+             INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs, drains, xids, xids_drain_class)
+                 VALUES ('A', 'GPU-A', 'n1', 100, 1, 1, 1, 1);",
+        )
+        .unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+    }
+    let db = JobDb::open(&path, Duration::from_secs(5)).unwrap();
+    let a = &db.board_counters().unwrap()[0];
+    assert_eq!((a.jobs, a.drains, a.ecc_dbe, a.retired_pages), (1, 1, 4, 1));
+    assert_eq!(a.pci, "0000:1a:00");
+    assert_eq!(a.xids.get("reboot"), Some(&1));
+}

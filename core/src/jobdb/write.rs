@@ -249,7 +249,56 @@ fn insert_job(tx: &rusqlite::Transaction, row: &JobRow, path: &std::path::Path) 
                         drain_class, restart_app],
             )
             .map_err(w)?;
+            add_board_counters(tx, &key, s, g.verdict).map_err(w)?;
         }
+    }
+    Ok(())
+}
+
+/// The v2 lifetime counters of one board for one job (see metrics.rs).
+fn add_board_counters(
+    tx: &rusqlite::Transaction,
+    key: &str,
+    s: &GpuJobStats,
+    verdict: Verdict,
+) -> rusqlite::Result<()> {
+    let delta = |d: &crate::stats::Delta| i64_of(d.value).unwrap_or(0);
+    tx.execute(
+        "UPDATE gpu_totals SET pci = ?2,
+            remapped_rows = remapped_rows + ?3, ecc_dbe = ecc_dbe + ?4,
+            retired_pages = retired_pages + ?5, energy_resets = energy_resets + ?6,
+            last_verdict = ?7, remap_pending = ?8
+         WHERE serial = ?1",
+        params![
+            key,
+            s.pci,
+            delta(&s.remapped_correctable).saturating_add(delta(&s.remapped_uncorrectable)),
+            delta(&s.ecc_dbe),
+            delta(&s.retired_pages),
+            s.energy_mj.reset as i64,
+            verdict.as_str(),
+            s.remap_pending_end.unwrap_or(false) as i64
+        ],
+    )?;
+    let mut add = tx.prepare_cached(
+        "INSERT INTO gpu_counters (serial, kind, key, value) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (serial, kind, key) DO UPDATE SET value = value + excluded.value",
+    )?;
+    for x in &s.xids {
+        add.execute(params![
+            key,
+            "xid",
+            x.bucket.as_str().to_ascii_lowercase(),
+            1
+        ])?;
+    }
+    for (reason, ns) in &s.throttle_ns {
+        add.execute(params![
+            key,
+            "throttle_ns",
+            reason,
+            i64::try_from(*ns).unwrap_or(i64::MAX)
+        ])?;
     }
     Ok(())
 }

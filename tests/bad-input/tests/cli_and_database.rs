@@ -138,7 +138,12 @@ fn absurd_flags_are_refused_naming_the_flag() {
         (&["gpus", "--since", "999999999999999999999d"], &["--since"]),
         (&["gpus", "--limit", "0"], &["--limit"]),
         (&["show", "abc"], &["abc"]),
-        (&["show", "424242"], &["no record of job 424242"]),
+        (&["history", "--node", "n[1-"], &["--node", "never closed"]),
+        (
+            &["history", "--format", "JobID,Bogus"],
+            &["--format", "Bogus", "JOBID,NODE"],
+        ),
+        (&["--json-version", "2", "history"], &["--json-version"]),
     ];
     for (args, needles) in cases {
         let mut all = vec!["--db", db.as_str()];
@@ -217,4 +222,68 @@ fn databases_that_are_not_databases_are_one_line() {
     );
     n += 1;
     eprintln!("bad-input: {n} database file cases");
+}
+
+#[test]
+fn a_node_with_no_jobs_answers_empty_with_a_note() {
+    let site = Site::new();
+    let db = site.db();
+    for (args, json) in [
+        (vec!["history"], false),
+        (vec!["gpus"], false),
+        (vec!["show", "5"], false),
+        (vec!["--json", "history"], true),
+        (vec!["--json", "gpus"], true),
+        (vec!["--json", "show", "5"], true),
+    ] {
+        let mut all = vec!["--db", db.as_str()];
+        all.extend_from_slice(&args);
+        let r = site.cli(&all);
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("note: no job database"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        if json {
+            assert_eq!(r.stdout.trim(), "[]", "{args:?}");
+        } else {
+            assert!(!r.stdout.contains("\n1"), "{args:?}: {}", r.stdout);
+        }
+    }
+    // A database without that job: empty too, like sacct -j.
+    site.database(2, "");
+    let r = site.cli(&["--db", &db, "--json", "show", "424242"]);
+    assert_eq!((r.code, r.stdout.trim()), (Some(0), "[]"), "{}", r.stderr);
+    assert!(r.stderr.contains("no record of job 424242"), "{}", r.stderr);
+}
+
+#[test]
+fn node_takes_hostlists_and_format_picks_columns() {
+    let site = Site::new();
+    site.database(4, "UPDATE jobs SET node = 'gb-r1-0' || (job_id - 999);");
+    let db = site.db();
+    let r = site.cli(&[
+        "--db",
+        &db,
+        "--format",
+        "JobID,Node",
+        "history",
+        "--node",
+        "gb-r1-0[2-3]",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(
+        lines[0].split_whitespace().collect::<Vec<_>>(),
+        ["JOBID", "NODE"]
+    );
+    let mut nodes: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["gb-r1-02", "gb-r1-03"], "{}", r.stdout);
+    let r = site.cli(&["--db", &db, "history", "--node", "gb-r1-01,gb-r1-04"]);
+    assert_eq!(r.stdout.lines().count(), 3, "{}", r.stdout);
 }

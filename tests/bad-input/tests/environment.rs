@@ -27,7 +27,8 @@ impl Node {
             format!(
                 "[imex]\nstate_dir = \"{}\"\nproc_devices = \"{}\"\n[imex.daemon]\nmanager = \"process\"\n\
                  base_config = \"{}\"\nnodes_config = \"{}\"\njob_config = \"{}\"\n\
-                 [slurm]\nconfig = \"none\"\ntopology = \"none\"\n[health]\nenabled = false\n",
+                 [slurm]\nconfig = \"none\"\ntopology = \"none\"\n[health]\nenabled = false\n\
+                 [metrics]\ntextfile_dir = \"none\"\n",
                 p("state").display(),
                 p("devices").display(),
                 p("config.cfg").display(),
