@@ -25,10 +25,11 @@ fn random_suffix() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Write `contents` to `path` atomically: a temporary file with an
-/// unpredictable name created with `O_CREAT|O_EXCL|O_NOFOLLOW` in the same
-/// directory, fsync, rename over the target (a symlink there is replaced,
-/// never followed), fsync the directory. The parent directory must exist.
+/// Write `contents` to `path` atomically: its directory (which must exist)
+/// is held to the trust boundary ([`crate::trust`]), then the file is
+/// written as [`write_atomic_in`] does: an unpredictable temporary name
+/// created `O_CREAT|O_EXCL|O_NOFOLLOW`, fsync, rename over the target (a
+/// symlink there is replaced, never followed), fsync the directory.
 /// `mode` is applied to the new file.
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     let dir = path
@@ -37,52 +38,25 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
         .unwrap_or(Path::new("."));
     let name = path
         .file_name()
+        .and_then(|n| n.to_str())
         .ok_or_else(|| Error::new(format!("{}: not a file path", path.display())))?;
-    if dir.is_absolute() {
-        crate::trust::check(dir, crate::trust::Expect::Dir, "directory")?;
+    if !dir.is_absolute() {
+        return write_atomic_in(dir, name, contents, mode).map(|_| ());
     }
-    let tmp = dir.join(format!(
-        ".{}{TMP_MARK}{}.{}",
-        name.to_string_lossy(),
-        std::process::id(),
-        random_suffix()
-    ));
-    let fail = |e: std::io::Error, what: &str| {
-        let _ = fs::remove_file(&tmp);
-        Error::new(format!("cannot {what} {}: {e}", path.display()))
-    };
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(mode)
-        .open(&tmp)
-        .map_err(|e| {
-            Error::new(format!(
-                "cannot create a temporary file for {}: {e}",
-                path.display()
-            ))
-        })?;
-    file.write_all(contents).map_err(|e| fail(e, "write"))?;
-    // The umask may have narrowed the mode at create time.
-    file.set_permissions(fs::Permissions::from_mode(mode))
-        .map_err(|e| fail(e, "set the mode of"))?;
-    file.sync_all().map_err(|e| fail(e, "fsync"))?;
-    drop(file);
-    fs::rename(&tmp, path).map_err(|e| fail(e, "rename into place"))?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    crate::trust::check(dir, crate::trust::Expect::Dir, "directory")?;
+    // A trusted symlinked directory is fine: write where it leads.
+    let real = fs::canonicalize(dir)
+        .map_err(|e| Error::new(format!("cannot resolve {}: {e}", dir.display())))?;
+    write_atomic_in(&real, name, contents, mode).map(|_| ())
 }
 
 /// Write `name` in `dir` atomically through a directory file descriptor:
 /// the directory is opened `O_DIRECTORY|O_NOFOLLOW` and must be owned by
 /// root (or the caller) and writable by nobody else; the temporary file is
-/// created and renamed relative to that descriptor. For a directory whose
-/// *parents* another account owns (Debian's /var/lib/prometheus is the
-/// prometheus user's): swapping a parent after the open cannot redirect the
-/// write, and a symlink in place of the directory is refused.
+/// created and renamed relative to that descriptor, so swapping a parent
+/// after the open cannot redirect the write. Used directly for a directory
+/// whose *parents* another account owns (Debian's /var/lib/prometheus is the
+/// prometheus user's); [`write_atomic`] adds the full path check.
 pub fn write_atomic_in(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<PathBuf> {
     use nix::fcntl::{openat, renameat, OFlag};
     use nix::sys::stat::Mode;

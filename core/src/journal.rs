@@ -10,7 +10,8 @@ use crate::slurm_env::JobEnv;
 use crate::text::{cap, summarize_list, PIECE_MAX};
 
 /// Emit the summary of `job` on this node. `row` is what the epilog
-/// recorded (None for a job that was not a GPU job here).
+/// recorded (None for a job that was not a GPU job here); `prolog_ms` the
+/// job's whole prolog (its IMEX record, else its gate).
 pub fn job_summary(job: &JobEnv, row: Option<&JobRow>, prolog_ms: Option<u64>, epilog_ms: u64) {
     let verdict = row.map_or("NONE", |r| r.verdict().as_str());
     let reasons: Vec<String> = row
@@ -57,7 +58,7 @@ pub fn job_summary(job: &JobEnv, row: Option<&JobRow>, prolog_ms: Option<u64>, e
         xids = summarize_list(&xids, PIECE_MAX).as_str(),
         energy_j = format!("{energy_j:.3}").as_str(),
         gate_ms = gate_ms.map(|m| m.to_string()).unwrap_or_default().as_str(),
-        prolog_ms = prolog_ms.or(gate_ms).map(|m| m.to_string()).unwrap_or_default().as_str(),
+        prolog_ms = prolog_ms.map(|m| m.to_string()).unwrap_or_default().as_str(),
         epilog_ms,
         imex = job.imex_requested,
         "job {} on {}: {verdict}",

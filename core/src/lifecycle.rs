@@ -37,26 +37,16 @@ impl Exit {
 pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
-    let (gate, domain, gate_ms) = std::thread::scope(|scope| {
-        let gate = scope.spawn(|| {
-            let t = std::time::Instant::now();
-            let outcome = gpu_job::prolog(job, cfg);
-            (outcome, t.elapsed().as_millis() as u64)
-        });
+    let (gate, domain) = std::thread::scope(|scope| {
+        let gate = scope.spawn(|| gpu_job::prolog(job, cfg));
         let domain = job.imex_requested.then(|| domain::setup(job, cfg));
-        let (gate, gate_ms) = gate.join().unwrap_or_else(|_| {
-            let crashed = GpuPhaseOutcome::Done {
-                verdict: crate::health::Verdict::Drain,
-                drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
-                warnings: Vec::new(),
-            };
-            (crashed, 0)
+        let gate = gate.join().unwrap_or_else(|_| GpuPhaseOutcome::Done {
+            verdict: crate::health::Verdict::Drain,
+            drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
+            warnings: Vec::new(),
         });
-        (gate, domain, gate_ms)
+        (gate, domain)
     });
-    let mut node = metrics::NodeState::load(cfg);
-    node.node = job.node_name.clone();
-    node.last_gate_ms = matches!(gate, GpuPhaseOutcome::Done { .. }).then_some(gate_ms);
     match gate {
         GpuPhaseOutcome::Done {
             drain_reason: Some(reason),
@@ -64,8 +54,6 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         } => {
             // A drain-class finding: the node must not take the job.
             exit.fail(format!("slurm-imex-prolog: {reason}"));
-            node.set_drained(Some(crate::timespec::now_s()));
-            save_node_state(cfg, &mut node, started);
             if domain.is_some() {
                 if let Err(e) = domain::teardown(job.job_id, cfg) {
                     exit.fail(format!(
@@ -85,10 +73,6 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         }
         GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU health gate skipped: {why}"),
     }
-    if let Some(outcome) = &domain {
-        node.domain_owned = !matches!(outcome, SetupOutcome::JobFailure(_));
-        node.domain_up = matches!(outcome, SetupOutcome::Ready { .. });
-    }
     match domain {
         None => {}
         Some(SetupOutcome::Ready { waited }) => {
@@ -100,20 +84,12 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         }
         Some(SetupOutcome::NodeFault(cause)) => exit.fail(format!("slurm-imex-prolog: {cause}")),
     }
+    // The prolog writes nothing for the metrics (every job pays for the
+    // prolog): the epilog derives them from the job's record and row.
     if job.imex_requested {
         domain::note_prolog_time(job.job_id, cfg, started.elapsed());
     }
-    save_node_state(cfg, &mut node, started);
     exit
-}
-
-/// Keep the prolog's part of the node's export state (the epilog and
-/// `slurm-imex check` write the .prom file). Best effort.
-fn save_node_state(cfg: &Config, node: &mut metrics::NodeState, started: std::time::Instant) {
-    node.last_prolog_ms = Some(started.elapsed().as_millis() as u64);
-    if let Err(e) = node.save(cfg) {
-        tracing::warn!("cannot keep the node state for metrics: {e}");
-    }
 }
 
 pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
@@ -132,11 +108,7 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
             Ok(TeardownOutcome::LeftToOwner(owner)) => {
                 tracing::info!("IMEX domain belongs to job {owner}; left untouched")
             }
-            Ok(outcome) => {
-                tracing::info!(?outcome, "IMEX domain torn down");
-                node.domain_owned = false;
-                node.domain_up = false;
-            }
+            Ok(outcome) => tracing::info!(?outcome, "IMEX domain torn down"),
             Err(e) => exit.fail(format!(
                 "slurm-imex-epilog on {}: cannot return IMEX to idle: {e}",
                 job.node_name
@@ -168,8 +140,16 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
         GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU stats skipped: {why}"),
     }
     let epilog_ms = started.elapsed().as_millis() as u64;
+    // A job without --imex keeps no record: its prolog was the gate.
+    let gate_ms = row.as_ref().and_then(|r| r.prolog.as_ref()).map(|p| p.ms);
+    let prolog_ms = prolog_ms.or(gate_ms);
+    if row.is_some() {
+        node.last_gate_ms = gate_ms;
+        node.last_prolog_ms = prolog_ms;
+    }
     node.last_epilog_ms = Some(epilog_ms);
     crate::journal::job_summary(job, row.as_ref(), prolog_ms, epilog_ms);
+    node.read_domain(cfg);
     let saved = node.save(cfg);
     let refreshed = metrics::refresh(cfg, &node);
     if let Some(e) = saved.err().or(refreshed.err()) {

@@ -46,7 +46,10 @@ pub struct BoardCounters {
 #[serde(default)]
 pub struct NodeState {
     pub node: String,
+    /// Derived at each export, never kept: see [`NodeState::read_domain`].
+    #[serde(skip)]
     pub domain_owned: bool,
+    #[serde(skip)]
     pub domain_up: bool,
     /// Drained by slurm-imex (a drain finding of a prolog, epilog or check),
     /// and since when (Unix seconds).
@@ -73,6 +76,19 @@ impl NodeState {
         crate::fsutil::ensure_dir(&cfg.imex.state_dir, 0o755)?;
         let text = serde_json::to_vec(self).unwrap_or_default();
         write_atomic(&Self::path(cfg), &text, 0o644)
+    }
+
+    /// The IMEX domain as the state directory records it: owned when a job
+    /// owns the daemon, UP when that job's prolog saw it UP. (`slurm-imex
+    /// check` asks the daemon itself instead.)
+    pub fn read_domain(&mut self, cfg: &Config) {
+        use crate::imex::job_record::{Outcome, StateDir};
+        let state = StateDir::new(&cfg.imex.state_dir);
+        let owner = state.read_owner().ok().flatten();
+        self.domain_owned = owner.is_some();
+        self.domain_up = owner
+            .and_then(|o| state.read_record(o).ok().flatten())
+            .is_some_and(|r| matches!(r.outcome, Outcome::Ready { .. }));
     }
 
     /// Note a drain finding (`Some(now)`) or a node back in service (`None`);
@@ -146,36 +162,58 @@ fn with_zeros(seen: &BTreeMap<String, i64>, known: &[&str]) -> BTreeMap<String, 
 }
 
 /// A label value in the exposition format: `\`, `"` and newlines escaped.
-fn label(v: &str) -> String {
+fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
 
-/// Every metric we export: (name, type, help). The dashboard and alert
-/// tests check their expressions against this list.
-pub const METRICS: &[(&str, &str, &str)] = &[
-    ("slurm_imex_gpu_jobs_total", "counter", "Jobs that used this GPU board."),
-    ("slurm_imex_gpu_drains_total", "counter", "Jobs after which this board was judged DRAIN."),
-    ("slurm_imex_gpu_warnings_total", "counter", "Jobs after which this board was judged WARN."),
-    ("slurm_imex_gpu_xids_total", "counter", "XID events on this board, by NVIDIA catalog class (reboot, reset_gpu and workflow are drain-class)."),
-    ("slurm_imex_gpu_energy_joules_total", "counter", "Energy this board used during jobs."),
-    ("slurm_imex_gpu_energy_resets_total", "counter", "Jobs during which the board's energy counter went backwards (reset)."),
-    ("slurm_imex_gpu_remapped_rows_total", "counter", "Memory rows remapped during jobs (correctable and uncorrectable)."),
-    ("slurm_imex_gpu_ecc_dbe_errors_total", "counter", "Volatile double-bit ECC errors during jobs."),
-    ("slurm_imex_gpu_retired_pages_total", "counter", "Pages retired during jobs."),
-    ("slurm_imex_gpu_throttle_seconds_total", "counter", "Time the board was throttled during jobs, by reason."),
-    ("slurm_imex_gpu_remap_pending", "gauge", "1 when the board had a row remap pending (GPU reset needed) after its last job."),
-    ("slurm_imex_gpu_last_verdict", "gauge", "The board's verdict after its last job: 0 PASS, 1 WARN, 2 DRAIN."),
-    ("slurm_imex_node_info", "gauge", "This node's Slurm name and the slurm-imex version (always 1)."),
-    ("slurm_imex_domain_owned", "gauge", "1 when a job owns this node's IMEX domain."),
-    ("slurm_imex_domain_up", "gauge", "1 when this node's IMEX domain is UP."),
-    ("slurm_imex_node_drained", "gauge", "1 when slurm-imex drained this node (a drain finding) and it is not back in service."),
-    ("slurm_imex_node_drained_since_timestamp_seconds", "gauge", "When slurm-imex drained this node (0 when it is not drained)."),
-    ("slurm_imex_last_gate_duration_seconds", "gauge", "Wall time of the last prolog's GPU health gate."),
-    ("slurm_imex_last_prolog_duration_seconds", "gauge", "Wall time of the last prolog."),
-    ("slurm_imex_last_epilog_duration_seconds", "gauge", "Wall time of the last epilog (up to this export)."),
-];
+/// Where a metric's samples come from: one per board (extra labels and
+/// value for each sample), or one for the node (labels and value).
+pub enum Source {
+    Board(fn(&BoardCounters) -> Vec<(String, String)>),
+    Node(fn(&NodeState) -> Option<(String, String)>),
+}
+
+/// One exported metric; [`METRICS`] lists them all, and the dashboard and
+/// alert tests check their expressions against it.
+pub struct Metric {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub help: &'static str,
+    pub source: Source,
+}
+
+fn one(v: impl ToString) -> Vec<(String, String)> {
+    vec![(String::new(), v.to_string())]
+}
+
+fn per_key(
+    map: &BTreeMap<String, i64>,
+    known: &[&str],
+    label: &str,
+    scale: f64,
+) -> Vec<(String, String)> {
+    with_zeros(map, known)
+        .into_iter()
+        .map(|(k, v)| {
+            let value = if scale == 1.0 {
+                v.to_string()
+            } else {
+                format!("{:.9}", v as f64 / scale)
+            };
+            (format!(",{label}=\"{}\"", escape_label(&k)), value)
+        })
+        .collect()
+}
+
+fn node_value(v: impl ToString) -> Option<(String, String)> {
+    Some((String::new(), v.to_string()))
+}
+
+fn seconds(ms: Option<u64>) -> Option<(String, String)> {
+    ms.map(|m| (String::new(), format!("{:.3}", m as f64 / 1000.0)))
+}
 
 fn verdict_value(v: &str) -> i64 {
     match v {
@@ -185,76 +223,76 @@ fn verdict_value(v: &str) -> i64 {
     }
 }
 
+macro_rules! metric {
+    ($name:literal, $kind:literal, $help:literal, $source:expr) => {
+        Metric {
+            name: $name,
+            kind: $kind,
+            help: $help,
+            source: $source,
+        }
+    };
+}
+
+pub const METRICS: &[Metric] = &[
+    metric!("slurm_imex_gpu_jobs_total", "counter", "Jobs that used this GPU board.", Source::Board(|b| one(b.jobs))),
+    metric!("slurm_imex_gpu_drains_total", "counter", "Jobs after which this board was judged DRAIN.", Source::Board(|b| one(b.drains))),
+    metric!("slurm_imex_gpu_warnings_total", "counter", "Jobs after which this board was judged WARN.", Source::Board(|b| one(b.warns))),
+    metric!("slurm_imex_gpu_xids_total", "counter", "XID events on this board, by NVIDIA catalog class (reboot, reset_gpu and workflow are drain-class).",
+        Source::Board(|b| per_key(&b.xids, &XID_CLASSES, "class", 1.0))),
+    metric!("slurm_imex_gpu_energy_joules_total", "counter", "Energy this board used during jobs.",
+        Source::Board(|b| one(format!("{:.3}", b.energy_mj as f64 / 1000.0)))),
+    metric!("slurm_imex_gpu_energy_resets_total", "counter", "Jobs during which the board's energy counter went backwards (reset).", Source::Board(|b| one(b.energy_resets))),
+    metric!("slurm_imex_gpu_remapped_rows_total", "counter", "Memory rows remapped during jobs (correctable and uncorrectable).", Source::Board(|b| one(b.remapped_rows))),
+    metric!("slurm_imex_gpu_ecc_dbe_errors_total", "counter", "Volatile double-bit ECC errors during jobs.", Source::Board(|b| one(b.ecc_dbe))),
+    metric!("slurm_imex_gpu_retired_pages_total", "counter", "Pages retired during jobs.", Source::Board(|b| one(b.retired_pages))),
+    metric!("slurm_imex_gpu_throttle_seconds_total", "counter", "Time the board was throttled during jobs, by reason.",
+        Source::Board(|b| per_key(&b.throttle_ns, &THROTTLE_REASONS, "reason", 1e9))),
+    metric!("slurm_imex_gpu_remap_pending", "gauge", "1 when the board had a row remap pending (GPU reset needed) after its last job.",
+        Source::Board(|b| one(b.remap_pending as i64))),
+    metric!("slurm_imex_gpu_last_verdict", "gauge", "The board's verdict after its last job: 0 PASS, 1 WARN, 2 DRAIN.",
+        Source::Board(|b| one(verdict_value(&b.last_verdict)))),
+    metric!("slurm_imex_node_info", "gauge", "This node's Slurm name and the slurm-imex version (always 1).",
+        Source::Node(|n| Some((format!("{{node=\"{}\",version=\"{}\"}}", escape_label(&n.node), env!("CARGO_PKG_VERSION")), "1".into())))),
+    metric!("slurm_imex_domain_owned", "gauge", "1 when a job owns this node's IMEX domain.", Source::Node(|n| node_value(n.domain_owned as i64))),
+    metric!("slurm_imex_domain_up", "gauge", "1 when this node's IMEX domain is UP.", Source::Node(|n| node_value(n.domain_up as i64))),
+    metric!("slurm_imex_node_drained", "gauge", "1 when slurm-imex drained this node (a drain finding) and it is not back in service.",
+        Source::Node(|n| node_value(n.drained_since.is_some() as i64))),
+    metric!("slurm_imex_node_drained_since_timestamp_seconds", "gauge", "When slurm-imex drained this node (0 when it is not drained).",
+        Source::Node(|n| node_value(n.drained_since.unwrap_or(0)))),
+    metric!("slurm_imex_last_gate_duration_seconds", "gauge", "Wall time of the last prolog's GPU health gate.", Source::Node(|n| seconds(n.last_gate_ms))),
+    metric!("slurm_imex_last_prolog_duration_seconds", "gauge", "Wall time of the last prolog.", Source::Node(|n| seconds(n.last_prolog_ms))),
+    metric!("slurm_imex_last_epilog_duration_seconds", "gauge", "Wall time of the last epilog (up to this export).", Source::Node(|n| seconds(n.last_epilog_ms))),
+];
+
 /// The exposition text: HELP and TYPE for every metric, then its samples.
 pub fn render(boards: &[BoardCounters], node: &NodeState) -> String {
-    let mut out = String::with_capacity(256 + boards.len() * 2048);
-    for (name, kind, help) in METRICS {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-        for b in boards {
-            let id = format!(
-                "serial=\"{}\",uuid=\"{}\",pci=\"{}\"",
-                label(&b.serial),
-                label(&b.uuid),
-                label(&b.pci)
-            );
-            let mut one = |extra: &str, value: String| {
-                let _ = writeln!(out, "{name}{{{id}{extra}}} {value}");
-            };
-            match *name {
-                "slurm_imex_gpu_jobs_total" => one("", b.jobs.to_string()),
-                "slurm_imex_gpu_drains_total" => one("", b.drains.to_string()),
-                "slurm_imex_gpu_warnings_total" => one("", b.warns.to_string()),
-                "slurm_imex_gpu_xids_total" => {
-                    for (class, n) in &with_zeros(&b.xids, &XID_CLASSES) {
-                        one(&format!(",class=\"{}\"", label(class)), n.to_string());
+    let mut out = String::with_capacity(256 + boards.len() * 4096);
+    for m in METRICS {
+        let _ = writeln!(
+            out,
+            "# HELP {} {}\n# TYPE {} {}",
+            m.name, m.help, m.name, m.kind
+        );
+        match m.source {
+            Source::Board(samples) => {
+                for b in boards {
+                    let id = format!(
+                        "serial=\"{}\",uuid=\"{}\",pci=\"{}\"",
+                        escape_label(&b.serial),
+                        escape_label(&b.uuid),
+                        escape_label(&b.pci)
+                    );
+                    for (extra, value) in samples(b) {
+                        let _ = writeln!(out, "{}{{{id}{extra}}} {value}", m.name);
                     }
                 }
-                "slurm_imex_gpu_energy_joules_total" => {
-                    one("", format!("{:.3}", b.energy_mj as f64 / 1000.0))
-                }
-                "slurm_imex_gpu_energy_resets_total" => one("", b.energy_resets.to_string()),
-                "slurm_imex_gpu_remapped_rows_total" => one("", b.remapped_rows.to_string()),
-                "slurm_imex_gpu_ecc_dbe_errors_total" => one("", b.ecc_dbe.to_string()),
-                "slurm_imex_gpu_retired_pages_total" => one("", b.retired_pages.to_string()),
-                "slurm_imex_gpu_throttle_seconds_total" => {
-                    for (reason, ns) in &with_zeros(&b.throttle_ns, &THROTTLE_REASONS) {
-                        one(
-                            &format!(",reason=\"{}\"", label(reason)),
-                            format!("{:.9}", *ns as f64 / 1e9),
-                        );
-                    }
-                }
-                "slurm_imex_gpu_remap_pending" => one("", (b.remap_pending as i64).to_string()),
-                "slurm_imex_gpu_last_verdict" => {
-                    one("", verdict_value(&b.last_verdict).to_string())
-                }
-                _ => {}
             }
-        }
-        let secs = |ms: Option<u64>| ms.map(|m| format!("{:.3}", m as f64 / 1000.0));
-        let value = match *name {
-            "slurm_imex_node_info" => {
-                let _ = writeln!(
-                    out,
-                    "{name}{{node=\"{}\",version=\"{}\"}} 1",
-                    label(&node.node),
-                    env!("CARGO_PKG_VERSION")
-                );
-                None
+            Source::Node(sample) => {
+                if let Some((labels, value)) = sample(node) {
+                    let _ = writeln!(out, "{}{labels} {value}", m.name);
+                }
             }
-            "slurm_imex_domain_owned" => Some((node.domain_owned as i64).to_string()),
-            "slurm_imex_domain_up" => Some((node.domain_up as i64).to_string()),
-            "slurm_imex_node_drained" => Some((node.drained_since.is_some() as i64).to_string()),
-            "slurm_imex_node_drained_since_timestamp_seconds" => {
-                Some(node.drained_since.unwrap_or(0).to_string())
-            }
-            "slurm_imex_last_gate_duration_seconds" => secs(node.last_gate_ms),
-            "slurm_imex_last_prolog_duration_seconds" => secs(node.last_prolog_ms),
-            "slurm_imex_last_epilog_duration_seconds" => secs(node.last_epilog_ms),
-            _ => None,
-        };
-        if let Some(v) = value {
-            let _ = writeln!(out, "{name} {v}");
         }
     }
     out
@@ -339,7 +377,7 @@ mod tests {
     }
 
     fn assert_exported(exprs: &[String], file: &str) {
-        let ours: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+        let ours: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
         let mut seen = 0;
         for e in exprs {
             for name in names_in(e) {

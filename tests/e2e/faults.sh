@@ -40,13 +40,13 @@ expect_nothing_left() { # node label
 
 # kill -9 at every file or state change the prolog makes: strace injects
 # SIGKILL at the Nth call of each syscall that changes a file or a process
-# (rename, fsync, unlink, mkdir, fchmod, flock, kill, clone, write), for
+# (rename*, fsync, unlink*, mkdir, fchmod, flock, kill, clone, write), for
 # N = 1, 2, ... until the prolog gets past its last one. After each kill:
 # the epilog succeeds, nothing is left, and a real --imex job on the node
 # completes.
 test_prolog_kill_9_at_every_state_change() {
   local points=0 recovered=0 sc n rc job=700000 out id per=()
-  for sc in rename fsync unlink mkdir fchmod fchmodat flock kill clone clone3 write; do
+  for sc in rename renameat renameat2 fsync unlink unlinkat mkdir fchmod fchmodat flock kill clone clone3 write; do
     for n in $(seq 1 8); do
       job=$((job + 1))
       in_node 1 $(imex_env "$job" n1) strace -o /dev/null -qq \

@@ -164,9 +164,7 @@ fn claim_domain(job: &JobEnv, cfg: &Config, state: &StateDir) -> Result<Option<S
                 tracing::warn!(
                     "reclaiming the IMEX domain left behind by job {other}, which has ended"
                 );
-                let mut manager = Manager::new(&cfg.imex.daemon, state);
-                manager.stop()?;
-                manager.verify_gone(command_address(cfg))?;
+                stop_daemon(cfg, state)?;
                 state.remove_record(other)?;
                 state.set_owner(&lock, job.job_id)?;
                 return Ok(None);
@@ -384,9 +382,7 @@ pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
         match state.owner(&lock)? {
             Some(other) if other != job_id => TeardownOutcome::LeftToOwner(other),
             owner => {
-                let mut manager = Manager::new(daemon, &state);
-                manager.stop()?;
-                manager.verify_gone(command_address(cfg))?;
+                stop_daemon(cfg, &state)?;
                 restore_idle_nodes_config(cfg)?;
                 remove_if_exists(&daemon.job_config)?;
                 state.clear_owner(&lock)?;
@@ -420,6 +416,14 @@ pub enum TeardownOutcome {
     AlreadyIdle,
     /// Another job owns this node's domain; it was not touched.
     LeftToOwner(u32),
+}
+
+/// Stop this node's daemon and prove it gone (no process of ours, nothing
+/// on the command port).
+fn stop_daemon(cfg: &Config, state: &StateDir) -> Result<()> {
+    let mut manager = Manager::new(&cfg.imex.daemon, state);
+    manager.stop()?;
+    manager.verify_gone(command_address(cfg))
 }
 
 /// Where the daemon's command port listens (IMEX_CMD_BIND_INTERFACE_IP,

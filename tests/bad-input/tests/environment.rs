@@ -61,6 +61,17 @@ impl Node {
         env
     }
 
+    /// The prolog of an `--imex` job on `list`: its environment and run.
+    fn imex_prolog(&self, job: u32, list: &str) -> (Vec<(&'static str, OsString)>, Ran) {
+        let env = self.env(&[
+            ("SLURM_JOB_ID", os(&job.to_string())),
+            ("SLURM_JOB_NODELIST", os(list)),
+            ("SPANK_IMEX", os("1")),
+        ]);
+        let r = run(&bin("slurm-imex-prolog"), &[], &env);
+        (env, r)
+    }
+
     fn record(&self, job: u32) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("state/jobs/{job}.json")))
             .unwrap_or_default()
@@ -230,12 +241,7 @@ fn bad_hostlists_fail_the_imex_job_not_the_node() {
     let node = Node::new();
     for (i, (list, needles)) in HOSTLIST_CASES.iter().enumerate() {
         let job = 100 + i as u32;
-        let env = node.env(&[
-            ("SLURM_JOB_ID", os(&job.to_string())),
-            ("SLURM_JOB_NODELIST", os(list)),
-            ("SPANK_IMEX", os("1")),
-        ]);
-        let r = run(&bin("slurm-imex-prolog"), &[], &env);
+        let (env, r) = node.imex_prolog(job, list);
         assert_eq!(
             r.code,
             Some(0),
@@ -262,12 +268,7 @@ fn bad_hostlists_fail_the_imex_job_not_the_node() {
     let huge: Vec<String> = (1..=5000)
         .map(|i| format!("gb-r{}-{:03}", i / 18, i % 18))
         .collect();
-    let env = node.env(&[
-        ("SLURM_JOB_ID", os("900")),
-        ("SLURM_JOB_NODELIST", os(&huge.join(","))),
-        ("SPANK_IMEX", os("1")),
-    ]);
-    let r = run(&bin("slurm-imex-prolog"), &[], &env);
+    let (_, r) = node.imex_prolog(900, &huge.join(","));
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     let rec = node.record(900);
     assert!(
