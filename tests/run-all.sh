@@ -9,7 +9,8 @@ bash scripts/install-deps.sh
 echo "== cargo fmt --check"; cargo fmt --all --check
 echo "== cargo clippy"; cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo build --release"; cargo build --release --workspace --quiet
-echo "== cargo test"; cargo test --workspace --quiet 2>&1 | tee /tmp/slurm-imex-cargo-test.log
+echo "== cargo build (debug: the bad-input suite runs these binaries)"; cargo build --workspace --quiet
+echo "== cargo test"; cargo test --workspace --no-fail-fast --quiet 2>&1 | tee /tmp/slurm-imex-cargo-test.log
 echo "== Prometheus alert rules (promtool check rules, promtool test rules)"
 promtool check rules conf-examples/prometheus/slurm-imex.rules.yml
 promtool test rules tests/prometheus/slurm-imex.rules.test.yml

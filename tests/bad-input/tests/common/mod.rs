@@ -1,4 +1,5 @@
-//! Running the real binaries (built by `cargo test --workspace`) on a bad
+//! Running the real binaries (built by `cargo build --workspace`, which
+//! tests/run-all.sh runs before `cargo test`) on a bad
 //! input, and the assertions every case shares: it ends in time, it never
 //! panics, and what it says is one line naming what, where and the fix.
 
@@ -17,7 +18,8 @@ pub fn bin(name: &str) -> PathBuf {
     let p = dir.join(name);
     assert!(
         p.exists(),
-        "{} missing: run `cargo test --workspace` (it builds every binary)",
+        "{} missing: run `cargo build --workspace` before `cargo test` (cargo test \
+         builds a binary only for its own package's integration tests)",
         p.display()
     );
     p
