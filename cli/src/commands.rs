@@ -8,7 +8,8 @@ use slurm_imex_core::config::Config;
 use slurm_imex_core::drain::{self, Undrain};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::health::{verdict_of, Verdict};
-use slurm_imex_core::jobdb::query::HistoryFilter;
+use slurm_imex_core::jobdb::query::{HistoryFilter, HistoryRow};
+use slurm_imex_core::jobdb::write::JobRow;
 use slurm_imex_core::jobdb::JobDb;
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_core::{gpu_job, imex};
@@ -87,31 +88,39 @@ fn kj(mj: Option<i64>) -> String {
 }
 
 fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
-    let now = now_s();
+    let filter = history_filter(a, now_s())?;
+    let rows = match open_db(cli, config)? {
+        Some(db) => db.history(&filter)?,
+        None => Vec::new(),
+    };
+    if cli.json {
+        print_json(&rows)?;
+        return Ok(0);
+    }
+    print_table(cli, history_table(&rows))?;
+    Ok(0)
+}
+
+/// The filter the flags ask for; a bad value is named with its flag.
+fn history_filter(a: &HistoryArgs, now: i64) -> Result<HistoryFilter> {
+    let point = |value: &Option<String>, flag: &str| {
+        value
+            .as_deref()
+            .map(|s| parse_point(s, now, flag))
+            .transpose()
+    };
+    let verdict = |v: &str| {
+        Verdict::parse(v)
+            .ok_or_else(|| Error::new(format!("--verdict \"{v}\": use pass, warn or drain")))
+    };
     let filter = HistoryFilter {
         node: a.node.clone(),
         gpu: a.gpu.clone(),
         user: a.user.clone(),
         job_id: a.job,
-        since: a
-            .since
-            .as_deref()
-            .map(|s| parse_point(s, now, "--since"))
-            .transpose()?,
-        until: a
-            .until
-            .as_deref()
-            .map(|s| parse_point(s, now, "--until"))
-            .transpose()?,
-        verdict: a
-            .verdict
-            .as_deref()
-            .map(|v| {
-                Verdict::parse(v).ok_or_else(|| {
-                    Error::new(format!("--verdict \"{v}\": use pass, warn or drain"))
-                })
-            })
-            .transpose()?,
+        since: point(&a.since, "--since")?,
+        until: point(&a.until, "--until")?,
+        verdict: a.verdict.as_deref().map(verdict).transpose()?,
         limit: a.limit as usize,
     };
     if let (Some(since), Some(until)) = (filter.since, filter.until) {
@@ -123,14 +132,10 @@ fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
             )));
         }
     }
-    let rows = match open_db(cli, config)? {
-        Some(db) => db.history(&filter)?,
-        None => Vec::new(),
-    };
-    if cli.json {
-        print_json(&rows)?;
-        return Ok(0);
-    }
+    Ok(filter)
+}
+
+fn history_table(rows: &[HistoryRow]) -> Table {
     let mut t = Table::new(&[
         "JOBID",
         "NODE",
@@ -143,7 +148,7 @@ fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
         "VERDICT",
         "REASON",
     ]);
-    for r in &rows {
+    for r in rows {
         t.row(vec![
             r.job_id.to_string(),
             r.node.clone(),
@@ -157,8 +162,7 @@ fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
             opt(r.reason.as_deref()),
         ]);
     }
-    print_table(cli, t)?;
-    Ok(0)
+    t
 }
 
 fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
@@ -173,91 +177,108 @@ fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
         print_json(&jobs)?;
         return Ok(0);
     }
-    for j in &jobs {
-        out!(
-            "job {} on {}  user {}  {} .. {}  imex {}  verdict {}",
-            j.job_id,
-            j.node,
-            opt(j.user.as_deref()),
-            format_ts(j.start_ts),
-            j.end_ts.map_or("-".into(), format_ts),
-            if j.imex { "yes" } else { "no" },
-            j.verdict().as_str()
-        );
-        for (name, phase) in [("prolog", &j.prolog), ("epilog", &j.epilog)] {
-            if let Some(p) = phase {
-                out!("  {name}: {} in {} ms", p.verdict.as_str(), p.ms);
-                for r in &p.reasons {
-                    out!("    {r}");
-                }
-            }
-        }
-        let mut t = Table::new(&[
-            "GPU",
-            "SERIAL",
-            "PCI",
-            "ENERGY_KJ",
-            "ECC_SBE",
-            "ECC_DBE",
-            "RETIRED",
-            "REMAP_UNC",
-            "PCIE_REPLAYS",
-            "THROTTLE_MS",
-            "XIDS",
-            "VERDICT",
-        ]);
-        for g in &j.gpus {
-            let s = &g.stats;
-            let throttle: u64 = s
-                .throttle_ns
-                .values()
-                .fold(0u64, |a, v| a.saturating_add(*v));
-            t.row(vec![
-                s.index.to_string(),
-                s.serial.clone(),
-                s.pci.clone(),
-                kj(s.energy_mj.value.map(|v| v as i64))
-                    + if s.energy_mj.reset { " (reset)" } else { "" },
-                opt(s.ecc_sbe.value),
-                opt(s.ecc_dbe.value),
-                opt(s.retired_pages.value),
-                opt(s.remapped_uncorrectable.value),
-                opt(s.pcie_replays.value),
-                (throttle / 1_000_000).to_string(),
-                s.xids.len().to_string(),
-                g.verdict.as_str().into(),
-            ]);
-        }
-        for line in t.render().lines() {
+    for job in &jobs {
+        print_job_phases(job)?;
+        for line in job_gpu_table(job).render().lines() {
             out!("  {line}");
         }
-        for g in &j.gpus {
-            for x in &g.stats.xids {
-                out!(
-                    "  xid gpu{} {}: XID {} ({}) pid {} {}: {}",
-                    g.stats.index,
-                    g.stats.serial,
-                    x.xid,
-                    x.bucket.as_str(),
-                    opt(x.pid),
-                    opt(x.process.as_deref()),
-                    x.message
-                );
-            }
-            for p in &g.stats.processes {
-                out!(
-                    "  process gpu{} pid {}: util {}% mem util {}% max memory {} MiB, {} ms",
-                    g.stats.index,
-                    p.pid,
-                    opt(p.gpu_util),
-                    opt(p.mem_util),
-                    opt(p.max_memory_bytes.map(|b| b >> 20)),
-                    p.time_ms
-                );
+        print_job_gpu_events(job)?;
+    }
+    Ok(0)
+}
+
+/// The job's line, then each phase's verdict, time and reasons.
+fn print_job_phases(j: &JobRow) -> Result<()> {
+    out!(
+        "job {} on {}  user {}  {} .. {}  imex {}  verdict {}",
+        j.job_id,
+        j.node,
+        opt(j.user.as_deref()),
+        format_ts(j.start_ts),
+        j.end_ts.map_or("-".into(), format_ts),
+        if j.imex { "yes" } else { "no" },
+        j.verdict().as_str()
+    );
+    for (name, phase) in [("prolog", &j.prolog), ("epilog", &j.epilog)] {
+        if let Some(p) = phase {
+            out!("  {name}: {} in {} ms", p.verdict.as_str(), p.ms);
+            for r in &p.reasons {
+                out!("    {r}");
             }
         }
     }
-    Ok(0)
+    Ok(())
+}
+
+fn job_gpu_table(j: &JobRow) -> Table {
+    let mut t = Table::new(&[
+        "GPU",
+        "SERIAL",
+        "PCI",
+        "ENERGY_KJ",
+        "ECC_SBE",
+        "ECC_DBE",
+        "RETIRED",
+        "REMAP_UNC",
+        "PCIE_REPLAYS",
+        "THROTTLE_MS",
+        "XIDS",
+        "VERDICT",
+    ]);
+    for g in &j.gpus {
+        let s = &g.stats;
+        let throttle_ns = s
+            .throttle_ns
+            .values()
+            .fold(0u64, |a, v| a.saturating_add(*v));
+        let reset = if s.energy_mj.reset { " (reset)" } else { "" };
+        t.row(vec![
+            s.index.to_string(),
+            s.serial.clone(),
+            s.pci.clone(),
+            kj(s.energy_mj.value.map(|v| v as i64)) + reset,
+            opt(s.ecc_sbe.value),
+            opt(s.ecc_dbe.value),
+            opt(s.retired_pages.value),
+            opt(s.remapped_uncorrectable.value),
+            opt(s.pcie_replays.value),
+            (throttle_ns / 1_000_000).to_string(),
+            s.xids.len().to_string(),
+            g.verdict.as_str().into(),
+        ]);
+    }
+    t
+}
+
+/// Each GPU's XIDs during the job, then the job's processes on it.
+fn print_job_gpu_events(j: &JobRow) -> Result<()> {
+    for g in &j.gpus {
+        let s = &g.stats;
+        for x in &s.xids {
+            out!(
+                "  xid gpu{} {}: XID {} ({}) pid {} {}: {}",
+                s.index,
+                s.serial,
+                x.xid,
+                x.bucket.as_str(),
+                opt(x.pid),
+                opt(x.process.as_deref()),
+                x.message
+            );
+        }
+        for p in &s.processes {
+            out!(
+                "  process gpu{} pid {}: util {}% mem util {}% max memory {} MiB, {} ms",
+                s.index,
+                p.pid,
+                opt(p.gpu_util),
+                opt(p.mem_util),
+                opt(p.max_memory_bytes.map(|b| b >> 20)),
+                p.time_ms
+            );
+        }
+    }
+    Ok(())
 }
 
 fn gpus(

@@ -95,22 +95,30 @@ fn main() {
     let path = dir.path().join("jobs.db");
     let mut db = JobDb::open(&path, Duration::from_secs(10)).unwrap();
     println!("slurm-imex job database benchmark: {} job x GPU rows ({jobs} jobs x {GPUS_PER_JOB} GPUs, {BOARDS} boards on {NODES} nodes)", jobs * GPUS_PER_JOB);
+    bench_epilog_write(&mut db, "empty db", 10_000_000, 1_700_000_000);
+    fill(&mut db, jobs, &path);
+    bench_epilog_write(&mut db, "full db", 20_000_000, 1_800_000_000);
+    bench_history(&db, jobs);
+    bench_gpu_totals(&db);
+    bench_metrics_refresh(&db);
+}
 
-    // 1. The epilog's write: one job with 8 GPUs, one fsynced transaction.
-    let (w, _) = time(200, {
-        let mut id = 10_000_000;
-        let db = &mut db;
-        move || {
-            id += 1;
-            db.record_job(&job(id, 1_700_000_000)).unwrap()
-        }
+/// The epilog's write: one job with 8 GPUs, one fsynced transaction.
+fn bench_epilog_write(db: &mut JobDb, label: &str, first_id: u32, start: i64) {
+    let mut id = first_id;
+    let (w, _) = time(200, || {
+        id += 1;
+        db.record_job(&job(id, start)).unwrap()
     });
     println!(
-        "epilog write (8 GPUs, synchronous=FULL, WAL, empty db): {}",
+        "epilog write (8 GPUs, synchronous=FULL, WAL, {label}): {}{}",
+        if label.len() < 8 { " " } else { "" },
         stats(w)
     );
+}
 
-    // Fill: 180 days of jobs, newest last.
+/// 180 days of jobs, newest last.
+fn fill(db: &mut JobDb, jobs: u32, path: &std::path::Path) {
     let t = Instant::now();
     let start0 = 1_800_000_000 - 180 * 86_400;
     let step = (180 * 86_400) / jobs.max(1) as i64;
@@ -124,103 +132,81 @@ fn main() {
     println!(
         "fill: {:.1} s, file {:.0} MiB",
         t.elapsed().as_secs_f64(),
-        std::fs::metadata(&path).unwrap().len() as f64 / 1048576.0
+        std::fs::metadata(path).unwrap().len() as f64 / 1048576.0
     );
+}
 
-    let (w, _) = time(200, {
-        let mut id = 20_000_000;
-        let db = &mut db;
-        move || {
-            id += 1;
-            db.record_job(&job(id, 1_800_000_000)).unwrap()
-        }
-    });
-    println!(
-        "epilog write (8 GPUs, synchronous=FULL, WAL, full db):  {}",
-        stats(w)
-    );
-
+fn bench_history(db: &JobDb, jobs: u32) {
     let f = HistoryFilter {
         limit: 100,
         ..Default::default()
     };
-    let q = |name: &str, filter: HistoryFilter| {
+    let cases = [
+        ("history (newest 100)", f.clone()),
+        (
+            "history --gpu <serial>",
+            HistoryFilter {
+                gpu: Some("1650924000042".into()),
+                ..f.clone()
+            },
+        ),
+        (
+            "history --node gb-r1-07",
+            HistoryFilter {
+                node: Some("gb-r1-07".into()),
+                ..f.clone()
+            },
+        ),
+        (
+            "history --user user13",
+            HistoryFilter {
+                user: Some("user13".into()),
+                ..f.clone()
+            },
+        ),
+        (
+            "history --verdict drain",
+            HistoryFilter {
+                verdict: Some(Verdict::Drain),
+                ..f.clone()
+            },
+        ),
+        (
+            "history --since 7d",
+            HistoryFilter {
+                since: Some(1_800_000_000 - 7 * 86_400),
+                limit: 1000,
+                ..f.clone()
+            },
+        ),
+        (
+            "history --job <id>",
+            HistoryFilter {
+                job_id: Some(jobs / 2),
+                ..f.clone()
+            },
+        ),
+    ];
+    for (name, filter) in cases {
         let (t, rows) = time(20, || db.history(&filter).unwrap());
         println!("{name:<44} {}  -> {} rows", stats(t), rows.len());
-    };
-    q("history (newest 100)", f.clone());
-    q(
-        "history --gpu <serial>",
-        HistoryFilter {
-            gpu: Some("1650924000042".into()),
-            ..f.clone()
-        },
-    );
-    q(
-        "history --node gb-r1-07",
-        HistoryFilter {
-            node: Some("gb-r1-07".into()),
-            ..f.clone()
-        },
-    );
-    q(
-        "history --user user13",
-        HistoryFilter {
-            user: Some("user13".into()),
-            ..f.clone()
-        },
-    );
-    q(
-        "history --verdict drain",
-        HistoryFilter {
-            verdict: Some(Verdict::Drain),
-            ..f.clone()
-        },
-    );
-    q(
-        "history --since 7d",
-        HistoryFilter {
-            since: Some(1_800_000_000 - 7 * 86_400),
-            limit: 1000,
-            ..f.clone()
-        },
-    );
-    q(
-        "history --job <id>",
-        HistoryFilter {
-            job_id: Some(jobs / 2),
-            ..f.clone()
-        },
-    );
-    let (t, rows) = time(20, || db.gpu_totals(None, None, 100).unwrap());
-    println!(
-        "{:<44} {}  -> {} boards",
-        "gpus (lifetime totals)",
-        stats(t),
-        rows.len()
-    );
-    let (t, rows) = time(5, || {
-        db.gpu_totals(Some(1_800_000_000 - 7 * 86_400), None, 100)
-            .unwrap()
-    });
-    println!(
-        "{:<44} {}  -> {} boards",
-        "gpus --since 7d",
-        stats(t),
-        rows.len()
-    );
-    let (t, rows) = time(3, || {
-        db.gpu_totals(Some(1_800_000_000 - 30 * 86_400), None, 100)
-            .unwrap()
-    });
-    println!(
-        "{:<44} {}  -> {} boards",
-        "gpus --since 30d",
-        stats(t),
-        rows.len()
-    );
-    // The Prometheus export the epilog and `check` refresh: read every
-    // board's lifetime counters, render, write atomically.
+    }
+}
+
+fn bench_gpu_totals(db: &JobDb) {
+    for (name, since, runs) in [
+        ("gpus (lifetime totals)", None, 20),
+        ("gpus --since 7d", Some(1_800_000_000 - 7 * 86_400), 5),
+        ("gpus --since 30d", Some(1_800_000_000 - 30 * 86_400), 3),
+    ] {
+        let (t, rows) = time(runs, || db.gpu_totals(since, None, 100).unwrap());
+        println!("{name:<44} {}  -> {} boards", stats(t), rows.len());
+    }
+}
+
+/// The Prometheus export the epilog and `check` refresh: read every board's
+/// lifetime counters, render, write atomically.
+fn bench_metrics_refresh(db: &JobDb) {
     let out = tempfile::tempdir().unwrap();
     let node = slurm_imex_core::metrics::NodeState::default();
     let (t, bytes) = time(50, || {

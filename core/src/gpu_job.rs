@@ -211,33 +211,56 @@ pub fn epilog_with_record(job: &JobEnv, cfg: &Config) -> (GpuPhaseOutcome, Optio
     if start.is_none() && !is_gpu_job(job, cfg) {
         return (GpuPhaseOutcome::Skipped("not a GPU job"), None);
     }
-    // XIDs during the job: everything after the prolog's kmsg position.
-    let checkpoint = match start.as_ref().and_then(|s| s.kmsg_seq) {
-        Some(seq) => start
-            .as_ref()
-            .map(|s| s.snapshots.iter().map(|g| (g.pci.clone(), seq)).collect())
-            .unwrap_or_default(),
-        None => load_checkpoint(cfg),
+    let checkpoint = xids_judged_before(cfg, start.as_ref());
+    let request = GateRequest {
+        phase: Phase::Epilog,
+        gpus: job.gpus.as_deref(),
+        xid_after: &checkpoint,
     };
-    let gate = gate::run(
-        cfg,
-        &GateRequest {
-            phase: Phase::Epilog,
-            gpus: job.gpus.as_deref(),
-            xid_after: &checkpoint,
-        },
-    );
+    let gate = gate::run(cfg, &request);
     if gate.no_gpus && start.is_none() {
         return (GpuPhaseOutcome::Skipped("no NVIDIA GPU on this node"), None);
     }
-    let verdict = verdict_of(&gate.findings);
-    let gpus: Vec<GpuRecord> = gate
+    let row = job_row(job, start.as_ref(), &gate);
+    if let Err(e) = record(cfg, &row) {
+        crate::logging::report_error(&format!(
+            "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
+            job.job_id
+        ));
+    }
+    advance_checkpoint(cfg, &gate);
+    if let Err(e) = remove_if_exists(&path) {
+        tracing::warn!("{e}");
+    }
+    let outcome = GpuPhaseOutcome::Done {
+        verdict: verdict_of(&gate.findings),
+        drain_reason: drain_reason(&gate.findings),
+        warnings: reasons(&gate.findings, Severity::Warn),
+    };
+    (outcome, Some(row))
+}
+
+/// XIDs during the job: everything after the prolog's kmsg position, or
+/// after the node's checkpoint when the prolog left none.
+fn xids_judged_before(cfg: &Config, start: Option<&StartState>) -> BTreeMap<String, u64> {
+    match start.and_then(|s| s.kmsg_seq.map(|seq| (s, seq))) {
+        Some((start, seq)) => start
+            .snapshots
+            .iter()
+            .map(|g| (g.pci.clone(), seq))
+            .collect(),
+        None => load_checkpoint(cfg),
+    }
+}
+
+/// The job's database row from the prolog's start state and the epilog's
+/// gate: per GPU, the job's deltas and its own findings.
+fn job_row(job: &JobEnv, start: Option<&StartState>, gate: &GateResult) -> JobRow {
+    let gpus = gate
         .snapshots
         .iter()
         .map(|end| {
-            let begin = start
-                .as_ref()
-                .and_then(|s| s.snapshots.iter().find(|g| g.uuid == end.uuid));
+            let begin = start.and_then(|s| s.snapshots.iter().find(|g| g.uuid == end.uuid));
             let mine: Vec<Finding> = gate
                 .findings
                 .iter()
@@ -251,48 +274,30 @@ pub fn epilog_with_record(job: &JobEnv, cfg: &Config) -> (GpuPhaseOutcome, Optio
             }
         })
         .collect();
-    let row = JobRow {
+    let mut reasons = all_reasons(&gate.findings);
+    if start.is_none() {
+        reasons.push(
+            "unknown: no usable start snapshot from the prolog, so per-job deltas (energy, ECC, \
+             replays) are not known"
+                .into(),
+        );
+    }
+    JobRow {
         job_id: job.job_id,
         node: job.node_name.clone(),
         user: job.user.clone(),
         uid: job.uid,
-        start_ts: start.as_ref().map_or_else(now_s, |s| s.start_ts),
+        start_ts: start.map_or_else(now_s, |s| s.start_ts),
         end_ts: Some(now_s()),
         imex: job.imex_requested,
-        prolog: start.as_ref().map(|s| s.prolog.clone()),
+        prolog: start.map(|s| s.prolog.clone()),
         epilog: Some(PhaseOutcome {
-            verdict,
-            reasons: {
-                let mut r = all_reasons(&gate.findings);
-                if start.is_none() {
-                    r.push(
-                        "unknown: no usable start snapshot from the prolog, so per-job \
-                         deltas (energy, ECC, replays) are not known"
-                            .into(),
-                    );
-                }
-                r
-            },
+            verdict: verdict_of(&gate.findings),
+            reasons,
             ms: gate.elapsed.as_millis() as u64,
         }),
         gpus,
-    };
-    if let Err(e) = record(cfg, &row) {
-        crate::logging::report_error(&format!(
-            "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
-            job.job_id
-        ));
     }
-    advance_checkpoint(cfg, &gate);
-    if let Err(e) = remove_if_exists(&path) {
-        tracing::warn!("{e}");
-    }
-    let outcome = GpuPhaseOutcome::Done {
-        verdict,
-        drain_reason: drain_reason(&gate.findings),
-        warnings: reasons(&gate.findings, Severity::Warn),
-    };
-    (outcome, Some(row))
 }
 
 fn record(cfg: &Config, row: &JobRow) -> Result<()> {

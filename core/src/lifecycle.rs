@@ -47,31 +47,17 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         });
         (gate, domain)
     });
-    match gate {
-        GpuPhaseOutcome::Done {
-            drain_reason: Some(reason),
-            ..
-        } => {
-            // A drain-class finding: the node must not take the job.
-            exit.fail(format!("slurm-imex-prolog: {reason}"));
-            if domain.is_some() {
-                if let Err(e) = domain::teardown(job.job_id, cfg) {
-                    exit.fail(format!(
-                        "slurm-imex-prolog: cannot return IMEX to idle: {e}"
-                    ));
-                }
+    if let Some(reason) = act_on_prolog_gate(gate) {
+        // A drain-class finding: the node must not take the job.
+        exit.fail(format!("slurm-imex-prolog: {reason}"));
+        if domain.is_some() {
+            if let Err(e) = domain::teardown(job.job_id, cfg) {
+                exit.fail(format!(
+                    "slurm-imex-prolog: cannot return IMEX to idle: {e}"
+                ));
             }
-            return exit;
         }
-        GpuPhaseOutcome::Done {
-            verdict, warnings, ..
-        } => {
-            for w in &warnings {
-                tracing::warn!("{w}");
-            }
-            tracing::info!(verdict = verdict.as_str(), "GPU health gate passed");
-        }
-        GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU health gate skipped: {why}"),
+        return exit;
     }
     match domain {
         None => {}
@@ -92,6 +78,38 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     exit
 }
 
+/// The drain reason of a gate that found the node unfit; otherwise its
+/// warnings are logged and None.
+fn act_on_prolog_gate(gate: GpuPhaseOutcome) -> Option<String> {
+    if let GpuPhaseOutcome::Done {
+        drain_reason: Some(reason),
+        ..
+    } = gate
+    {
+        return Some(reason);
+    }
+    log_gate(&gate, "GPU health gate passed", "GPU health gate skipped");
+    None
+}
+
+/// Log a gate that does not drain: its warnings and verdict, or why it
+/// was skipped.
+fn log_gate(gate: &GpuPhaseOutcome, done: &str, skipped: &str) {
+    match gate {
+        GpuPhaseOutcome::Done {
+            verdict, warnings, ..
+        } => {
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            tracing::info!(verdict = verdict.as_str(), "{done}");
+        }
+        GpuPhaseOutcome::Skipped(why) => tracing::debug!("{skipped}: {why}"),
+    }
+}
+
+/// Tear down the job's IMEX domain, then record its GPU stats and judge the
+/// GPUs, then publish the node's state (journal, metrics).
 pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
@@ -104,41 +122,10 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
         .flatten()
         .and_then(|r| r.prolog_ms);
     if job.imex_requested {
-        match domain::teardown(job.job_id, cfg) {
-            Ok(TeardownOutcome::LeftToOwner(owner)) => {
-                tracing::info!("IMEX domain belongs to job {owner}; left untouched")
-            }
-            Ok(outcome) => tracing::info!(?outcome, "IMEX domain torn down"),
-            Err(e) => exit.fail(format!(
-                "slurm-imex-epilog on {}: cannot return IMEX to idle: {e}",
-                job.node_name
-            )),
-        }
+        teardown_domain(job, cfg, &mut exit);
     }
     let (outcome, row) = gpu_job::epilog_with_record(job, cfg);
-    match outcome {
-        GpuPhaseOutcome::Done {
-            drain_reason: Some(reason),
-            ..
-        } if cfg.health.drain_from_epilog => {
-            if cfg.health.set_drain_reason {
-                if let Err(e) = crate::drain::set_drain(&cfg.health, &job.node_name, &reason) {
-                    tracing::warn!("{e}");
-                }
-            }
-            node.set_drained(Some(crate::timespec::now_s()));
-            exit.fail(format!("slurm-imex-epilog: {reason}"));
-        }
-        GpuPhaseOutcome::Done {
-            verdict, warnings, ..
-        } => {
-            for w in &warnings {
-                tracing::warn!("{w}");
-            }
-            tracing::info!(verdict = verdict.as_str(), "job GPU stats recorded");
-        }
-        GpuPhaseOutcome::Skipped(why) => tracing::debug!("GPU stats skipped: {why}"),
-    }
+    act_on_epilog_gate(outcome, job, cfg, &mut node, &mut exit);
     let epilog_ms = started.elapsed().as_millis() as u64;
     // A job without --imex keeps no record: its prolog was the gate.
     let gate_ms = row.as_ref().and_then(|r| r.prolog.as_ref()).map(|p| p.ms);
@@ -149,9 +136,57 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
     }
     node.last_epilog_ms = Some(epilog_ms);
     crate::journal::job_summary(job, row.as_ref(), prolog_ms, epilog_ms);
+    publish_node_state(cfg, &mut node, &exit);
+    exit
+}
+
+fn teardown_domain(job: &JobEnv, cfg: &Config, exit: &mut Exit) {
+    match domain::teardown(job.job_id, cfg) {
+        Ok(TeardownOutcome::LeftToOwner(owner)) => {
+            tracing::info!("IMEX domain belongs to job {owner}; left untouched")
+        }
+        Ok(outcome) => tracing::info!(?outcome, "IMEX domain torn down"),
+        Err(e) => exit.fail(format!(
+            "slurm-imex-epilog on {}: cannot return IMEX to idle: {e}",
+            job.node_name
+        )),
+    }
+}
+
+/// A drain finding after the job drains the node (when the site lets the
+/// epilog drain); anything else is logged.
+fn act_on_epilog_gate(
+    outcome: GpuPhaseOutcome,
+    job: &JobEnv,
+    cfg: &Config,
+    node: &mut metrics::NodeState,
+    exit: &mut Exit,
+) {
+    if let GpuPhaseOutcome::Done {
+        drain_reason: Some(reason),
+        ..
+    } = &outcome
+    {
+        if cfg.health.drain_from_epilog {
+            if cfg.health.set_drain_reason {
+                if let Err(e) = crate::drain::set_drain(&cfg.health, &job.node_name, reason) {
+                    tracing::warn!("{e}");
+                }
+            }
+            node.set_drained(Some(crate::timespec::now_s()));
+            exit.fail(format!("slurm-imex-epilog: {reason}"));
+            return;
+        }
+    }
+    log_gate(&outcome, "job GPU stats recorded", "GPU stats skipped");
+}
+
+/// Save the node's state and refresh the Prometheus export. Best effort:
+/// the job is over and its row is recorded either way.
+fn publish_node_state(cfg: &Config, node: &mut metrics::NodeState, exit: &Exit) {
     node.read_domain(cfg);
     let saved = node.save(cfg);
-    let refreshed = metrics::refresh(cfg, &node);
+    let refreshed = metrics::refresh(cfg, node);
     if let Some(e) = saved.err().or(refreshed.err()) {
         // A failing epilog already says what is wrong, in one line.
         if exit.code == 0 {
@@ -160,7 +195,6 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
             tracing::debug!("Prometheus export not refreshed: {e}");
         }
     }
-    exit
 }
 
 /// Which Slurm hook a binary is.

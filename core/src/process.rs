@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Most output kept from one helper run (the rest is read and dropped).
@@ -50,15 +51,32 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
-    // Drain both pipes on threads so a chatty program cannot block on a
-    // full pipe. The output comes back over channels: a grandchild that
-    // keeps the pipes open (a daemon started by the program) must not make
-    // us wait for an EOF that never comes.
-    // Output read so far is kept in a shared buffer.
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = buf.clone();
+    let stdout = CapturedPipe::drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = CapturedPipe::drain(Box::new(child.stderr.take().expect("piped")));
+    let status = wait_bounded(&mut child, program, args, limit)?;
+    let grace = Duration::from_millis(500);
+    Ok(Output {
+        code: status.code(),
+        stdout: stdout.text_after(grace),
+        stderr: stderr.text_after(grace),
+    })
+}
+
+/// One of a child's pipes, read to EOF on a thread so a chatty program
+/// cannot block on a full pipe. What was read so far is kept in a shared
+/// buffer and EOF is signalled over a channel: a grandchild that keeps the
+/// pipe open (a daemon started by the program) must not make us wait for
+/// an EOF that never comes.
+struct CapturedPipe {
+    eof: std::sync::mpsc::Receiver<()>,
+    kept: Arc<Mutex<Vec<u8>>>,
+}
+
+impl CapturedPipe {
+    fn drain(mut pipe: Box<dyn Read + Send>) -> CapturedPipe {
+        let (tx, eof) = std::sync::mpsc::channel::<()>();
+        let kept = Arc::new(Mutex::new(Vec::new()));
+        let sink = kept.clone();
         std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
             while let Ok(n) = pipe.read(&mut chunk) {
@@ -72,23 +90,37 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
             }
             let _ = tx.send(());
         });
-        (rx, buf)
-    };
-    let (out_done, out_buf) = drain(Box::new(child.stdout.take().expect("piped")));
-    let (err_done, err_buf) = drain(Box::new(child.stderr.take().expect("piped")));
+        CapturedPipe { eof, kept }
+    }
+
+    /// The text read once EOF came, or after `grace` if it does not.
+    fn text_after(&self, grace: Duration) -> String {
+        let _ = self.eof.recv_timeout(grace);
+        let kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        String::from_utf8_lossy(&kept).into_owned()
+    }
+}
+
+/// Wait for the child, polling with backoff up to 20 ms; past `limit` it is
+/// killed and reaped, and that is an error naming the command.
+fn wait_bounded(
+    child: &mut std::process::Child,
+    program: &Path,
+    args: &[&str],
+    limit: Duration,
+) -> Result<std::process::ExitStatus> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
-    let status = loop {
+    loop {
         match child.try_wait() {
-            Ok(Some(status)) => break status,
+            Ok(Some(status)) => return Ok(status),
             Ok(None) if start.elapsed() >= limit => {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(Error::new(format!(
-                    "{} {} did not finish within {:?} and was killed",
+                    "{} {} did not finish within {limit:?} and was killed",
                     program.display(),
                     args.join(" "),
-                    limit
                 )));
             }
             Ok(None) => {
@@ -102,19 +134,7 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
                 )))
             }
         }
-    };
-    let grace = Duration::from_millis(500);
-    let _ = out_done.recv_timeout(grace);
-    let _ = err_done.recv_timeout(grace);
-    let text = |b: &std::sync::Arc<std::sync::Mutex<Vec<u8>>>| {
-        String::from_utf8_lossy(&b.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
-    };
-    let (stdout, stderr) = (text(&out_buf), text(&err_buf));
-    Ok(Output {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
+    }
 }
 
 #[cfg(test)]

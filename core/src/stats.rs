@@ -3,7 +3,7 @@
 //! volatile ECC restart at driver load) and unsupported counters left
 //! unknown rather than zero.
 
-use crate::gpu::snapshot::{GpuSnapshot, ProcessAccounting, Reading};
+use crate::gpu::snapshot::{GpuSnapshot, LinkState, ProcessAccounting, Reading};
 use crate::xid::XidEvent;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,48 +78,7 @@ pub fn gpu_job_stats(
     let pages = |g: &GpuSnapshot| g.retired_pages.value().map(|p| p.sbe + p.dbe);
     let corr = |g: &GpuSnapshot| g.remapped_rows.value().map(|r| r.correctable);
     let unc = |g: &GpuSnapshot| g.remapped_rows.value().map(|r| r.uncorrectable);
-    let mut throttle_ns = BTreeMap::new();
-    if let Some(st) = start {
-        for (reason, end_ns) in &end.violation_ns {
-            if let Some(d) = delta(st.violation_ns.get(reason).copied(), Some(*end_ns)).value {
-                throttle_ns.insert(reason.clone(), d);
-            }
-        }
-    }
-    let mut nvlink_errors = BTreeMap::new();
-    if let (Some(Reading::Value(a)), Reading::Value(b)) = (start.map(|s| &s.nvlink), &end.nvlink) {
-        let sum = |links: &[crate::gpu::snapshot::LinkState],
-                   f: fn(&crate::gpu::snapshot::LinkState) -> u64| {
-            links.iter().map(f).sum::<u64>()
-        };
-        for (name, f) in [
-            (
-                "crc_flit",
-                (|l: &crate::gpu::snapshot::LinkState| l.crc_flit) as fn(&_) -> u64,
-            ),
-            ("crc_data", |l| l.crc_data),
-            ("replay", |l| l.replay),
-            ("recovery", |l| l.recovery),
-        ] {
-            if let Some(d) = delta(Some(sum(a, f)), Some(sum(b, f))).value {
-                nvlink_errors.insert(name.to_string(), d);
-            }
-        }
-    }
-    let before: Vec<u32> = start
-        .and_then(|s| s.accounting.value())
-        .map(|a| a.iter().map(|p| p.pid).collect())
-        .unwrap_or_default();
-    let processes: Vec<ProcessAccounting> = end
-        .accounting
-        .value()
-        .map(|a| {
-            a.iter()
-                .filter(|p| !before.contains(&p.pid))
-                .copied()
-                .collect()
-        })
-        .unwrap_or_default();
+    let processes = new_processes(start, end);
     GpuJobStats {
         index: end.index,
         uuid: end.uuid.clone(),
@@ -135,12 +94,69 @@ pub fn gpu_job_stats(
         remap_pending_end: end.remapped_rows.value().map(|r| r.pending),
         remap_failure_end: end.remapped_rows.value().map(|r| r.failure),
         pcie_replays: delta(s(&|g| read(&g.pcie_replays)), read(&end.pcie_replays)),
-        throttle_ns,
-        nvlink_errors,
+        throttle_ns: throttle_deltas(start, end),
+        nvlink_errors: nvlink_error_deltas(start, end),
         max_memory_bytes: processes.iter().filter_map(|p| p.max_memory_bytes).max(),
         processes,
         xids: xids.iter().filter(|x| x.pci == end.pci).cloned().collect(),
     }
+}
+
+/// Time throttled during the job, per reason (ns).
+fn throttle_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeMap<String, u64> {
+    let mut throttle_ns = BTreeMap::new();
+    let Some(start) = start else {
+        return throttle_ns;
+    };
+    for (reason, end_ns) in &end.violation_ns {
+        let begin_ns = start.violation_ns.get(reason).copied();
+        if let Some(d) = delta(begin_ns, Some(*end_ns)).value {
+            throttle_ns.insert(reason.clone(), d);
+        }
+    }
+    throttle_ns
+}
+
+/// NVLink error counters during the job, summed over the GPU's links.
+fn nvlink_error_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeMap<String, u64> {
+    let mut nvlink_errors = BTreeMap::new();
+    let (Some(Reading::Value(before)), Reading::Value(after)) =
+        (start.map(|s| &s.nvlink), &end.nvlink)
+    else {
+        return nvlink_errors;
+    };
+    type Counter = fn(&LinkState) -> u64;
+    let sum = |links: &[LinkState], counter: Counter| links.iter().map(counter).sum::<u64>();
+    let counters: [(&str, Counter); 4] = [
+        ("crc_flit", |l| l.crc_flit),
+        ("crc_data", |l| l.crc_data),
+        ("replay", |l| l.replay),
+        ("recovery", |l| l.recovery),
+    ];
+    for (name, counter) in counters {
+        if let Some(d) = delta(Some(sum(before, counter)), Some(sum(after, counter))).value {
+            nvlink_errors.insert(name.to_string(), d);
+        }
+    }
+    nvlink_errors
+}
+
+/// The processes accounting saw on the GPU by the end that it had not seen
+/// at the start: the job's.
+fn new_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessAccounting> {
+    let before: Vec<u32> = start
+        .and_then(|s| s.accounting.value())
+        .map(|a| a.iter().map(|p| p.pid).collect())
+        .unwrap_or_default();
+    end.accounting
+        .value()
+        .map(|a| {
+            a.iter()
+                .filter(|p| !before.contains(&p.pid))
+                .copied()
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -2,8 +2,14 @@
 # Runs a command inside a root filesystem made by scripts/slurm-rootfs.sh,
 # in a private mount namespace (shared/reference/slurm-versions.md §2):
 # the rootfs bound on itself (so "/" is a mount point), /proc, /sys and /dev
-# from the host, private tmpfs on /tmp and /run, and this checkout at the
-# same path. Nothing mounted here outlives the command.
+# from the host, private tmpfs on /tmp and /run, the host's /etc/hosts (as a
+# container runtime gives one), and this checkout at the same path. Nothing
+# mounted here outlives the command.
+# Without the host's /etc/hosts the host's own name does not resolve in the
+# rootfs: munged then signs credentials with a null origin, and Slurm 24.11+
+# falls back to resolving the submit host's name for every reply to salloc
+# and srun, retrying getaddrinfo for 10 s each time (steps that end 60 s
+# late, a controller that stalls).
 #   tests/e2e/in-rootfs.sh ROOTFS COMMAND [ARGS...]
 set -euo pipefail
 root=$(cd "${1:?usage: in-rootfs.sh ROOTFS COMMAND...}" && pwd); shift
@@ -18,6 +24,8 @@ exec unshare --mount --propagation private -- /bin/bash -c '
   mount --rbind /dev "$root/dev"
   mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
   mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+  [ -e "$root/etc/hosts" ] || : > "$root/etc/hosts"
+  mount --bind /etc/hosts "$root/etc/hosts"
   mkdir -p "$root$repo"
   mount --bind "$repo" "$root$repo"
   cd "$repo"

@@ -33,7 +33,19 @@ run_test() {
     PASSED=$((PASSED + 1)); echo "    ok ($((SECONDS - start)) s)"
   else
     FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); echo "    FAILED ($((SECONDS - start)) s)"
+    dump_cluster_state
   fi
+}
+
+# After a failed test, what the next phase would overwrite: the nodes' and
+# jobs' states and the daemons' last log lines (up to 4 nodes).
+dump_cluster_state() {
+  local i log
+  echo "    -- sinfo:"; sinfo -N -h -o '%N %T %E' 2>&1 | sed 's/^/       /'
+  echo "    -- jobs:"; scontrol show job -o 2>&1 | cut -c1-400 | tail -5 | sed 's/^/       /'
+  for log in "$C/log/slurmctld.log" $(for i in $(seq 1 $(( E2E_NODES < 4 ? E2E_NODES : 4 ))); do echo "$C/log/slurmd-n$i.log"; done); do
+    echo "    -- tail $log:"; tail -n 25 "$log" 2>&1 | cut -c1-300 | sed 's/^/       /'
+  done
 }
 
 job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }

@@ -147,125 +147,142 @@ impl GpuReader {
                 return snap;
             }
         };
-        let lost = &mut snap.lost;
-        snap.uuid = device.uuid().unwrap_or_default();
-        snap.serial = device.serial().unwrap_or_default();
-        snap.name = device.name().unwrap_or_default();
-        match device.pci_info() {
-            Ok(p) => snap.pci = crate::xid::normalise_pci(&p.bus_id),
-            Err(NvmlError::GpuLost) => *lost = true,
-            Err(_) => {}
-        }
-
+        read_identity(&device, &mut snap);
         progress(Stage::Memory);
-        let ecc = |err, counter| device.total_ecc_errors(err, counter);
-        snap.ecc = reading(
-            (|| {
-                Ok(EccCounts {
-                    volatile_sbe: ecc(MemoryError::Corrected, EccCounter::Volatile)?,
-                    volatile_dbe: ecc(MemoryError::Uncorrected, EccCounter::Volatile)?,
-                    aggregate_sbe: ecc(MemoryError::Corrected, EccCounter::Aggregate)?,
-                    aggregate_dbe: ecc(MemoryError::Uncorrected, EccCounter::Aggregate)?,
-                })
-            })(),
-            lost,
-        );
-        snap.retired_pages = reading(
-            (|| {
-                Ok(RetiredPages {
-                    sbe: device
-                        .retired_pages(RetirementCause::MultipleSingleBitEccErrors)?
-                        .len() as u64,
-                    dbe: device
-                        .retired_pages(RetirementCause::DoubleBitEccError)?
-                        .len() as u64,
-                    pending: device.are_pages_pending_retired()?,
-                })
-            })(),
-            lost,
-        );
+        read_memory(&device, &mut snap);
         snap.remapped_rows = raw::remapped_rows(&self.nvml, &device);
-
         progress(Stage::Recovery);
-        snap.recovery_action = match device.field_values_for(&[FieldId(FIELD_RECOVERY_ACTION)]) {
-            Ok(mut v) if !v.is_empty() => match v.remove(0).map(|s| s.value) {
-                Ok(Ok(value)) => Reading::Value(sample_u64(value)),
-                Ok(Err(e)) | Err(e) => reading(Err(e), lost),
-            },
-            Ok(_) => Reading::NotSupported,
-            Err(e) => reading(Err(e), lost),
-        };
-
+        snap.recovery_action = read_recovery_action(&device, &mut snap.lost);
         progress(Stage::Fabric);
         snap.fabric = raw::fabric_info(&self.nvml, &device);
-
         progress(Stage::NvLink);
-        snap.nvlink = read_nvlinks(&device, lost);
-
+        snap.nvlink = read_nvlinks(&device, &mut snap.lost);
         progress(Stage::Processes);
-        snap.compute_pids = reading(
-            device
-                .running_compute_processes()
-                .map(|p| p.into_iter().map(|p| p.pid).collect()),
-            lost,
-        );
-        snap.accounting = match device.is_accounting_enabled() {
-            Ok(true) => reading(device.accounting_pids(), lost).map_value(|pids| {
-                pids.iter()
-                    .filter_map(|pid| device.accounting_stats_for(*pid).ok().map(|s| (pid, s)))
-                    .map(|(pid, s)| ProcessAccounting {
-                        pid: *pid,
-                        gpu_util: s.gpu_utilization,
-                        mem_util: s.memory_utilization,
-                        max_memory_bytes: s.max_memory_usage,
-                        time_ms: s.time,
-                    })
-                    .collect()
-            }),
-            Ok(false) => Reading::NotSupported,
-            Err(e) => reading(Err(e), lost),
-        };
-
+        read_processes(&device, &mut snap);
         progress(Stage::Modes);
-        snap.persistence = reading(device.is_in_persistent_mode(), lost);
-        snap.ecc_enabled = reading(device.is_ecc_enabled().map(|m| m.currently_enabled), lost);
-        snap.mig_enabled = reading(device.mig_mode().map(|m| m.current == 1), lost);
-        snap.inforom_valid = match device.validate_info_rom() {
-            Ok(()) => Reading::Value(true),
-            Err(NvmlError::CorruptedInfoROM) => Reading::Value(false),
-            Err(e) => reading(Err(e), lost),
-        };
-
+        read_modes(&device, &mut snap);
         progress(Stage::Counters);
-        snap.energy_mj = reading(device.total_energy_consumption(), lost);
-        snap.pcie_replays = reading(device.pcie_replay_counter().map(u64::from), lost);
-        snap.throttle_reasons = reading(device.current_throttle_reasons().map(|r| r.bits()), lost);
-        snap.temperature_c = reading(device.temperature(TemperatureSensor::Gpu), lost);
-        snap.pcie_width = reading(
-            (|| {
-                Ok(PcieWidth {
-                    current: device.current_pcie_link_width()?,
-                    max: device.max_pcie_link_width()?,
-                })
-            })(),
-            lost,
-        );
-        let mut violations = BTreeMap::new();
-        for (name, policy) in [
-            ("power", PerformancePolicy::Power),
-            ("thermal", PerformancePolicy::Thermal),
-            ("sync_boost", PerformancePolicy::SyncBoost),
-            ("board_limit", PerformancePolicy::BoardLimit),
-            ("low_utilization", PerformancePolicy::LowUtilization),
-            ("reliability", PerformancePolicy::Reliability),
-        ] {
-            if let Ok(v) = device.violation_status(policy) {
-                violations.insert(name.to_string(), v.violation_time);
-            }
-        }
-        snap.violation_ns = violations;
+        read_counters(&device, &mut snap);
+        snap.violation_ns = read_violations(&device);
         snap
     }
+}
+
+fn read_identity(device: &Device, snap: &mut GpuSnapshot) {
+    snap.uuid = device.uuid().unwrap_or_default();
+    snap.serial = device.serial().unwrap_or_default();
+    snap.name = device.name().unwrap_or_default();
+    match device.pci_info() {
+        Ok(p) => snap.pci = crate::xid::normalise_pci(&p.bus_id),
+        Err(NvmlError::GpuLost) => snap.lost = true,
+        Err(_) => {}
+    }
+}
+
+/// ECC counters and retired pages (row remapping is read through `raw`).
+fn read_memory(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    let ecc = |err, counter| device.total_ecc_errors(err, counter);
+    let counts = || {
+        Ok(EccCounts {
+            volatile_sbe: ecc(MemoryError::Corrected, EccCounter::Volatile)?,
+            volatile_dbe: ecc(MemoryError::Uncorrected, EccCounter::Volatile)?,
+            aggregate_sbe: ecc(MemoryError::Corrected, EccCounter::Aggregate)?,
+            aggregate_dbe: ecc(MemoryError::Uncorrected, EccCounter::Aggregate)?,
+        })
+    };
+    snap.ecc = reading(counts(), lost);
+    let retired = |cause| device.retired_pages(cause).map(|pages| pages.len() as u64);
+    let pages = || {
+        Ok(RetiredPages {
+            sbe: retired(RetirementCause::MultipleSingleBitEccErrors)?,
+            dbe: retired(RetirementCause::DoubleBitEccError)?,
+            pending: device.are_pages_pending_retired()?,
+        })
+    };
+    snap.retired_pages = reading(pages(), lost);
+}
+
+/// The driver's recovery action (a field value, NVML 570+).
+fn read_recovery_action(device: &Device, lost: &mut bool) -> Reading<u64> {
+    match device.field_values_for(&[FieldId(FIELD_RECOVERY_ACTION)]) {
+        Ok(mut v) if !v.is_empty() => match v.remove(0).map(|s| s.value) {
+            Ok(Ok(value)) => Reading::Value(sample_u64(value)),
+            Ok(Err(e)) | Err(e) => reading(Err(e), lost),
+        },
+        Ok(_) => Reading::NotSupported,
+        Err(e) => reading(Err(e), lost),
+    }
+}
+
+/// Compute processes now, and per-process accounting when it is enabled.
+fn read_processes(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    let pids = device
+        .running_compute_processes()
+        .map(|p| p.into_iter().map(|p| p.pid).collect());
+    snap.compute_pids = reading(pids, lost);
+    let account = |pid: &u32| {
+        let s = device.accounting_stats_for(*pid).ok()?;
+        Some(ProcessAccounting {
+            pid: *pid,
+            gpu_util: s.gpu_utilization,
+            mem_util: s.memory_utilization,
+            max_memory_bytes: s.max_memory_usage,
+            time_ms: s.time,
+        })
+    };
+    snap.accounting = match device.is_accounting_enabled() {
+        Ok(true) => reading(device.accounting_pids(), lost)
+            .map_value(|pids| pids.iter().filter_map(account).collect()),
+        Ok(false) => Reading::NotSupported,
+        Err(e) => reading(Err(e), lost),
+    };
+}
+
+fn read_modes(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    snap.persistence = reading(device.is_in_persistent_mode(), lost);
+    snap.ecc_enabled = reading(device.is_ecc_enabled().map(|m| m.currently_enabled), lost);
+    snap.mig_enabled = reading(device.mig_mode().map(|m| m.current == 1), lost);
+    snap.inforom_valid = match device.validate_info_rom() {
+        Ok(()) => Reading::Value(true),
+        Err(NvmlError::CorruptedInfoROM) => Reading::Value(false),
+        Err(e) => reading(Err(e), lost),
+    };
+}
+
+fn read_counters(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    snap.energy_mj = reading(device.total_energy_consumption(), lost);
+    snap.pcie_replays = reading(device.pcie_replay_counter().map(u64::from), lost);
+    snap.throttle_reasons = reading(device.current_throttle_reasons().map(|r| r.bits()), lost);
+    snap.temperature_c = reading(device.temperature(TemperatureSensor::Gpu), lost);
+    let width = || {
+        Ok(PcieWidth {
+            current: device.current_pcie_link_width()?,
+            max: device.max_pcie_link_width()?,
+        })
+    };
+    snap.pcie_width = reading(width(), lost);
+}
+
+/// Time spent throttled, per reason (ns); reasons the GPU lacks are absent.
+fn read_violations(device: &Device) -> BTreeMap<String, u64> {
+    let mut violations = BTreeMap::new();
+    for (name, policy) in [
+        ("power", PerformancePolicy::Power),
+        ("thermal", PerformancePolicy::Thermal),
+        ("sync_boost", PerformancePolicy::SyncBoost),
+        ("board_limit", PerformancePolicy::BoardLimit),
+        ("low_utilization", PerformancePolicy::LowUtilization),
+        ("reliability", PerformancePolicy::Reliability),
+    ] {
+        if let Ok(v) = device.violation_status(policy) {
+            violations.insert(name.to_string(), v.violation_time);
+        }
+    }
+    violations
 }
 
 fn sample_u64(v: SampleValue) -> u64 {

@@ -62,6 +62,16 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// A drain-class finding about the node as a whole (no one GPU).
+    pub fn node_drain(check: &str, detail: String) -> Finding {
+        Finding {
+            check: check.into(),
+            severity: Severity::Drain,
+            gpu: None,
+            detail,
+        }
+    }
+
     /// `imex-health: <check> gpu<i> <serial>: <detail>`, one line.
     pub fn reason(&self) -> String {
         let detail = self.detail.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -269,9 +269,31 @@ impl DomainPlan {
             config: &daemon.job_config,
             timeout: daemon.ctl_timeout.0,
         };
-        let deadline = started + imex.ready_timeout.0;
-        // Poll every 20 ms for the first second (domains of healthy nodes form
-        // in a few hundred ms), then back off exponentially to ready_poll_max.
+        let wait = ReadyWait {
+            node,
+            node_count: nodes.len(),
+            local_index,
+            started,
+            deadline: started + imex.ready_timeout.0,
+            poll_max: imex.ready_poll_max.0,
+        };
+        let (last, last_error) = match self.poll_until_ready(&mut manager, &ctl, &wait)? {
+            Polled::Ready(waited) => return Ok(SetupOutcome::Ready { waited }),
+            Polled::TimedOut { last, last_error } => (last, last_error),
+        };
+        self.blame_not_ready(job, cfg, &manager, &ctl, last, last_error, nodes, addrs)
+    }
+
+    /// Ask the ctl until the domain is UP or the deadline passes. Polls
+    /// every 20 ms for the first second (domains of healthy nodes form in a
+    /// few hundred ms), then backs off exponentially to `poll_max`. A daemon
+    /// that exits meanwhile is this node's fault.
+    fn poll_until_ready(
+        &self,
+        manager: &mut Manager,
+        ctl: &Ctl,
+        wait: &ReadyWait,
+    ) -> Result<Polled> {
         let fast_phase = Duration::from_secs(1);
         let mut pause = Duration::from_millis(20);
         let mut last: Option<NotReady> = None;
@@ -279,32 +301,27 @@ impl DomainPlan {
         loop {
             if let Liveness::Exited(how) = manager.liveness() {
                 return Err(Error::new(format!(
-                    "nvidia-imex on {node} {how} while starting{}",
-                    self.port_hint
+                    "nvidia-imex on {} {how} while starting{}",
+                    wait.node, self.port_hint
                 ))
-                .with_log(&manager, log_file));
+                .with_log(manager, self.log_file.as_deref()));
             }
             match ctl.domain_status() {
-                Ok(status) => match assess(&status, nodes.len(), local_index) {
-                    Readiness::Ready => {
-                        return Ok(SetupOutcome::Ready {
-                            waited: started.elapsed(),
-                        })
-                    }
+                Ok(status) => match assess(&status, wait.node_count, wait.local_index) {
+                    Readiness::Ready => return Ok(Polled::Ready(wait.started.elapsed())),
                     Readiness::NotReady(n) => last = Some(n),
                 },
                 Err(e) => last_error = Some(e),
             }
             let now = Instant::now();
-            if now >= deadline {
-                break;
+            if now >= wait.deadline {
+                return Ok(Polled::TimedOut { last, last_error });
             }
-            std::thread::sleep(pause.min(deadline - now));
-            if started.elapsed() >= fast_phase {
-                pause = (pause * 2).min(imex.ready_poll_max.0);
+            std::thread::sleep(pause.min(wait.deadline - now));
+            if wait.started.elapsed() >= fast_phase {
+                pause = (pause * 2).min(wait.poll_max);
             }
         }
-        self.blame_not_ready(job, cfg, &manager, &ctl, last, last_error, nodes, addrs)
     }
 
     /// The domain did not come UP in time: a peer's fault (job failure) when
@@ -352,6 +369,26 @@ impl DomainPlan {
             }
         }
     }
+}
+
+/// What waiting for the domain needs to know.
+struct ReadyWait<'a> {
+    node: &'a str,
+    node_count: usize,
+    /// This node's place in the domain's node list.
+    local_index: usize,
+    started: Instant,
+    deadline: Instant,
+    poll_max: Duration,
+}
+
+enum Polled {
+    Ready(Duration),
+    /// What the ctl said last (a status, or why it could not say).
+    TimedOut {
+        last: Option<NotReady>,
+        last_error: Option<Error>,
+    },
 }
 
 trait WithLog {

@@ -115,21 +115,55 @@ impl JobDb {
 
 fn insert_job(tx: &rusqlite::Transaction, row: &JobRow, path: &std::path::Path) -> Result<()> {
     let w = |e: rusqlite::Error| err(path, "write failed", e);
-    // An epilog that runs twice for the same job start replaces its row;
-    // the totals are only counted the first time.
-    let existed: bool = tx
-        .query_row(
-            "SELECT COUNT(*) FROM jobs WHERE job_id = ?1 AND node = ?2 AND start_ts = ?3",
-            params![row.job_id, row.node, row.start_ts],
-            |r| r.get::<_, i64>(0),
-        )
-        .map_err(w)?
-        > 0;
+    let (job_row, existed) = replace_job_row(tx, row).map_err(w)?;
+    let ts = row.end_ts.unwrap_or(row.start_ts);
+    for gpu in &row.gpus {
+        let xid_classes = XidClasses::of(&gpu.stats);
+        insert_job_gpu(tx, job_row, gpu, &xid_classes).map_err(w)?;
+        insert_gpu_events(tx, job_row, &row.node, ts, &gpu.stats).map_err(w)?;
+        // An epilog that runs twice for the same job start replaces its
+        // row; the totals are only counted the first time.
+        if !existed {
+            add_gpu_totals(tx, row, gpu, &xid_classes).map_err(w)?;
+            add_board_counters(tx, &board_key(&gpu.stats), &gpu.stats, gpu.verdict).map_err(w)?;
+        }
+    }
+    Ok(())
+}
+
+/// The job's XIDs by class, as the totals count them.
+struct XidClasses {
+    all: i64,
+    drain_class: i64,
+    restart_app: i64,
+}
+
+impl XidClasses {
+    fn of(s: &GpuJobStats) -> XidClasses {
+        let count = |keep: &dyn Fn(&crate::xid::XidEvent) -> bool| {
+            s.xids.iter().filter(|x| keep(x)).count() as i64
+        };
+        XidClasses {
+            all: s.xids.len() as i64,
+            drain_class: count(&|x| crate::xid::is_drain_class(x.xid)),
+            restart_app: count(&|x| x.bucket == Bucket::RestartApp),
+        }
+    }
+}
+
+/// Insert the job's row on this node, replacing the one an earlier run of
+/// the same epilog wrote. Returns the new row id and whether one existed.
+fn replace_job_row(tx: &rusqlite::Transaction, row: &JobRow) -> rusqlite::Result<(i64, bool)> {
+    let key = params![row.job_id, row.node, row.start_ts];
+    let existed = tx.query_row(
+        "SELECT COUNT(*) FROM jobs WHERE job_id = ?1 AND node = ?2 AND start_ts = ?3",
+        key,
+        |r| r.get::<_, i64>(0),
+    )? > 0;
     tx.execute(
         "DELETE FROM jobs WHERE job_id = ?1 AND node = ?2 AND start_ts = ?3",
-        params![row.job_id, row.node, row.start_ts],
-    )
-    .map_err(w)?;
+        key,
+    )?;
     let phase = |p: &Option<PhaseOutcome>| {
         (
             p.as_ref().map(|p| p.verdict.as_str()),
@@ -159,99 +193,106 @@ fn insert_job(tx: &rusqlite::Transaction, row: &JobRow, path: &std::path::Path) 
             er,
             em
         ],
-    )
-    .map_err(w)?;
-    let job_row = tx.last_insert_rowid();
-    let ts = row.end_ts.unwrap_or(row.start_ts);
-    for g in &row.gpus {
-        let s = &g.stats;
-        let drain_class = s
-            .xids
-            .iter()
-            .filter(|x| crate::xid::is_drain_class(x.xid))
-            .count() as i64;
-        let restart_app = s
-            .xids
-            .iter()
-            .filter(|x| x.bucket == Bucket::RestartApp)
-            .count() as i64;
+    )?;
+    Ok((tx.last_insert_rowid(), existed))
+}
+
+/// One GPU's stats for the job.
+fn insert_job_gpu(
+    tx: &rusqlite::Transaction,
+    job_row: i64,
+    g: &GpuRecord,
+    xids: &XidClasses,
+) -> rusqlite::Result<()> {
+    let s = &g.stats;
+    tx.execute(
+        "INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, name, energy_mj, energy_reset,
+            ecc_sbe, ecc_dbe, retired_pages, remapped_correctable, remapped_uncorrectable,
+            remap_pending_end, remap_failure_end, pcie_replays, throttle_ns, nvlink_errors,
+            max_memory_bytes, xid_count, xids_drain_class, xids_restart_app, verdict, reasons)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+        params![
+            job_row, s.index, s.uuid, s.serial, s.pci, s.name,
+            i64_of(s.energy_mj.value), s.energy_mj.reset,
+            i64_of(s.ecc_sbe.value), i64_of(s.ecc_dbe.value), i64_of(s.retired_pages.value),
+            i64_of(s.remapped_correctable.value), i64_of(s.remapped_uncorrectable.value),
+            s.remap_pending_end, s.remap_failure_end, i64_of(s.pcie_replays.value),
+            serde_json::to_string(&s.throttle_ns).ok(),
+            serde_json::to_string(&s.nvlink_errors).ok(),
+            i64_of(s.max_memory_bytes), xids.all,
+            xids.drain_class, xids.restart_app,
+            g.verdict.as_str(), joined(&g.reasons)
+        ],
+    )?;
+    Ok(())
+}
+
+/// The GPU's XID events and the job's processes on it.
+fn insert_gpu_events(
+    tx: &rusqlite::Transaction,
+    job_row: i64,
+    node: &str,
+    ts: i64,
+    s: &GpuJobStats,
+) -> rusqlite::Result<()> {
+    for x in &s.xids {
         tx.execute(
-            "INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, name, energy_mj, energy_reset,
-                ecc_sbe, ecc_dbe, retired_pages, remapped_correctable, remapped_uncorrectable,
-                remap_pending_end, remap_failure_end, pcie_replays, throttle_ns, nvlink_errors,
-                max_memory_bytes, xid_count, xids_drain_class, xids_restart_app, verdict, reasons)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
-            params![
-                job_row, s.index, s.uuid, s.serial, s.pci, s.name,
-                i64_of(s.energy_mj.value), s.energy_mj.reset,
-                i64_of(s.ecc_sbe.value), i64_of(s.ecc_dbe.value), i64_of(s.retired_pages.value),
-                i64_of(s.remapped_correctable.value), i64_of(s.remapped_uncorrectable.value),
-                s.remap_pending_end, s.remap_failure_end, i64_of(s.pcie_replays.value),
-                serde_json::to_string(&s.throttle_ns).ok(),
-                serde_json::to_string(&s.nvlink_errors).ok(),
-                i64_of(s.max_memory_bytes), s.xids.len() as i64,
-                drain_class, restart_app,
-                g.verdict.as_str(), joined(&g.reasons)
-            ],
-        )
-        .map_err(w)?;
-        for x in &s.xids {
-            tx.execute(
-                "INSERT INTO xid_events (job_row, node, ts, seq, pci, serial, xid, bucket, drain_class, pid, process, message)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                params![job_row, row.node, ts, x.seq as i64, x.pci, s.serial, x.xid, x.bucket.as_str(),
-                        crate::xid::is_drain_class(x.xid), x.pid, x.process, x.message],
-            )
-            .map_err(w)?;
-        }
-        for p in &s.processes {
-            tx.execute(
-                "INSERT INTO processes (job_row, serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![job_row, s.serial, p.pid, p.gpu_util, p.mem_util, i64_of(p.max_memory_bytes), p.time_ms as i64],
-            )
-            .map_err(w)?;
-        }
-        if !existed {
-            // The same sums go to the lifetime totals and to the board's day.
-            const ADD: &str =
-                "jobs = jobs + 1, uuid = excluded.uuid, last_node = excluded.last_node,
-                last_seen = MAX(last_seen, excluded.last_seen),
-                drains = drains + excluded.drains, warns = warns + excluded.warns,
-                energy_mj = energy_mj + excluded.energy_mj, xids = xids + excluded.xids,
-                xids_drain_class = xids_drain_class + excluded.xids_drain_class,
-                xids_restart_app = xids_restart_app + excluded.xids_restart_app";
-            let (key, drains, warns) = (
-                board_key(s),
-                (g.verdict == Verdict::Drain) as i64,
-                (g.verdict == Verdict::Warn) as i64,
-            );
-            let (energy, xids) = (i64_of(s.energy_mj.value).unwrap_or(0), s.xids.len() as i64);
-            tx.execute(
-                &format!(
-                    "INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
-                        xids, xids_drain_class, xids_restart_app, xids_other)
-                     VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-                     ON CONFLICT (serial) DO UPDATE SET {ADD}, xids_other = xids_other + excluded.xids_other"
-                ),
-                params![key, s.uuid, row.node, ts, drains, warns, energy, xids, drain_class, restart_app,
-                        xids - drain_class - restart_app],
-            )
-            .map_err(w)?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO gpu_daily (serial, day, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
-                        xids, xids_drain_class, xids_restart_app)
-                     VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?9, ?10, ?11)
-                     ON CONFLICT (serial, day) DO UPDATE SET {ADD}"
-                ),
-                params![key, row.start_ts.div_euclid(86_400), s.uuid, row.node, ts, drains, warns, energy, xids,
-                        drain_class, restart_app],
-            )
-            .map_err(w)?;
-            add_board_counters(tx, &key, s, g.verdict).map_err(w)?;
-        }
+            "INSERT INTO xid_events (job_row, node, ts, seq, pci, serial, xid, bucket, drain_class, pid, process, message)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![job_row, node, ts, x.seq as i64, x.pci, s.serial, x.xid, x.bucket.as_str(),
+                    crate::xid::is_drain_class(x.xid), x.pid, x.process, x.message],
+        )?;
     }
+    for p in &s.processes {
+        tx.execute(
+            "INSERT INTO processes (job_row, serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![job_row, s.serial, p.pid, p.gpu_util, p.mem_util, i64_of(p.max_memory_bytes), p.time_ms as i64],
+        )?;
+    }
+    Ok(())
+}
+
+/// The same sums go to the board's lifetime totals and to its day.
+fn add_gpu_totals(
+    tx: &rusqlite::Transaction,
+    row: &JobRow,
+    g: &GpuRecord,
+    xids: &XidClasses,
+) -> rusqlite::Result<()> {
+    const ADD: &str = "jobs = jobs + 1, uuid = excluded.uuid, last_node = excluded.last_node,
+        last_seen = MAX(last_seen, excluded.last_seen),
+        drains = drains + excluded.drains, warns = warns + excluded.warns,
+        energy_mj = energy_mj + excluded.energy_mj, xids = xids + excluded.xids,
+        xids_drain_class = xids_drain_class + excluded.xids_drain_class,
+        xids_restart_app = xids_restart_app + excluded.xids_restart_app";
+    let s = &g.stats;
+    let ts = row.end_ts.unwrap_or(row.start_ts);
+    let key = board_key(s);
+    let drains = (g.verdict == Verdict::Drain) as i64;
+    let warns = (g.verdict == Verdict::Warn) as i64;
+    let energy = i64_of(s.energy_mj.value).unwrap_or(0);
+    let other = xids.all - xids.drain_class - xids.restart_app;
+    tx.execute(
+        &format!(
+            "INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
+                xids, xids_drain_class, xids_restart_app, xids_other)
+             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+             ON CONFLICT (serial) DO UPDATE SET {ADD}, xids_other = xids_other + excluded.xids_other"
+        ),
+        params![key, s.uuid, row.node, ts, drains, warns, energy, xids.all, xids.drain_class,
+                xids.restart_app, other],
+    )?;
+    tx.execute(
+        &format!(
+            "INSERT INTO gpu_daily (serial, day, uuid, last_node, last_seen, jobs, drains, warns, energy_mj,
+                xids, xids_drain_class, xids_restart_app)
+             VALUES (?1, ?2, ?3, ?4, ?5, 1, ?6, ?7, ?8, ?9, ?10, ?11)
+             ON CONFLICT (serial, day) DO UPDATE SET {ADD}"
+        ),
+        params![key, row.start_ts.div_euclid(86_400), s.uuid, row.node, ts, drains, warns, energy,
+                xids.all, xids.drain_class, xids.restart_app],
+    )?;
     Ok(())
 }
 

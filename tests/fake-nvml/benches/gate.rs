@@ -45,7 +45,22 @@ fn main() {
     .find(|p| p.exists())
     .expect("libnvidia_ml.so not built: run cargo build --release -p fake-nvml");
     let dir = tempfile::tempdir().unwrap();
-    let p = |n: &str| dir.path().join(n);
+    let cfg = write_node(dir.path(), &library);
+    println!("slurm-imex health gate benchmark: 8 fake GPUs (fake libnvidia-ml.so.1 via nvml-wrapper), {RUNS} runs");
+    let gate_median = bench_gate(&cfg);
+    let prolog = release.join("slurm-imex-prolog");
+    let epilog = release.join("slurm-imex-epilog");
+    if !prolog.exists() || !epilog.exists() {
+        println!("(prolog/epilog binaries not built: run cargo build --release --workspace for the prolog share)");
+        return;
+    }
+    bench_binaries(dir.path(), &prolog, &epilog, gate_median);
+}
+
+/// A node of 8 healthy GPUs on the fake NVML (scenario, PCI tree, a kernel
+/// log of 2000 unrelated records and one XID) and its config.
+fn write_node(dir: &Path, library: &Path) -> Config {
+    let p = |n: &str| dir.join(n);
     let mut scenario = String::from("driver_version = \"580.95.05\"\n");
     std::fs::create_dir(p("pci")).unwrap();
     for i in 0..8u32 {
@@ -62,7 +77,6 @@ fn main() {
     }
     std::fs::write(p("nvml.toml"), scenario).unwrap();
     std::env::set_var("FAKE_NVML_SCENARIO", p("nvml.toml"));
-    // A realistic kernel log: 2000 unrelated records and a few XIDs.
     let mut kmsg = String::new();
     for s in 1..=2000 {
         kmsg.push_str(&format!(
@@ -84,13 +98,15 @@ fn main() {
         p("db/jobs.db").display()
     );
     std::fs::write(p("imex.toml"), &config).unwrap();
-    let cfg = Config::parse(&config, Path::new("imex.toml")).unwrap();
+    Config::parse(&config, Path::new("imex.toml")).unwrap()
+}
 
-    println!("slurm-imex health gate benchmark: 8 fake GPUs (fake libnvidia-ml.so.1 via nvml-wrapper), {RUNS} runs");
+/// The gate alone, in process; returns its median (ms).
+fn bench_gate(cfg: &Config) -> f64 {
     let mut gate_times = Vec::new();
     for _ in 0..RUNS {
         let r = gate::run(
-            &cfg,
+            cfg,
             &GateRequest {
                 phase: Phase::Prolog,
                 gpus: None,
@@ -102,19 +118,17 @@ fn main() {
     }
     let (gate_median, line) = stats(gate_times);
     println!("health gate (NVML init + 8 GPUs read + kmsg + checks):  {line}");
+    gate_median
+}
 
-    let prolog = release.join("slurm-imex-prolog");
-    let epilog = release.join("slurm-imex-epilog");
-    if !prolog.exists() || !epilog.exists() {
-        println!("(prolog/epilog binaries not built: run cargo build --release --workspace for the prolog share)");
-        return;
-    }
+/// The prolog and epilog binaries, exec to exit, one job after another.
+fn bench_binaries(dir: &Path, prolog: &PathBuf, epilog: &PathBuf, gate_median: f64) {
     let run = |bin: &PathBuf, job: usize| {
         let t = Instant::now();
         let out = Command::new(bin)
             .env_clear()
-            .env("SLURM_IMEX_CONFIG", p("imex.toml"))
-            .env("FAKE_NVML_SCENARIO", p("nvml.toml"))
+            .env("SLURM_IMEX_CONFIG", dir.join("imex.toml"))
+            .env("FAKE_NVML_SCENARIO", dir.join("nvml.toml"))
             .env("SLURM_JOB_ID", (900_000 + job).to_string())
             .env("SLURMD_NODENAME", "bench1")
             .env("SLURM_JOB_USER", "bench")
@@ -130,8 +144,8 @@ fn main() {
     let mut pro = Vec::new();
     let mut epi = Vec::new();
     for job in 0..RUNS {
-        pro.push(run(&prolog, job));
-        epi.push(run(&epilog, job));
+        pro.push(run(prolog, job));
+        epi.push(run(epilog, job));
     }
     let (prolog_median, line) = stats(pro);
     println!("prolog binary, GPU job without --imex (exec to exit):  {line}");

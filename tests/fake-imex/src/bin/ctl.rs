@@ -15,7 +15,18 @@ fn usage_exit() -> ! {
     std::process::exit(1);
 }
 
-fn main() {
+/// What the command line asks for.
+struct Request {
+    config: Option<PathBuf>,
+    /// `-i <ip> <port>`: a daemon's command port named directly.
+    target: Option<SocketAddr>,
+    /// 'q' (-q), 'N' (-N once) or 'n' (-n, every second).
+    mode: char,
+    json: bool,
+    names: bool,
+}
+
+fn parse_args() -> Request {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mut config, mut target, mut mode, mut json, mut names) = (None, None, None, false, false);
     let mut i = 0;
@@ -51,46 +62,51 @@ fn main() {
         i += 1;
     }
     let Some(mode) = mode else { usage_exit() };
-    let config = config.unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
+    Request {
+        config,
+        target,
+        mode,
+        json,
+        names,
+    }
+}
+
+/// The daemon's command port: `-i`, or the config's IMEX_CMD_* keys. As the
+/// real ctl, -N/-n first insist on a readable node file.
+fn command_address(req: &Request) -> SocketAddr {
+    let config = req
+        .config
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
     let cfg = match DaemonCfg::read(&config) {
         Ok(c) => c,
-        Err(_) if target.is_some() => DaemonCfg::default(),
+        Err(_) if req.target.is_some() => DaemonCfg::default(),
         Err(_) => {
             println!("Unable to open configuration file at {}", config.display());
             usage_exit();
         }
     };
-    if mode != 'q' && target.is_none() {
+    if req.mode != 'q' && req.target.is_none() {
         let node_file = cfg.get("IMEX_NODE_CONFIG_FILE");
         if std::fs::read_to_string(&node_file).is_err() {
             println!("Failed to read node configuration file {node_file}");
             std::process::exit(255);
         }
     }
-    let addr = target.unwrap_or_else(|| {
+    req.target.unwrap_or_else(|| {
         let bind = cfg.get("IMEX_CMD_BIND_INTERFACE_IP");
         let ip: IpAddr = bind.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
         SocketAddr::new(ip, cfg.port("IMEX_CMD_PORT").unwrap_or(50005))
-    });
+    })
+}
+
+fn main() {
+    let req = parse_args();
+    let addr = command_address(&req);
     loop {
-        let request = if mode == 'q' { "QUERY" } else { "STATUS" };
-        let answer = match ask(addr, request) {
-            Ok(a) => a,
-            Err(e) => {
-                let family = if addr.is_ipv4() { "ipv4" } else { "ipv6" };
-                println!(
-                    "Query Status returned error code: 14 - failed to connect to all addresses; \
-                     last error: UNKNOWN: {family}:{addr}: {}",
-                    if e.kind() == std::io::ErrorKind::ConnectionRefused {
-                        "Connection refused".to_string()
-                    } else {
-                        e.to_string()
-                    }
-                );
-                std::process::exit(1);
-            }
-        };
-        if mode == 'q' {
+        let request = if req.mode == 'q' { "QUERY" } else { "STATUS" };
+        let answer = ask(addr, request).unwrap_or_else(|e| connect_failed(addr, e));
+        if req.mode == 'q' {
             println!("{}", answer.trim());
             return;
         }
@@ -98,17 +114,32 @@ fn main() {
             println!("Query Status returned error code: 13 - malformed reply");
             std::process::exit(1);
         };
-        if json {
-            println!("{}", render_json(&view, names));
+        if req.json {
+            println!("{}", render_json(&view, req.names));
         } else {
-            print!("{}", render_text(&view, names));
+            print!("{}", render_text(&view, req.names));
         }
-        if mode != 'n' {
+        if req.mode != 'n' {
             return;
         }
         let _ = std::io::stdout().flush();
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// The gRPC error the real ctl prints when no daemon answers, exit 1.
+fn connect_failed(addr: SocketAddr, e: std::io::Error) -> ! {
+    let family = if addr.is_ipv4() { "ipv4" } else { "ipv6" };
+    let why = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+        "Connection refused".to_string()
+    } else {
+        e.to_string()
+    };
+    println!(
+        "Query Status returned error code: 14 - failed to connect to all addresses; \
+         last error: UNKNOWN: {family}:{addr}: {why}"
+    );
+    std::process::exit(1);
 }
 
 fn ask(addr: SocketAddr, request: &str) -> std::io::Result<String> {

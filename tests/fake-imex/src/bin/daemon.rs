@@ -302,6 +302,70 @@ fn fnv(text: &str) -> u64 {
 }
 
 fn main() {
+    let (config, port_override) = parse_args();
+    let cfg = match DaemonCfg::read(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!(
+                "Unable to open configuration file at {} ({e})",
+                config.display()
+            );
+            std::process::exit(1);
+        }
+    };
+    let log = open_log(&cfg);
+    let faults = fault_settings();
+    let mode = faults.get("MODE").cloned().unwrap_or_default();
+    let version = if mode == "version-mismatch" {
+        "570.00".to_string()
+    } else {
+        FAKE_VERSION.to_string()
+    };
+    let port = port_override.or(cfg.port("SERVER_PORT")).unwrap_or(50000);
+    log_banner(&log, &cfg, &version, port);
+    inject_start_fault(&log, &mode, &faults);
+    let (addrs, ips) = read_nodes(&cfg, &log);
+    let (me, my_ip) = identify_self(&ips, &cfg.get("IMEX_NODE_CONFIG_FILE"), &log);
+    let _lock = take_node_lock(&log);
+    log.info("nvidia-imex persistence file /var/run/nvidia-imex/persist.dat does not exist.  Assuming no previous importers.");
+    daemonize_if_asked(&cfg, &log);
+    if let Ok(pidfile) = std::env::var("FAKE_IMEX_PID_FILE") {
+        let _ = std::fs::write(pidfile, format!("{}\n", std::process::id()));
+    }
+    let signals = block_signals();
+    let shared = Arc::new(Shared {
+        me,
+        host_name: nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        map_hash: fnv(&addrs.join("\n")),
+        addrs,
+        ips: ips
+            .iter()
+            .map(|ip| ip.unwrap_or(IpAddr::from([0, 0, 0, 0])))
+            .collect(),
+        version,
+        port,
+        state: Mutex::new("INITIALIZING".into()),
+        peers: Mutex::new(BTreeMap::new()),
+        up_recorded: std::sync::atomic::AtomicBool::new(false),
+        log,
+    });
+    let n_peers = shared.addrs.len() - 1;
+    shared.log.info(&format!(
+        "Creating gRPC channels to all peers (nPeers = {n_peers})."
+    ));
+    shared.log.info("IMEX_WAIT_FOR_QUORUM != FULL, continuing initialization without waiting for connections to all nodes.");
+    start_command_service(&cfg, &shared);
+    if mode != "unreachable" {
+        start_peer_service(&shared, my_ip);
+    }
+    schedule_ready(&shared, &mode, &faults);
+    wait_for_signals(&signals, &shared)
+}
+
+/// nvidia-imex's own options: -c/--config, -p/--port, --nogpu, -h.
+fn parse_args() -> (PathBuf, Option<u16>) {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut config = PathBuf::from(DEFAULT_CONFIG);
     let mut port_override = None;
@@ -328,28 +392,22 @@ fn main() {
         }
         i += 1;
     }
-    let cfg = match DaemonCfg::read(&config) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!(
-                "Unable to open configuration file at {} ({e})",
-                config.display()
-            );
-            std::process::exit(1);
-        }
-    };
+    (config, port_override)
+}
 
-    // Logging: LOG_FILE_NAME, or stderr when empty or unopenable.
+/// LOG_FILE_NAME, or stderr when empty or unopenable, as the daemon does.
+fn open_log(cfg: &DaemonCfg) -> Log {
     let log_name = cfg.get("LOG_FILE_NAME");
     let append = cfg.get("LOG_APPEND_TO_LOG") != "0";
-    let out: Box<dyn Write + Send> = match (!log_name.is_empty()).then(|| {
+    let opened = (!log_name.is_empty()).then(|| {
         OpenOptions::new()
             .create(true)
             .append(append)
             .write(true)
             .truncate(!append)
             .open(&log_name)
-    }) {
+    });
+    let out: Box<dyn Write + Send> = match opened {
         Some(Ok(f)) => Box::new(f),
         other => {
             if let Some(Err(e)) = other {
@@ -363,38 +421,37 @@ fn main() {
         out: Mutex::new(out),
     };
     {
-        let mut o = log.out.lock().unwrap();
+        let mut o = log.out.lock().unwrap_or_else(|e| e.into_inner());
         let _ = writeln!(o, "IMEX Log initializing at: {}", ctl_timestamp());
     }
-    let faults = fault_settings();
-    let mode = faults.get("MODE").cloned().unwrap_or_default();
-    let version = if mode == "version-mismatch" {
-        "570.00".to_string()
-    } else {
-        FAKE_VERSION.to_string()
-    };
+    log
+}
+
+/// The configuration lines the real daemon logs at start.
+fn log_banner(log: &Log, cfg: &DaemonCfg, version: &str, port: u16) {
     log.info(&format!(
         "IMEX version {version} is running with the following configuration options"
     ));
-    log.info(&format!("Logging level = {}", cfg.get("LOG_LEVEL")));
-    log.info(&format!("Logging file name/path = {log_name}"));
-    log.info(&format!(
-        "Append to log file = {}",
-        cfg.get("LOG_APPEND_TO_LOG")
-    ));
-    log.info(&format!(
-        "Max Log file size = {} (MBs)",
-        cfg.get("LOG_FILE_MAX_SIZE")
-    ));
-    log.info(&format!("Use Syslog file = {}", cfg.get("LOG_USE_SYSLOG")));
-    log.info(&format!(
-        "IMEX Library communication bind interface = {}",
-        cfg.get("BIND_INTERFACE_IP")
-    ));
-    let port = port_override.or(cfg.port("SERVER_PORT")).unwrap_or(50000);
+    for (what, key, unit) in [
+        ("Logging level", "LOG_LEVEL", ""),
+        ("Logging file name/path", "LOG_FILE_NAME", ""),
+        ("Append to log file", "LOG_APPEND_TO_LOG", ""),
+        ("Max Log file size", "LOG_FILE_MAX_SIZE", " (MBs)"),
+        ("Use Syslog file", "LOG_USE_SYSLOG", ""),
+        (
+            "IMEX Library communication bind interface",
+            "BIND_INTERFACE_IP",
+            "",
+        ),
+    ] {
+        log.info(&format!("{what} = {}{unit}", cfg.get(key)));
+    }
     log.info(&format!("IMEX library communication bind port = {port}"));
+}
 
-    match mode.as_str() {
+/// MODE=crash and MODE=exit end the daemon before it does anything.
+fn inject_start_fault(log: &Log, mode: &str, faults: &BTreeMap<String, String>) {
+    match mode {
         "crash" => {
             log.error("fake fault injection: crashing at start");
             std::process::abort();
@@ -409,8 +466,11 @@ fn main() {
         }
         _ => {}
     }
+}
 
-    // The node file: its line index is the node id.
+/// The node file: its line index is the node id. Each entry with the IP it
+/// stands for (a host name is resolved; None when it cannot be).
+fn read_nodes(cfg: &DaemonCfg, log: &Log) -> (Vec<String>, Vec<Option<IpAddr>>) {
     let node_file = cfg.get("IMEX_NODE_CONFIG_FILE");
     let text = std::fs::read_to_string(&node_file).unwrap_or_default();
     let addrs: Vec<String> = text
@@ -425,22 +485,23 @@ fn main() {
         ));
         std::process::exit(1);
     }
-    let mut ips = Vec::new();
-    for a in &addrs {
-        match a.parse::<IpAddr>() {
-            Ok(ip) => ips.push(Some(ip)),
-            Err(_) => {
-                log.info(&format!("Treating node config entry '{a}' as a host name."));
-                ips.push(
-                    (a.as_str(), 0)
-                        .to_socket_addrs()
-                        .ok()
-                        .and_then(|mut s| s.next())
-                        .map(|s| s.ip()),
-                );
-            }
+    let resolve = |a: &String| match a.parse::<IpAddr>() {
+        Ok(ip) => Some(ip),
+        Err(_) => {
+            log.info(&format!("Treating node config entry '{a}' as a host name."));
+            (a.as_str(), 0)
+                .to_socket_addrs()
+                .ok()
+                .and_then(|mut s| s.next())
+                .map(|s| s.ip())
         }
-    }
+    };
+    let ips = addrs.iter().map(resolve).collect();
+    (addrs, ips)
+}
+
+/// This node's id: the first entry that is one of its own IPs.
+fn identify_self(ips: &[Option<IpAddr>], node_file: &str, log: &Log) -> (usize, IpAddr) {
     let mine = local_ips();
     let Some(me) = ips
         .iter()
@@ -456,15 +517,18 @@ fn main() {
         "Identified this node as ID {me}, using bind IP of '{my_ip}', and network interface of {}",
         interface_of(&my_ip)
     ));
+    (me, my_ip)
+}
 
-    // One daemon per node.
+/// One daemon per node, as the driver's IMEX session allows.
+fn take_node_lock(log: &Log) -> Flock<std::fs::File> {
     let _ = std::fs::create_dir_all(run_dir());
     let lock_file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(format!("{}/fake-imex.lock", run_dir()));
-    let _lock = match lock_file.map(|f| Flock::lock(f, FlockArg::LockExclusiveNonblock)) {
+    match lock_file.map(|f| Flock::lock(f, FlockArg::LockExclusiveNonblock)) {
         Ok(Ok(l)) => l,
         _ => {
             log.error(
@@ -472,27 +536,29 @@ fn main() {
             );
             std::process::exit(1);
         }
-    };
-    log.info("nvidia-imex persistence file /var/run/nvidia-imex/persist.dat does not exist.  Assuming no previous importers.");
+    }
+}
 
-    if cfg.get("DAEMONIZE") == "1" {
-        // SAFETY: no threads exist yet; the child continues single-threaded.
-        match unsafe { nix::unistd::fork() } {
-            Ok(nix::unistd::ForkResult::Parent { .. }) => std::process::exit(0),
-            Ok(nix::unistd::ForkResult::Child) => {
-                let _ = nix::unistd::setsid();
-            }
-            Err(e) => {
-                log.error(&format!("fork failed: {e}"));
-                std::process::exit(1);
-            }
+fn daemonize_if_asked(cfg: &DaemonCfg, log: &Log) {
+    if cfg.get("DAEMONIZE") != "1" {
+        return;
+    }
+    // SAFETY: no threads exist yet; the child continues single-threaded.
+    match unsafe { nix::unistd::fork() } {
+        Ok(nix::unistd::ForkResult::Parent { .. }) => std::process::exit(0),
+        Ok(nix::unistd::ForkResult::Child) => {
+            let _ = nix::unistd::setsid();
+        }
+        Err(e) => {
+            log.error(&format!("fork failed: {e}"));
+            std::process::exit(1);
         }
     }
-    if let Ok(pidfile) = std::env::var("FAKE_IMEX_PID_FILE") {
-        let _ = std::fs::write(pidfile, format!("{}\n", std::process::id()));
-    }
+}
 
-    // Signals are taken by one thread with sigwait; block them everywhere first.
+/// Signals are taken by one thread with sigwait; block them everywhere
+/// first (before any thread starts, so every thread inherits the mask).
+fn block_signals() -> SigSet {
     let mut signals = SigSet::empty();
     for s in [
         Signal::SIGTERM,
@@ -504,82 +570,72 @@ fn main() {
         signals.add(s);
     }
     let _ = signals.thread_block();
+    signals
+}
 
-    let shared = Arc::new(Shared {
-        me,
-        host_name: nix::unistd::gethostname()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        map_hash: fnv(&addrs.join("\n")),
-        addrs,
-        ips: ips
-            .iter()
-            .map(|ip| ip.unwrap_or(IpAddr::from([0, 0, 0, 0])))
-            .collect(),
-        version,
-        port,
-        state: Mutex::new("INITIALIZING".into()),
-        peers: Mutex::new(BTreeMap::new()),
-        up_recorded: std::sync::atomic::AtomicBool::new(false),
-        log,
-    });
-    let n_peers = shared.addrs.len() - 1;
-    shared.log.info(&format!(
-        "Creating gRPC channels to all peers (nPeers = {n_peers})."
-    ));
-    shared.log.info("IMEX_WAIT_FOR_QUORUM != FULL, continuing initialization without waiting for connections to all nodes.");
-
-    if cfg.get("IMEX_CMD_ENABLED") == "1" {
-        let bind = cfg.get("IMEX_CMD_BIND_INTERFACE_IP");
-        let bind: IpAddr = bind.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        let cmd_port = cfg.port("IMEX_CMD_PORT").unwrap_or(50005);
-        match TcpListener::bind(SocketAddr::new(bind, cmd_port)) {
-            Ok(l) => {
-                let s = shared.clone();
-                std::thread::spawn(move || serve_commands(l, s));
-            }
-            Err(e) => {
-                shared.log.error(&format!(
-                    "Failed to start command service on port {cmd_port}: {e}"
-                ));
-                std::process::exit(1);
-            }
+/// The ctl's port (IMEX_CMD_PORT on IMEX_CMD_BIND_INTERFACE_IP), if enabled.
+fn start_command_service(cfg: &DaemonCfg, shared: &Arc<Shared>) {
+    if cfg.get("IMEX_CMD_ENABLED") != "1" {
+        return;
+    }
+    let bind = cfg.get("IMEX_CMD_BIND_INTERFACE_IP");
+    let bind: IpAddr = bind.parse().unwrap_or(IpAddr::from([0, 0, 0, 0]));
+    let cmd_port = cfg.port("IMEX_CMD_PORT").unwrap_or(50005);
+    match TcpListener::bind(SocketAddr::new(bind, cmd_port)) {
+        Ok(l) => {
+            let s = shared.clone();
+            std::thread::spawn(move || serve_commands(l, s));
+        }
+        Err(e) => {
+            shared.log.error(&format!(
+                "Failed to start command service on port {cmd_port}: {e}"
+            ));
+            std::process::exit(1);
         }
     }
-    if mode != "unreachable" {
-        match TcpListener::bind(SocketAddr::new(my_ip, port)) {
-            Ok(l) => {
-                let s = shared.clone();
-                std::thread::spawn(move || serve_peers(l, s));
-            }
-            Err(e) => {
-                shared.log.error(&format!(
-                    "Failed to bind IMEX server port {my_ip}:{port}: {e}"
-                ));
-                std::process::exit(1);
-            }
+}
+
+/// Accept peers on SERVER_PORT and keep connecting to them.
+fn start_peer_service(shared: &Arc<Shared>, my_ip: IpAddr) {
+    let port = shared.port;
+    match TcpListener::bind(SocketAddr::new(my_ip, port)) {
+        Ok(l) => {
+            let s = shared.clone();
+            std::thread::spawn(move || serve_peers(l, s));
         }
-        let s = shared.clone();
-        std::thread::spawn(move || connect_peers(s));
+        Err(e) => {
+            shared.log.error(&format!(
+                "Failed to bind IMEX server port {my_ip}:{port}: {e}"
+            ));
+            std::process::exit(1);
+        }
     }
-    let delay = match mode.as_str() {
+    let s = shared.clone();
+    std::thread::spawn(move || connect_peers(s));
+}
+
+/// READY after 50 ms (MODE=slow-start: DELAY_MS), never with MODE=never-ready.
+fn schedule_ready(shared: &Arc<Shared>, mode: &str, faults: &BTreeMap<String, String>) {
+    let delay = match mode {
         "slow-start" => faults
             .get("DELAY_MS")
             .and_then(|d| d.parse().ok())
             .unwrap_or(3000),
+        "never-ready" => return,
         _ => 50,
     };
-    if mode != "never-ready" {
-        let s = shared.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(delay));
-            s.log.info("GPU event successfully subscribed");
-            *s.state.lock().unwrap_or_else(|e| e.into_inner()) = "READY".into();
-            record_event("ready");
-            s.note_domain_up();
-        });
-    }
+    let s = shared.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(delay));
+        s.log.info("GPU event successfully subscribed");
+        *s.state.lock().unwrap_or_else(|e| e.into_inner()) = "READY".into();
+        record_event("ready");
+        s.note_domain_up();
+    });
+}
 
+/// SIGHUP and SIGUSR1 are logged as the daemon does; any other ends it.
+fn wait_for_signals(signals: &SigSet, shared: &Shared) -> ! {
     loop {
         match signals.wait() {
             Ok(Signal::SIGHUP) => shared
