@@ -24,8 +24,13 @@ exec unshare --mount --propagation private -- /bin/bash -c '
   mount --rbind /dev "$root/dev"
   mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
   mount -t tmpfs -o mode=0755 tmpfs "$root/run"
+  # The host'"'"'s /etc/hosts, plus its own name if that file lacks it (the
+  # host may resolve it some other way: DNS, nss-myhostname).
+  cat /etc/hosts > "$root/run/hosts" 2>/dev/null || true
+  host=$(hostname)
+  grep -qE "[[:space:]]$host([[:space:]]|\$)" "$root/run/hosts" || echo "127.0.1.1 $host" >> "$root/run/hosts"
   [ -e "$root/etc/hosts" ] || : > "$root/etc/hosts"
-  mount --bind /etc/hosts "$root/etc/hosts"
+  mount --bind "$root/run/hosts" "$root/etc/hosts"
   mkdir -p "$root$repo"
   mount --bind "$repo" "$root$repo"
   cd "$repo"
