@@ -60,38 +60,12 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
 pub fn write_atomic_in(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Result<PathBuf> {
     use nix::fcntl::{openat, renameat, OFlag};
     use nix::sys::stat::Mode;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsRawFd, FromRawFd};
     let target = dir.join(name);
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         Error::new(format!("cannot {what} {}: {e}", target.display()))
     };
-    let dir_fd = nix::fcntl::open(
-        dir,
-        OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| {
-        Error::new(format!(
-            "cannot open directory {}: {e} (it must be a directory, not a symlink)",
-            dir.display()
-        ))
-    })?;
-    // SAFETY: open returned a new descriptor we now own.
-    let dir_fd = unsafe { OwnedFd::from_raw_fd(dir_fd) };
-    let dir_file = File::from(dir_fd);
-    let meta = dir_file
-        .metadata()
-        .map_err(|e| fail("stat the directory of", &e))?;
-    let trusted =
-        [0, nix::unistd::geteuid().as_raw()].contains(&std::os::unix::fs::MetadataExt::uid(&meta));
-    if !trusted || meta.permissions().mode() & 0o022 != 0 {
-        return Err(Error::new(format!(
-            "refusing directory {}: owned by uid {} with mode {:04o}; it must be root's and not group/world-writable (chown root, chmod go-w)",
-            dir.display(),
-            std::os::unix::fs::MetadataExt::uid(&meta),
-            meta.permissions().mode() & 0o7777
-        )));
-    }
+    let dir_file = open_trusted_dir(dir)?;
     let fd = dir_file.as_raw_fd();
     let tmp = format!(
         ".{name}{TMP_MARK}{}.{}",
@@ -126,26 +100,82 @@ pub fn write_atomic_in(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Re
     Ok(target)
 }
 
+/// Open `dir` `O_DIRECTORY|O_NOFOLLOW` and hold it to the rule for a
+/// directory we write or delete in: owned by root (or the caller) and
+/// writable by nobody else. Work done relative to the descriptor cannot be
+/// redirected by swapping a parent afterwards.
+fn open_trusted_dir(dir: &Path) -> Result<File> {
+    use nix::fcntl::OFlag;
+    use nix::sys::stat::Mode;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    use std::os::unix::fs::MetadataExt;
+    let dir_fd = nix::fcntl::open(
+        dir,
+        OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| {
+        Error::new(format!(
+            "cannot open directory {}: {e} (it must be a directory, not a symlink)",
+            dir.display()
+        ))
+    })?;
+    // SAFETY: open returned a new descriptor we now own.
+    let dir_file = File::from(unsafe { OwnedFd::from_raw_fd(dir_fd) });
+    let meta = dir_file
+        .metadata()
+        .map_err(|e| Error::new(format!("cannot stat directory {}: {e}", dir.display())))?;
+    let trusted = [0, nix::unistd::geteuid().as_raw()].contains(&meta.uid());
+    if !trusted || meta.permissions().mode() & 0o022 != 0 {
+        return Err(Error::new(format!(
+            "refusing directory {}: owned by uid {} with mode {:04o}; it must be root's and not group/world-writable (chown root, chmod go-w)",
+            dir.display(),
+            meta.uid(),
+            meta.permissions().mode() & 0o7777
+        )));
+    }
+    Ok(dir_file)
+}
+
 /// Infix of our temporary names: `.<name>.tmp.<pid>.<random>`.
 const TMP_MARK: &str = ".tmp.";
 
 /// Remove temporary files that a writer killed before its rename left in
 /// `dir` (ours only: `.<name>.tmp.<pid>.<16 hex>`, whose writer pid is gone;
-/// a live writer's file is never touched). Returns how many went.
+/// a live writer's file is never touched). Listed and unlinked through a
+/// trusted directory descriptor, as [`write_atomic_in`] writes: a directory
+/// that is missing or that someone else could write is left alone. Returns
+/// how many went.
 pub fn remove_orphan_temps(dir: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(dir) else {
+    use nix::unistd::{unlinkat, UnlinkatFlags};
+    use std::os::fd::AsRawFd;
+    let Ok(dir_file) = open_trusted_dir(dir) else {
         return 0;
     };
+    let fd = dir_file.as_raw_fd();
+    let Ok(mut listing) = nix::dir::Dir::openat(
+        Some(fd),
+        ".",
+        nix::fcntl::OFlag::O_RDONLY,
+        nix::sys::stat::Mode::empty(),
+    ) else {
+        return 0;
+    };
+    let orphans: Vec<String> = listing
+        .iter()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().ok().map(str::to_string))
+        .filter(|name| {
+            orphan_writer_pid(name).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        })
+        .collect();
     let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some(pid) = orphan_writer_pid(name) else {
-            continue;
-        };
-        let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
-        if !alive && fs::remove_file(entry.path()).is_ok() {
-            tracing::info!("removed {} left by a killed writer", entry.path().display());
+    for name in orphans {
+        if unlinkat(Some(fd), name.as_str(), UnlinkatFlags::NoRemoveDir).is_ok() {
+            tracing::info!(
+                "removed {} left by a killed writer",
+                dir.join(&name).display()
+            );
             removed += 1;
         }
     }
@@ -288,6 +318,13 @@ mod tests {
         assert_eq!(remove_orphan_temps(dir.path()), 1);
         assert!(p(&mine).exists() && p(".c.tmp.1.notours").exists() && p("d.json").exists());
         assert_eq!(remove_orphan_temps(&p("missing")), 0);
+        // A directory others could write is not ours to clean.
+        let open = p("open");
+        fs::create_dir(&open).unwrap();
+        fs::write(open.join(".e.json.tmp.999999999.0123456789abcdef"), "x").unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(remove_orphan_temps(&open), 0);
+        assert!(open.join(".e.json.tmp.999999999.0123456789abcdef").exists());
     }
 
     #[test]

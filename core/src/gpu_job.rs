@@ -43,10 +43,12 @@ pub enum GpuPhaseOutcome {
 }
 
 fn start_path(cfg: &Config, job_id: u32) -> PathBuf {
-    cfg.imex
-        .state_dir
-        .join("gpu-jobs")
-        .join(format!("{job_id}.json"))
+    start_dir(cfg).join(format!("{job_id}.json"))
+}
+
+/// Where the prolog leaves each GPU job's start snapshot for the epilog.
+pub fn start_dir(cfg: &Config) -> PathBuf {
+    cfg.imex.state_dir.join("gpu-jobs")
 }
 
 fn checkpoint_path(cfg: &Config) -> PathBuf {
@@ -202,11 +204,6 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> GpuPhaseOutcome {
 /// `epilog`, also returning the row it recorded (for the journal summary).
 pub fn epilog_with_record(job: &JobEnv, cfg: &Config) -> (GpuPhaseOutcome, Option<JobRow>) {
     let path = start_path(cfg, job.job_id);
-    // A prolog killed mid-write leaves its temporary file behind.
-    if let Some(dir) = path.parent() {
-        crate::fsutil::remove_orphan_temps(dir);
-    }
-    crate::fsutil::remove_orphan_temps(&cfg.imex.state_dir);
     let start: Option<StartState> = read_state_json(&path, "start snapshot");
     if start.is_none() && !is_gpu_job(job, cfg) {
         return (GpuPhaseOutcome::Skipped("not a GPU job"), None);

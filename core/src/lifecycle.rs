@@ -5,8 +5,10 @@
 use crate::config::Config;
 use crate::gpu_job::{self, GpuPhaseOutcome};
 use crate::imex::domain::{self, SetupOutcome, TeardownOutcome};
+use crate::imex::job_record::StateDir;
 use crate::metrics;
 use crate::slurm_env::JobEnv;
+use std::path::{Path, PathBuf};
 
 /// What a prolog/epilog run ends with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,10 +115,11 @@ fn log_gate(gate: &GpuPhaseOutcome, done: &str, skipped: &str) {
 pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
+    sweep_orphan_temps(cfg);
     let mut node = metrics::NodeState::load(cfg);
     node.node = job.node_name.clone();
     // The job's whole prolog time, before teardown removes its record.
-    let prolog_ms = crate::imex::job_record::StateDir::new(&cfg.imex.state_dir)
+    let prolog_ms = StateDir::new(&cfg.imex.state_dir)
         .read_record(job.job_id)
         .ok()
         .flatten()
@@ -138,6 +141,26 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
     crate::journal::job_summary(job, row.as_ref(), prolog_ms, epilog_ms);
     publish_node_state(cfg, &mut node, &exit);
     exit
+}
+
+/// What a prolog or epilog killed mid-write (Slurm's timeout, an admin's
+/// kill -9) left behind: our temporary files whose writer is gone, in every
+/// directory we write to. Once per epilog, whatever job or hook was killed.
+fn sweep_orphan_temps(cfg: &Config) {
+    let daemon = &cfg.imex.daemon;
+    let mut dirs: Vec<PathBuf> = StateDir::new(&cfg.imex.state_dir).dirs().into();
+    dirs.push(gpu_job::start_dir(cfg));
+    dirs.extend(
+        [&daemon.nodes_config, &daemon.job_config]
+            .into_iter()
+            .filter_map(|file| file.parent().map(Path::to_path_buf)),
+    );
+    dirs.extend(metrics::textfile_dir(cfg));
+    dirs.sort();
+    dirs.dedup();
+    for dir in &dirs {
+        crate::fsutil::remove_orphan_temps(dir);
+    }
 }
 
 fn teardown_domain(job: &JobEnv, cfg: &Config, exit: &mut Exit) {

@@ -432,18 +432,6 @@ pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
         }
     };
     state.remove_record(job_id)?;
-    // A prolog killed mid-write leaves its temporary file behind.
-    for dir in [
-        Some(state.root().to_path_buf()),
-        Some(state.root().join("jobs")),
-        daemon.nodes_config.parent().map(|p| p.to_path_buf()),
-        daemon.job_config.parent().map(|p| p.to_path_buf()),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        crate::fsutil::remove_orphan_temps(&dir);
-    }
     Ok(outcome)
 }
 

@@ -60,6 +60,11 @@ impl StateDir {
         self.root.join("jobs")
     }
 
+    /// Every directory the state is written in.
+    pub fn dirs(&self) -> [PathBuf; 2] {
+        [self.root.clone(), self.jobs_dir()]
+    }
+
     pub fn record_path(&self, job_id: u32) -> PathBuf {
         self.jobs_dir().join(format!("{job_id}.json"))
     }

@@ -2,7 +2,8 @@
 //! ids, node names, hostlists, uids, users and GPU lists, including
 //! non-UTF-8 and huge ones. Bad job metadata is one line naming the
 //! variable; a bad hostlist for an `--imex` job is the job's failure (the
-//! prolog exits 0, the record says why, bounded), never a node drain.
+//! prolog exits 0, the record says why, bounded), never a node drain. And
+//! what a killed prolog or epilog leaves on the node for the next epilog.
 
 mod common;
 use common::*;
@@ -28,16 +29,18 @@ impl Node {
                 "[imex]\nstate_dir = \"{}\"\nproc_devices = \"{}\"\n[imex.daemon]\nmanager = \"process\"\n\
                  base_config = \"{}\"\nnodes_config = \"{}\"\njob_config = \"{}\"\n\
                  [slurm]\nconfig = \"none\"\ntopology = \"none\"\n[health]\nenabled = false\n\
-                 [metrics]\ntextfile_dir = \"none\"\n",
+                 [metrics]\ntextfile_dir = \"{}\"\n",
                 p("state").display(),
                 p("devices").display(),
                 p("config.cfg").display(),
                 p("nodes_config.cfg").display(),
-                p("state/job.cfg").display()
+                p("state/job.cfg").display(),
+                p("textfile").display()
             )
             .as_bytes(),
             0o644,
         );
+        std::fs::create_dir(p("textfile")).unwrap();
         Node { dir }
     }
 
@@ -287,5 +290,48 @@ fn a_job_without_imex_is_never_failed_by_a_bad_hostlist() {
     for program in ["slurm-imex-prolog", "slurm-imex-epilog"] {
         let r = run(&bin(program), &[], &env);
         assert_eq!(r.code, Some(0), "{program}: {}", r.stderr);
+    }
+}
+
+/// A prolog or epilog killed mid-write (Slurm's timeout, kill -9) leaves
+/// `.<name>.tmp.<pid>.<hex>` behind. The next epilog, of any job, removes
+/// those whose writer is gone from every directory it writes in, and
+/// nothing else.
+#[test]
+fn the_next_epilog_removes_what_killed_writers_left_everywhere() {
+    use std::os::unix::fs::PermissionsExt;
+    let node = Node::new();
+    let p = |n: &str| node.dir.path().join(n);
+    // pid 999999999 is above any pid_max: that writer is gone.
+    let dead = ".x.json.tmp.999999999.0123456789abcdef";
+    let live = format!(".y.json.tmp.{}.0123456789abcdef", std::process::id());
+    let dirs = [
+        p("state"),
+        p("state/jobs"),
+        p("state/gpu-jobs"),
+        p("textfile"),
+        node.dir.path().to_path_buf(),
+    ];
+    for dir in &dirs {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for name in [dead, live.as_str(), "keep.json"] {
+            write_mode(&dir.join(name), b"{", 0o600);
+        }
+    }
+    let r = run(&bin("slurm-imex-epilog"), &[], &node.env(&[]));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for dir in &dirs {
+        assert!(!dir.join(dead).exists(), "{}: orphan left", dir.display());
+        assert!(
+            dir.join(&live).exists(),
+            "{}: a live writer's file went",
+            dir.display()
+        );
+        assert!(
+            dir.join("keep.json").exists(),
+            "{}: not ours, yet gone",
+            dir.display()
+        );
     }
 }

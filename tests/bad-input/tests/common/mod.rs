@@ -86,13 +86,20 @@ pub fn run_with(program: &Path, args: &[&str], env: &[(&str, OsString)], stdout:
 }
 
 impl Ran {
-    /// Failed with `code`, saying one line that holds every `needle`.
-    pub fn one_line_error(&self, code: i32, needles: &[&str], case: &str) {
+    /// Exited on its own (no signal) and did not panic.
+    pub fn ended_without_panic(&self, case: &str) {
         assert!(
-            !self.stderr.contains("panicked") && self.code != Some(101),
-            "{case}: panicked: {}",
+            !self.stderr.contains("panicked") && self.code.is_some() && self.code != Some(101),
+            "{case}: panicked or killed ({:?}, signal {:?}): {}",
+            self.code,
+            self.signal,
             self.stderr
         );
+    }
+
+    /// Failed with `code`, saying one line that holds every `needle`.
+    pub fn one_line_error(&self, code: i32, needles: &[&str], case: &str) {
+        self.ended_without_panic(case);
         assert_eq!(
             self.code,
             Some(code),
