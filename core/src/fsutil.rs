@@ -108,7 +108,6 @@ fn open_trusted_dir(dir: &Path) -> Result<File> {
     use nix::fcntl::OFlag;
     use nix::sys::stat::Mode;
     use std::os::fd::{FromRawFd, OwnedFd};
-    use std::os::unix::fs::MetadataExt;
     let dir_fd = nix::fcntl::open(
         dir,
         OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC,
@@ -125,14 +124,8 @@ fn open_trusted_dir(dir: &Path) -> Result<File> {
     let meta = dir_file
         .metadata()
         .map_err(|e| Error::new(format!("cannot stat directory {}: {e}", dir.display())))?;
-    let trusted = [0, nix::unistd::geteuid().as_raw()].contains(&meta.uid());
-    if !trusted || meta.permissions().mode() & 0o022 != 0 {
-        return Err(Error::new(format!(
-            "refusing directory {}: owned by uid {} with mode {:04o}; it must be root's and not group/world-writable (chown root, chmod go-w)",
-            dir.display(),
-            meta.uid(),
-            meta.permissions().mode() & 0o7777
-        )));
+    if let Some(problem) = crate::trust::judge(dir, &meta, false) {
+        return Err(Error::new(format!("refusing directory {problem}")));
     }
     Ok(dir_file)
 }

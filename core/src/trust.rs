@@ -62,8 +62,11 @@ fn describe_type(meta: &Metadata) -> &'static str {
     }
 }
 
-/// One path component's ownership and mode, as a refusal reason.
-fn judge(path: &Path, meta: &Metadata, is_ancestor: bool) -> Option<String> {
+/// The rule for one file or directory by its metadata: owned by root (or
+/// the caller) and writable by nobody else; only an ancestor may be a
+/// sticky world-writable directory like /tmp. None when it passes, else
+/// the line saying what is wrong and the fix.
+pub(crate) fn judge(path: &Path, meta: &Metadata, is_ancestor: bool) -> Option<String> {
     let mode = meta.permissions().mode();
     if !owner_ok(meta) {
         let who = if nix::unistd::geteuid().is_root() {
