@@ -14,4 +14,4 @@ bash benches/overlap-bench.sh "${ROUNDS_OVERLAP:-5}"
 echo "=== GPU health gate (8 fake GPUs)"
 cargo bench --quiet -p fake-nvml --bench gate
 echo "=== job database (1M job x GPU rows)"
-cargo bench --quiet -p slurm-imex-core --bench jobdb
+cargo bench --quiet -p slurm-imex-jobdb --bench jobdb

@@ -17,7 +17,7 @@ command -v dpkg-shlibdeps >/dev/null || {
 version=$(cargo metadata --no-deps --format-version 1 |
   sed -n 's/.*"name":"slurm-imex-cli","version":"\([^"]*\)".*/\1/p')
 [ -n "$version" ] || { echo "package: cannot read the workspace version" >&2; exit 1; }
-cargo build --release --quiet -p slurm-imex-prolog -p slurm-imex-epilog -p slurm-imex-cli
+cargo build --release --quiet -p slurm-imex-hooks -p slurm-imex-cli
 # A native package's changelog is changelog.gz (cargo-deb would name it .Debian.gz).
 gzip -9nc packaging/debian/changelog > target/debian-changelog.gz
 # Man pages from the clap definitions (slurm-imex man), compressed as Debian wants.

@@ -5,14 +5,18 @@ use crate::table::Table;
 use crate::{Cli, Command, HistoryArgs};
 use serde::Serialize;
 use slurm_imex_core::config::Config;
-use slurm_imex_core::drain::{self, Undrain};
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::health::{verdict_of, Verdict};
-use slurm_imex_core::jobdb::query::{HistoryFilter, HistoryRow};
-use slurm_imex_core::jobdb::write::JobRow;
-use slurm_imex_core::jobdb::JobDb;
+use slurm_imex_core::hook::Hook;
+use slurm_imex_core::imex;
+use slurm_imex_core::state::{NodeState, StateDir};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
-use slurm_imex_core::{gpu_job, imex};
+use slurm_imex_gpu::drain::{self, CheckFlags, DrainAction};
+use slurm_imex_gpu::health::checks::check_imex;
+use slurm_imex_gpu::health::gate::check_now;
+use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Verdict};
+use slurm_imex_jobdb::query::{HistoryFilter, HistoryRow};
+use slurm_imex_jobdb::write::JobRow;
+use slurm_imex_jobdb::{metrics, JobDb};
 
 pub fn run(cli: &Cli) -> Result<u8> {
     if let Command::Man { dir } = &cli.command {
@@ -55,7 +59,7 @@ fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
         .db
         .clone()
         .unwrap_or_else(|| config.database.path.clone());
-    let problem = slurm_imex_core::jobdb::storage_problem(&path);
+    let problem = slurm_imex_jobdb::storage_problem(&path);
     if let Some(p) = &problem {
         eprintln!("slurm-imex: warning: {p}");
     }
@@ -334,29 +338,17 @@ fn gpus(
 }
 
 /// The HealthCheckProgram path keeps the node's export fresh: IMEX domain
-/// state, whether we drained the node, then the .prom file.
-fn refresh_metrics(
-    config: &Config,
-    node_name: &str,
-    verdict: Verdict,
-    drained_it: bool,
-    action: Option<&str>,
-) -> Result<()> {
-    use slurm_imex_core::metrics::{self, NodeState};
-    let mut node = NodeState::load(config);
+/// state as the daemon reports it, what the drain decision did, then the
+/// .prom file.
+fn refresh_metrics(config: &Config, node_name: &str, action: &DrainAction) -> Result<()> {
+    let state = StateDir::of(config);
+    let mut node = NodeState::load(&state);
     node.node = node_name.to_string();
     let status = imex::status::node_status(config);
     node.domain_owned = status.owner.is_some();
     node.domain_up = status.domain.as_deref() == Some("UP");
-    let now = now_s();
-    match (verdict, action) {
-        (Verdict::Drain, _) if drained_it => node.set_drained(Some(now)),
-        (_, Some(a)) if a.starts_with("resumed") || a.ends_with("is not drained") => {
-            node.set_drained(None)
-        }
-        _ => {}
-    }
-    node.save(config)?;
+    action.record(&mut node, now_s());
+    node.save(&state)?;
     metrics::refresh(config, &node)?;
     Ok(())
 }
@@ -387,7 +379,7 @@ struct CheckReport {
     verdict: Verdict,
     elapsed_ms: u64,
     gpus: usize,
-    findings: Vec<slurm_imex_core::health::Finding>,
+    findings: Vec<Finding>,
     action: Option<String>,
 }
 
@@ -399,26 +391,25 @@ fn check(
     node: Option<String>,
 ) -> Result<u8> {
     let node = this_node(node);
-    let gate = gpu_job::check_now(config)?;
+    let gate = check_now(config)?;
     let mut findings = gate.findings;
-    findings.extend(imex::status::imex_health(config));
+    findings.extend(check_imex(config));
     let verdict = verdict_of(&findings);
-    let mut action = None;
-    if verdict == Verdict::Drain && drain_node {
-        if let Some(reason) = slurm_imex_core::health::drain_reason(&findings) {
-            drain::set_drain(&config.health, &node, &reason)?;
-            action = Some(format!("drained {node}: {reason}"));
-        }
-    } else if verdict != Verdict::Drain && undrain {
-        action = Some(match drain::undrain(&config.health, &node)? {
-            Undrain::Resumed(r) => format!("resumed {node} (was: {r})"),
-            Undrain::NotDrained => format!("{node} is not drained"),
-            Undrain::NotOurs(r) => format!("{node} left drained: not our reason ({r})"),
-        });
-    }
-    if let Err(e) = refresh_metrics(config, &node, verdict, drain_node, action.as_deref()) {
+    let flags = CheckFlags {
+        drain: drain_node,
+        undrain,
+    };
+    let action = drain::act(
+        &config.health,
+        &node,
+        drain_reason(&findings),
+        Hook::Check,
+        flags,
+    )?;
+    if let Err(e) = refresh_metrics(config, &node, &action) {
         eprintln!("slurm-imex: warning: Prometheus textfile not refreshed: {e}");
     }
+    let action = action.describe(&node);
     let report = CheckReport {
         node,
         verdict,
@@ -482,20 +473,20 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
     for p in &s.problems {
         out!("problem:          {p}");
     }
+    for d in &config.deprecations {
+        out!("config:           {d}");
+    }
     Ok(0)
 }
 
 fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
     let node = this_node(node);
     let outcome = drain::undrain(&config.health, &node)?;
-    let (line, code) = match &outcome {
-        Undrain::Resumed(r) => (format!("resumed {node} (was: {r})"), 0),
-        Undrain::NotDrained => (format!("{node} is not drained"), 0),
-        Undrain::NotOurs(r) => (
-            format!("{node} left drained: its reason is not ours ({r})"),
-            1,
-        ),
+    let code = match outcome {
+        DrainAction::LeftDrained { .. } => 1,
+        _ => 0,
     };
+    let line = outcome.describe(&node).unwrap_or_default();
     if cli.json {
         print_json(&serde_json::json!({"node": node, "result": line}))?;
     } else {

@@ -227,11 +227,11 @@ pub fn tail_lines(path: &Path, n: usize) -> Option<Vec<String>> {
     Some(lines[lines.len().saturating_sub(n)..].to_vec())
 }
 
-/// Read a small text file someone else maintains (a Slurm config file):
+/// Read a small text file (our config, a Slurm config file, a state file):
 /// opened without blocking, so a FIFO put in its place cannot hang a prolog
 /// or slurmstepd, refused unless it is a regular file, and refused past
 /// `max_bytes`. Invalid UTF-8 is replaced, not fatal.
-pub fn read_config_text(path: &Path, max_bytes: u64) -> Result<String> {
+pub fn read_bounded_text(path: &Path, max_bytes: u64) -> Result<String> {
     use std::io::Read;
     let fail =
         |e: &dyn std::fmt::Display| Error::new(format!("cannot read {}: {e}", path.display()));

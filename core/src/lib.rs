@@ -1,41 +1,34 @@
-//! slurm-imex core: all domain logic behind the SPANK plugin, the prolog and
-//! epilog, and the admin CLI. One module per noun; binaries and the plugin
-//! are thin adapters over it.
+//! slurm-imex core: what the SPANK plugin and every node program share, and
+//! nothing that loads NVML or SQLite (those live in `slurm-imex-gpu` and
+//! `slurm-imex-jobdb`, which the plugin never links). One module per noun.
+//!
+//! - configuration and its trust rule: `config`, `trust`
+//! - Slurm interop: `slurm_env` (a hook's environment), `slurm_conf`,
+//!   `slurm_job` (has a job ended), `slurm_node` (node state, drain, resume),
+//!   `topology` (NVLink blocks), `hostlist`
+//! - IMEX: `imex` (domain, daemon, ctl), `channel`, `addresses`
+//! - the node's own files: `state` (the state directory), `fsutil`
+//! - plumbing: `process` (bounded helpers), `text`, `timespec`, `logging`,
+//!   `error`, `hook` (prolog, epilog or check)
 
 pub mod addresses;
 pub mod channel;
 pub mod config;
-#[cfg(feature = "node")]
-pub mod drain;
 pub mod error;
 pub mod fsutil;
-#[cfg(feature = "node")]
-pub mod gpu;
-#[cfg(feature = "node")]
-pub mod gpu_job;
-#[cfg(feature = "node")]
-pub mod health;
+pub mod hook;
 pub mod hostlist;
 pub mod imex;
-#[cfg(feature = "node")]
-pub mod jobdb;
-#[cfg(feature = "node")]
-pub mod journal;
-#[cfg(feature = "node")]
-pub mod lifecycle;
 pub mod logging;
-#[cfg(feature = "node")]
-pub mod metrics;
 pub mod process;
 pub mod slurm_conf;
 pub mod slurm_env;
 pub mod slurm_job;
-#[cfg(feature = "node")]
-pub mod stats;
+pub mod slurm_node;
+pub mod state;
 pub mod text;
 pub mod timespec;
 pub mod topology;
 pub mod trust;
-pub mod xid;
 
 pub use error::{Error, Result};

@@ -46,6 +46,14 @@ pub fn report_error(line: &str) {
     eprintln!("{line}");
 }
 
+/// A warning for the journal only: an admin's notice (a deprecated key)
+/// that must not add a line to a hook's stderr. Dropped without journald.
+pub fn warn_to_journal(line: &str) {
+    if TO_JOURNALD.get().copied().unwrap_or(false) {
+        tracing::warn!("{line}");
+    }
+}
+
 /// A span whose fields journald records as JOB_ID and NODE on every event.
 pub fn job_span(job_id: u32, node: &str) -> tracing::Span {
     tracing::info_span!("job", job_id = job_id, node = node)

@@ -101,6 +101,16 @@ impl CapturedPipe {
     }
 }
 
+/// `run_bounded`, where a non-zero exit is an error too: `<what> failed:
+/// <its output on one line>`. The one way a helper's failure is worded.
+pub fn run_checked(program: &Path, args: &[&str], limit: Duration, what: &str) -> Result<Output> {
+    let out = run_bounded(program, args, limit)?;
+    if !out.success() {
+        return Err(Error::new(format!("{what} failed: {}", out.one_line())));
+    }
+    Ok(out)
+}
+
 /// Wait for the child, polling with backoff up to 20 ms; past `limit` it is
 /// killed and reaped, and that is an error naming the command.
 fn wait_bounded(
@@ -152,6 +162,23 @@ mod tests {
         assert_eq!(o.code, Some(3));
         assert_eq!(o.stdout, "hi\n");
         assert_eq!(o.one_line(), "hi err");
+    }
+
+    #[test]
+    fn a_failing_helper_is_one_line_naming_it() {
+        let e = run_checked(
+            Path::new("/bin/sh"),
+            &["-c", "echo no such unit >&2; exit 5"],
+            Duration::from_secs(5),
+            "systemctl stop nvidia-imex",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "systemctl stop nvidia-imex failed: no such unit"
+        );
+        let ok = run_checked(Path::new("/bin/true"), &[], Duration::from_secs(5), "true").unwrap();
+        assert!(ok.success());
     }
 
     #[test]

@@ -60,7 +60,7 @@ impl SlurmConf {
     }
 
     fn read_file(&mut self, path: &Path, depth: usize) -> Result<()> {
-        let text = crate::fsutil::read_config_text(path, MAX_FILE_BYTES)?;
+        let text = crate::fsutil::read_bounded_text(path, MAX_FILE_BYTES)?;
         for line in text.lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             if let Some(rest) = strip_prefix_ci(line, "include ") {

@@ -47,7 +47,7 @@ impl Blocks {
     /// Parse `path` (YAML when it ends in .yaml/.yml). `max_nodes` bounds
     /// every block's hostlist.
     pub fn load(path: &Path, max_nodes: usize) -> Result<Blocks> {
-        let text = crate::fsutil::read_config_text(path, MAX_FILE_BYTES)?;
+        let text = crate::fsutil::read_bounded_text(path, MAX_FILE_BYTES)?;
         let yaml = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml")

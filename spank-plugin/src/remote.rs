@@ -12,8 +12,9 @@ use slurm_imex_core::channel::{
     adopt_slurm_channel, channel_for_job, channel_major, isolate_channel_dir, ChannelGrant,
 };
 use slurm_imex_core::config::{ChannelMode, Config};
-use slurm_imex_core::imex::job_record::{JobRecord, Outcome, StateDir};
+use slurm_imex_core::imex::job_record::{JobRecord, Outcome};
 use slurm_imex_core::slurm_conf;
+use slurm_imex_core::state::StateDir;
 use slurm_spank::{spank_log_error, spank_log_verbose, SpankHandle};
 use std::error::Error;
 
@@ -85,7 +86,7 @@ pub(crate) fn task_init_privileged(
 
 /// The prolog's record of a domain that is UP, or the line that fails the task.
 fn ready_record(config: &Config, job_id: u32, node: &str) -> Result<JobRecord, String> {
-    let state = StateDir::new(&config.imex.state_dir);
+    let state = StateDir::of(config);
     match state
         .read_record(job_id)
         .map_err(|e| format!("imex: {e}"))?

@@ -25,15 +25,42 @@ pub const MAX_CHANNEL_COUNT: u32 = 1 << 20;
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
+    pub node: NodeConfig,
     pub imex: ImexConfig,
     pub slurm: SlurmConfig,
     pub gpu: GpuConfig,
     pub health: HealthConfig,
     pub database: DatabaseConfig,
     pub metrics: MetricsConfig,
+    /// One line per deprecated key the file used, naming `file:line` and the
+    /// new key. The hooks send them to the journal (never to stderr, where a
+    /// failing hook says one line); `slurm-imex status` prints them.
+    #[serde(skip)]
+    pub deprecations: Vec<String>,
 }
 
-/// The Prometheus textfile export (metrics.rs).
+/// What slurm-imex keeps on the node itself.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeConfig {
+    /// The node's state directory (`crate::state`): IMEX job records and
+    /// domain owner, GPU start snapshots, the XID checkpoint, the node's
+    /// standing. Keep it on a tmpfs so a reboot clears it.
+    pub state_dir: PathBuf,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            state_dir: "/run/slurm-imex".into(),
+        }
+    }
+}
+
+/// Debian's prometheus-node-exporter reads this directory by default.
+pub const DEBIAN_TEXTFILE_DIR: &str = "/var/lib/prometheus/node-exporter";
+
+/// The Prometheus textfile export (slurm_imex_jobdb::metrics).
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
@@ -41,6 +68,21 @@ pub struct MetricsConfig {
     /// /var/lib/prometheus/node-exporter, only when it exists), "none", or
     /// a path (must exist).
     pub textfile_dir: AutoPath,
+}
+
+impl MetricsConfig {
+    /// Where the export goes, if anywhere: `auto` exports only when Debian's
+    /// node_exporter directory exists; a configured path always (it must exist).
+    pub fn textfile_dir(&self) -> Option<PathBuf> {
+        match &self.textfile_dir {
+            AutoPath::None => None,
+            AutoPath::Path(p) => Some(p.clone()),
+            AutoPath::Auto => {
+                let p = Path::new(DEBIAN_TEXTFILE_DIR);
+                p.is_dir().then(|| p.to_path_buf())
+            }
+        }
+    }
 }
 
 impl Default for MetricsConfig {
@@ -67,8 +109,9 @@ pub struct ImexConfig {
     pub ready_timeout: HumanDuration,
     /// Longest pause between two readiness polls (20 ms for the first second).
     pub ready_poll_max: HumanDuration,
-    /// Per-node runtime state: job records, domain owner, pid file.
-    pub state_dir: PathBuf,
+    /// Deprecated name of `[node] state_dir`, still read (with a warning);
+    /// `Config::parse` moves it there, so it is always None after loading.
+    pub state_dir: Option<PathBuf>,
     /// Upper bound on the hosts one job's hostlist may expand to.
     pub max_nodes: usize,
     pub daemon: DaemonConfig,
@@ -87,7 +130,7 @@ impl Default for ImexConfig {
             port_span: PortSpan(16384),
             ready_timeout: HumanDuration(Duration::from_secs(60)),
             ready_poll_max: HumanDuration(Duration::from_secs(1)),
-            state_dir: "/run/slurm-imex".into(),
+            state_dir: None,
             max_nodes: 4096,
             daemon: DaemonConfig::default(),
             addresses: AddressesConfig::default(),
@@ -410,7 +453,7 @@ impl Config {
     /// Parse config text; `origin` names the file in error messages. Every
     /// error is one line naming `file:line`, the key and the fix.
     pub fn parse(text: &str, origin: &Path) -> Result<Config> {
-        let config: Config = toml::from_str(text).map_err(|e| {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
             let offset = e.span().map(|s| s.start);
             let at = match offset {
                 Some(o) => format!("{}:{}", origin.display(), locate::line_of(text, o)),
@@ -425,11 +468,40 @@ impl Config {
                 "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
             ))
         })?;
-        config.validate(text, origin)?;
+        let state_dir_key = config.take_deprecated_state_dir(text, origin)?;
+        config.validate(text, origin, state_dir_key)?;
         Ok(config)
     }
 
-    fn validate(&self, text: &str, origin: &Path) -> Result<()> {
+    /// `[imex] state_dir` is the old name of `[node] state_dir`: still
+    /// honoured, with a deprecation line naming the line to change. Both with
+    /// different values is an error. Returns the key the file used.
+    fn take_deprecated_state_dir(&mut self, text: &str, origin: &Path) -> Result<&'static str> {
+        let Some(old) = self.imex.state_dir.take() else {
+            return Ok("node.state_dir");
+        };
+        let at = |key: &str| match locate::line_of_key(text, key) {
+            Some(l) => format!("{}:{l}", origin.display()),
+            None => origin.display().to_string(),
+        };
+        if locate::line_of_key(text, "node.state_dir").is_some() && old != self.node.state_dir {
+            return Err(Error::new(format!(
+                "bad config {}: [imex] state_dir = \"{}\" and [node] state_dir = \"{}\" disagree: \
+                 keep only [node] state_dir",
+                at("imex.state_dir"),
+                old.display(),
+                self.node.state_dir.display()
+            )));
+        }
+        self.deprecations.push(format!(
+            "{}: [imex] state_dir is deprecated: rename it to [node] state_dir (same meaning)",
+            at("imex.state_dir")
+        ));
+        self.node.state_dir = old;
+        Ok("imex.state_dir")
+    }
+
+    fn validate(&self, text: &str, origin: &Path, state_dir_key: &str) -> Result<()> {
         let at = |key: &str| match locate::line_of_key(text, key) {
             Some(l) => format!("{}:{l}", origin.display()),
             None => origin.display().to_string(),
@@ -454,7 +526,7 @@ impl Config {
         }
         for (key, p) in [
             ("imex.channel_dir", &i.channel_dir),
-            ("imex.state_dir", &i.state_dir),
+            (state_dir_key, &self.node.state_dir),
             ("imex.daemon.nodes_config", &i.daemon.nodes_config),
             ("imex.daemon.job_config", &i.daemon.job_config),
             ("imex.daemon.base_config", &i.daemon.base_config),
@@ -496,12 +568,16 @@ impl Config {
         crate::trust::check(&absolute, crate::trust::Expect::File, "config").map_err(|e| {
             e.context("fix the file or the path given by config=, --config or $SLURM_IMEX_CONFIG")
         })?;
-        let text = crate::fsutil::read_config_text(&absolute, MAX_CONFIG_BYTES).map_err(|e| {
+        let text = crate::fsutil::read_bounded_text(&absolute, MAX_CONFIG_BYTES).map_err(|e| {
             Error::new(format!(
                 "{e} (fix the path given by config=, --config or ${CONFIG_ENV})"
             ))
         })?;
-        Ok((Config::parse(&text, &path)?, path))
+        let config = Config::parse(&text, &path)?;
+        for line in &config.deprecations {
+            crate::logging::warn_to_journal(&format!("slurm-imex: {line}"));
+        }
+        Ok((config, path))
     }
 
     /// Hold the programs and files this config names to the trust boundary,
@@ -550,6 +626,33 @@ mod tests {
 
     fn parse(t: &str) -> Result<Config> {
         Config::parse(t, Path::new("/etc/slurm/imex.toml"))
+    }
+
+    #[test]
+    fn the_old_state_dir_key_still_works_with_a_deprecation_line() {
+        let c = parse("[imex]\nstate_dir = \"/run/old\"\n").unwrap();
+        assert_eq!(c.node.state_dir, Path::new("/run/old"));
+        assert_eq!(c.imex.state_dir, None);
+        assert_eq!(
+            c.deprecations,
+            ["/etc/slurm/imex.toml:2: [imex] state_dir is deprecated: rename it to [node] state_dir (same meaning)"]
+        );
+        let c = parse("[node]\nstate_dir = \"/run/new\"\n").unwrap();
+        assert_eq!(c.node.state_dir, Path::new("/run/new"));
+        assert!(c.deprecations.is_empty());
+        let same = "[node]\nstate_dir = \"/run/x\"\n[imex]\nstate_dir = \"/run/x\"\n";
+        assert_eq!(parse(same).unwrap().node.state_dir, Path::new("/run/x"));
+        let e = parse("[node]\nstate_dir = \"/run/a\"\n[imex]\nstate_dir = \"/run/b\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("imex.toml:4") && e.contains("disagree"), "{e}");
+        let e = parse("[node]\nstate_dir = \"run\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(":2") && e.contains("[node] state_dir") && e.contains("absolute"),
+            "{e}"
+        );
     }
 
     #[test]

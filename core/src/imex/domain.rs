@@ -13,11 +13,12 @@ use crate::fsutil::{remove_if_exists, write_atomic};
 use crate::hostlist;
 use crate::imex::ctl::{assess, Ctl, NotReady, Readiness};
 use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
-use crate::imex::job_record::{JobRecord, Outcome, StateDir};
+use crate::imex::job_record::{JobRecord, Outcome};
 use crate::imex::manager::{Liveness, Manager};
 use crate::imex::port::server_port;
 use crate::slurm_conf;
 use crate::slurm_env::JobEnv;
+use crate::state::StateDir;
 use crate::topology::{self, Blocks};
 use std::time::{Duration, Instant};
 
@@ -37,7 +38,7 @@ const LOG_TAIL_LINES: usize = 3;
 
 /// Build this job's IMEX domain on this node and wait until it is UP.
 pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
-    let state = StateDir::new(&cfg.imex.state_dir);
+    let state = StateDir::of(cfg);
     let (mode, warning) = slurm_conf::channel_mode(cfg);
     if let Some(w) = warning {
         tracing::warn!("{w}");
@@ -81,7 +82,7 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
 /// the rack benchmark). Best effort: a record that cannot be updated only
 /// loses the figure.
 pub fn note_prolog_time(job_id: u32, cfg: &Config, elapsed: Duration) {
-    let state = StateDir::new(&cfg.imex.state_dir);
+    let state = StateDir::of(cfg);
     if let Ok(Some(mut record)) = state.read_record(job_id) {
         record.prolog_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
         if let Err(e) = state.write_record(&record) {
@@ -412,7 +413,7 @@ impl WithLog for Error {
 /// failed, was killed anywhere, or never ran. A domain owned by another job
 /// is left alone.
 pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
-    let state = StateDir::new(&cfg.imex.state_dir);
+    let state = StateDir::of(cfg);
     let daemon = &cfg.imex.daemon;
     let outcome = {
         let lock = state.lock()?;

@@ -8,8 +8,8 @@ use crate::config::{DaemonConfig, DaemonManager};
 use crate::error::{Error, Result};
 use crate::fsutil::{remove_if_exists, tail_lines, write_atomic};
 use crate::imex::daemon_proc::{self, ProcId};
-use crate::imex::job_record::StateDir;
-use crate::process::run_bounded;
+use crate::process::{run_bounded, run_checked};
+use crate::state::StateDir;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use std::fs::OpenOptions;
@@ -46,18 +46,12 @@ impl<'a> Manager<'a> {
     pub fn start(&mut self) -> Result<()> {
         match self.cfg.manager {
             DaemonManager::Systemd => {
-                let out = run_bounded(
+                run_checked(
                     &self.cfg.systemctl,
                     &["restart", &self.cfg.unit],
                     self.cfg.start_timeout.0,
+                    &format!("systemctl restart {}", self.cfg.unit),
                 )?;
-                if !out.success() {
-                    return Err(Error::new(format!(
-                        "systemctl restart {} failed: {}",
-                        self.cfg.unit,
-                        out.one_line()
-                    )));
-                }
                 Ok(())
             }
             DaemonManager::Process => {
@@ -140,18 +134,12 @@ impl<'a> Manager<'a> {
     pub fn stop(&mut self) -> Result<()> {
         match self.cfg.manager {
             DaemonManager::Systemd => {
-                let out = run_bounded(
+                run_checked(
                     &self.cfg.systemctl,
                     &["stop", &self.cfg.unit],
                     self.cfg.stop_timeout.0 + Duration::from_secs(5),
+                    &format!("systemctl stop {}", self.cfg.unit),
                 )?;
-                if !out.success() {
-                    return Err(Error::new(format!(
-                        "systemctl stop {} failed: {}",
-                        self.cfg.unit,
-                        out.one_line()
-                    )));
-                }
                 Ok(())
             }
             DaemonManager::Process => {

@@ -1,6 +1,8 @@
 //! The per-job IMEX domain: daemon config and node list rendering, the
-//! daemon's port, the daemon manager, the control-tool client, the per-node
-//! job records, and the setup/teardown flows run by the prolog and epilog.
+//! daemon's port, the daemon manager, the control-tool client, what the
+//! prolog concluded for a job (`job_record`; where records are kept is
+//! `crate::state`), the setup/teardown flows run by the prolog and epilog,
+//! and the node's IMEX status as an admin asks for it.
 
 pub mod ctl;
 pub mod daemon_config;
@@ -9,5 +11,4 @@ pub mod domain;
 pub mod job_record;
 pub mod manager;
 pub mod port;
-#[cfg(feature = "node")]
 pub mod status;

@@ -1,14 +1,13 @@
 //! This node's IMEX state as an admin asks for it (`slurm-imex status`):
 //! which job owns the daemon, what the prolog recorded, whether the daemon
-//! lives and answers, and the domain it reports. Also the context-aware IMEX
-//! health check: an idle node is healthy; a node serving a domain needs its
-//! daemon READY.
+//! lives and answers, and the domain it reports. The health check built on
+//! it is `slurm_imex_gpu::health::checks::imex`.
 
 use crate::config::Config;
-use crate::health::{Finding, Severity};
 use crate::imex::ctl::Ctl;
-use crate::imex::job_record::{JobRecord, StateDir};
+use crate::imex::job_record::JobRecord;
 use crate::imex::manager::{Liveness, Manager};
+use crate::state::StateDir;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
@@ -27,7 +26,7 @@ pub struct NodeImexStatus {
 }
 
 pub fn node_status(cfg: &Config) -> NodeImexStatus {
-    let state = StateDir::new(&cfg.imex.state_dir);
+    let state = StateDir::of(cfg);
     let mut problems = Vec::new();
     let owner = state.read_owner().unwrap_or_else(|e| {
         problems.push(e.to_string());
@@ -76,20 +75,4 @@ pub fn node_status(cfg: &Config) -> NodeImexStatus {
         nodes_ready,
         problems,
     }
-}
-
-/// DCGM-style IMEX check, context-aware: only a node that serves a job's
-/// domain must have a READY daemon.
-pub fn imex_health(cfg: &Config) -> Option<Finding> {
-    let status = node_status(cfg);
-    let owner = status.owner?;
-    (status.local_state != "READY").then(|| Finding {
-        check: "imex".into(),
-        severity: Severity::Drain,
-        gpu: None,
-        detail: format!(
-            "nvidia-imex serving job {owner} is not READY ({}; daemon {})",
-            status.local_state, status.daemon
-        ),
-    })
 }

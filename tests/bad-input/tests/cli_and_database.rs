@@ -38,13 +38,13 @@ impl Site {
     /// then hand-edited with `sql`.
     fn database(&self, rows: u32, sql: &str) {
         let cfg = slurm_imex_core::config::Config::default();
-        let mut db = slurm_imex_core::jobdb::JobDb::open(
+        let mut db = slurm_imex_jobdb::JobDb::open(
             std::path::Path::new(&self.db()),
             cfg.database.busy_timeout.0,
         )
         .unwrap();
         for i in 0..rows {
-            db.record_job(&slurm_imex_core::jobdb::write::JobRow {
+            db.record_job(&slurm_imex_jobdb::write::JobRow {
                 job_id: 1000 + i,
                 node: "n1".into(),
                 user: Some("alice".into()),

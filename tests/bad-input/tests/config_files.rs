@@ -451,7 +451,7 @@ fn programs_root_must_not_trust_are_refused_before_running() {
     std::fs::create_dir(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o777)).unwrap();
     let p = site.config(&format!(
-        "[imex]\nstate_dir = \"{}\"\nproc_devices = \"/nonexistent\"\n",
+        "[node]\nstate_dir = \"{}\"\n[imex]\nproc_devices = \"/nonexistent\"\n",
         state.display()
     ));
     let r = run(

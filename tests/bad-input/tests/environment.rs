@@ -26,7 +26,7 @@ impl Node {
         write_mode(
             &p("imex.toml"),
             format!(
-                "[imex]\nstate_dir = \"{}\"\nproc_devices = \"{}\"\n[imex.daemon]\nmanager = \"process\"\n\
+                "[node]\nstate_dir = \"{}\"\n[imex]\nproc_devices = \"{}\"\n[imex.daemon]\nmanager = \"process\"\n\
                  base_config = \"{}\"\nnodes_config = \"{}\"\njob_config = \"{}\"\n\
                  [slurm]\nconfig = \"none\"\ntopology = \"none\"\n[health]\nenabled = false\n\
                  [metrics]\ntextfile_dir = \"{}\"\n",

@@ -13,7 +13,7 @@ use slurm_imex_core::imex::daemon_proc::{parse_stat, ProcId};
 use slurm_imex_core::imex::port::server_port;
 use slurm_imex_core::text::{cap, summarize_list};
 use slurm_imex_core::timespec::{format_ts, parse_point};
-use slurm_imex_core::xid;
+use slurm_imex_gpu::xid;
 use std::path::Path;
 
 fn config() -> ProptestConfig {

@@ -4,8 +4,9 @@
 
 use slurm_imex_core::config::Config;
 use slurm_imex_core::imex::domain::{setup, teardown, SetupOutcome, TeardownOutcome};
-use slurm_imex_core::imex::job_record::{Outcome, StateDir};
+use slurm_imex_core::imex::job_record::Outcome;
 use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_core::state::StateDir;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -39,9 +40,10 @@ impl Node {
         )
         .unwrap();
         let toml = format!(
-            r#"[imex]
-proc_devices = "{pd}"
+            r#"[node]
 state_dir = "{state}"
+[imex]
+proc_devices = "{pd}"
 ready_timeout = "1500ms"
 ready_poll_max = "100ms"
 channels = "plugin"
@@ -130,7 +132,7 @@ fn ready_domain_then_teardown_twice() {
     let SetupOutcome::Ready { .. } = outcome else {
         panic!("{outcome:?}")
     };
-    let record = StateDir::new(&node.config.imex.state_dir)
+    let record = StateDir::of(&node.config)
         .read_record(4242)
         .unwrap()
         .unwrap();
@@ -153,7 +155,7 @@ fn ready_domain_then_teardown_twice() {
     assert!(std::fs::read_to_string(node.path("base.cfg"))
         .unwrap()
         .contains("SERVER_PORT=50000"));
-    let state = StateDir::new(&node.config.imex.state_dir);
+    let state = StateDir::of(&node.config);
     assert!(matches!(
         state.read_record(4242).unwrap().unwrap().outcome,
         Outcome::Ready { .. }
@@ -223,7 +225,7 @@ fn missing_peer_is_a_job_failure_naming_it() {
         std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
         "127.0.0.1\n127.0.0.2\n"
     );
-    let state = StateDir::new(&node.config.imex.state_dir);
+    let state = StateDir::of(&node.config);
     match state.read_record(102).unwrap().unwrap().outcome {
         Outcome::Failed { node_fault, cause } => assert!(!node_fault && cause == msg),
         o => panic!("{o:?}"),
@@ -391,7 +393,7 @@ fn job_across_two_blocks_fails_before_claiming_or_starting_anything() {
         panic!("a job spanning two blocks must fail as the job's problem");
     };
     assert!(cause.contains("r1 (n1), r2 (n2)"), "{cause}");
-    let state = StateDir::new(&node.config.imex.state_dir);
+    let state = StateDir::of(&node.config);
     let lock = state.lock().unwrap();
     assert_eq!(state.owner(&lock).unwrap(), None, "domain claimed");
     assert!(!state.pid_file().exists(), "a daemon was started");

@@ -6,8 +6,8 @@
 //! cargo bench -p fake-nvml --bench gate
 
 use slurm_imex_core::config::Config;
-use slurm_imex_core::health::checks::Phase;
-use slurm_imex_core::health::gate::{self, GateRequest};
+use slurm_imex_core::hook::Hook;
+use slurm_imex_gpu::health::gate::{self, GateRequest};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -89,7 +89,7 @@ fn write_node(dir: &Path, library: &Path) -> Config {
     );
     std::fs::write(p("kmsg"), kmsg).unwrap();
     let config = format!(
-        "[imex]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n[health]\npci_devices = \"{}\"\nexpected_gpus = 8\n\
+        "[node]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n[health]\npci_devices = \"{}\"\nexpected_gpus = 8\n\
          [database]\npath = \"{}\"\n",
         p("state").display(),
         library.display(),
@@ -108,7 +108,7 @@ fn bench_gate(cfg: &Config) -> f64 {
         let r = gate::run(
             cfg,
             &GateRequest {
-                phase: Phase::Prolog,
+                hook: Hook::Prolog,
                 gpus: None,
                 xid_after: &BTreeMap::new(),
             },

@@ -3,13 +3,13 @@
 //! against this fake libnvidia-ml.so.1 with 8 GPUs.
 
 use slurm_imex_core::config::Config;
-use slurm_imex_core::gpu_job::{self, GpuPhaseOutcome};
-use slurm_imex_core::health::checks::Phase;
-use slurm_imex_core::health::gate::{self, GateRequest};
-use slurm_imex_core::health::{Severity, Verdict};
-use slurm_imex_core::jobdb::query::HistoryFilter;
-use slurm_imex_core::jobdb::JobDb;
+use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_gpu::health::gate::{self, GateRequest};
+use slurm_imex_gpu::health::{Severity, Verdict};
+use slurm_imex_hooks::gpu_job::{self, GpuOutcome};
+use slurm_imex_jobdb::query::HistoryFilter;
+use slurm_imex_jobdb::JobDb;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -91,7 +91,7 @@ impl Node {
             std::fs::write(d.join("class"), "0x030200\n").unwrap();
         }
         let toml = format!(
-            "[imex]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n\
+            "[node]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n\
              [health]\npci_devices = \"{}\"\nexpected_gpus = {}\n[database]\npath = \"{}\"\n",
             p("state").display(),
             fake_library().display(),
@@ -146,7 +146,7 @@ fn check(cfg: &Config) -> gate::GateResult {
     gate::run(
         cfg,
         &GateRequest {
-            phase: Phase::Prolog,
+            hook: Hook::Prolog,
             gpus: None,
             xid_after: &BTreeMap::new(),
         },
@@ -291,7 +291,7 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
     node.kmsg("4,2,200,-;NVRM: Xid (PCI:0000:1b:00): 13, pid=1, name=old, Graphics Exception");
     let job = node.job(77, Some(vec![0, 1]));
     match gpu_job::prolog(&job, &node.cfg) {
-        GpuPhaseOutcome::Done {
+        GpuOutcome::Done {
             verdict,
             drain_reason,
             warnings,
@@ -305,8 +305,8 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
     // During the job: an application XID on gpu1, and gpu0 eats ECC.
     node.kmsg("4,3,300,-;NVRM: Xid (PCI:0000:1b:00): 31, pid=4242, name=python3, Ch 00000003, intr 10000000. MMU Fault");
     node.set_gpus(&eight(|i| if i == 0 { "ecc_volatile_sbe = 5\npcie_replays = 10\n[[gpu.process]]\npid = 4242\ngpu_util = 87\nmax_memory = 1073741824\ntime_ms = 300".into() } else { String::new() }));
-    match gpu_job::epilog(&job, &node.cfg) {
-        GpuPhaseOutcome::Done { verdict, .. } => assert_eq!(verdict, Verdict::Warn),
+    match gpu_job::epilog(&job, &node.cfg).0 {
+        GpuOutcome::Done { verdict, .. } => assert_eq!(verdict, Verdict::Warn),
         o => panic!("{o:?}"),
     }
     let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
@@ -348,14 +348,14 @@ fn xid_79_during_the_job_makes_the_epilog_drain() {
     let job = node.job(78, None);
     assert!(matches!(
         gpu_job::prolog(&job, &node.cfg),
-        GpuPhaseOutcome::Done {
+        GpuOutcome::Done {
             verdict: Verdict::Pass,
             ..
         }
     ));
     node.kmsg("3,9,900,-;NVRM: Xid (PCI:0000:1f:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
-    match gpu_job::epilog(&job, &node.cfg) {
-        GpuPhaseOutcome::Done {
+    match gpu_job::epilog(&job, &node.cfg).0 {
+        GpuOutcome::Done {
             verdict,
             drain_reason,
             ..
@@ -371,7 +371,7 @@ fn xid_79_during_the_job_makes_the_epilog_drain() {
     // The next prolog does not judge the same XID again.
     assert!(matches!(
         gpu_job::prolog(&node.job(79, None), &node.cfg),
-        GpuPhaseOutcome::Done {
+        GpuOutcome::Done {
             verdict: Verdict::Pass,
             ..
         }
@@ -387,8 +387,8 @@ fn a_broken_database_never_fails_the_epilog() {
     let job = node.job(80, Some(vec![0]));
     gpu_job::prolog(&job, &node.cfg);
     assert!(matches!(
-        gpu_job::epilog(&job, &node.cfg),
-        GpuPhaseOutcome::Done {
+        gpu_job::epilog(&job, &node.cfg).0,
+        GpuOutcome::Done {
             verdict: Verdict::Pass,
             ..
         }
@@ -411,8 +411,8 @@ fn corrupt_start_snapshot_and_checkpoint_are_set_aside_and_noted() {
     assert!(snapshot.exists() && checkpoint.exists());
     std::fs::write(&snapshot, "{\"job_id\": 81, \"start_ts\": \"tru").unwrap();
     std::fs::write(&checkpoint, [0xffu8, 0, 1, 2]).unwrap();
-    match gpu_job::epilog(&job, &node.cfg) {
-        GpuPhaseOutcome::Done { .. } => {}
+    match gpu_job::epilog(&job, &node.cfg).0 {
+        GpuOutcome::Done { .. } => {}
         o => panic!("{o:?}"),
     }
     // Both moved aside for an admin to look at; new ones replace them.

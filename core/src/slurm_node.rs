@@ -1,0 +1,106 @@
+//! A node as Slurm's controller sees it, through `scontrol`: its state and
+//! reason (`scontrol show node -o`), and the two changes slurm-imex makes
+//! to it, DRAIN with a reason and RESUME. Bounded in time, with an argument
+//! vector (never a shell). Whether to make them is decided in one place
+//! only, the drain decision (`slurm_imex_gpu::drain`).
+
+use crate::config::HealthConfig;
+use crate::error::{Error, Result};
+use crate::process::run_checked;
+
+/// A node's state and reason as `scontrol show node -o` prints them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeStatus {
+    pub state: String,
+    pub reason: Option<String>,
+}
+
+impl NodeStatus {
+    /// DRAIN, DRAINING or DRAINED, alone or as a flag (`IDLE+DRAIN`).
+    pub fn is_drained(&self) -> bool {
+        self.state.contains("DRAIN")
+    }
+}
+
+/// Parse one `scontrol show node -o` line. `Reason=` is free text (it may
+/// hold spaces) followed by ` [user@time]`; it is the last field that can.
+/// Hand-parsed: scontrol has no machine format on every version we ship for
+/// (`--json` needs Slurm's data_parser plugins, which a site may not build).
+pub fn parse_node_line(line: &str) -> Option<NodeStatus> {
+    let state = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("State="))?
+        .to_string();
+    let reason = line.find(" Reason=").map(|at| {
+        let text = &line[at + " Reason=".len()..];
+        let end = text.rfind(" [").unwrap_or(text.len());
+        text[..end].trim().to_string()
+    });
+    Some(NodeStatus {
+        state,
+        reason: reason.filter(|r| !r.is_empty() && r != "(null)"),
+    })
+}
+
+/// The node's state and reason, asked of slurmctld.
+pub fn node_status(cfg: &HealthConfig, node: &str) -> Result<NodeStatus> {
+    let out = run_checked(
+        &cfg.scontrol,
+        &["show", "node", node, "-o"],
+        cfg.scontrol_timeout.0,
+        &format!("scontrol show node {node}"),
+    )?;
+    parse_node_line(out.stdout.trim()).ok_or_else(|| {
+        Error::new(format!(
+            "cannot read node {node} from scontrol output: {}",
+            out.one_line()
+        ))
+    })
+}
+
+/// `scontrol update NodeName=<node> State=DRAIN Reason=<reason>`.
+pub fn drain(cfg: &HealthConfig, node: &str, reason: &str) -> Result<()> {
+    run_checked(
+        &cfg.scontrol,
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DRAIN",
+            &format!("Reason={reason}"),
+        ],
+        cfg.scontrol_timeout.0,
+        &format!("scontrol update NodeName={node} State=DRAIN"),
+    )
+    .map(drop)
+}
+
+/// `scontrol update NodeName=<node> State=RESUME`.
+pub fn resume(cfg: &HealthConfig, node: &str) -> Result<()> {
+    run_checked(
+        &cfg.scontrol,
+        &["update", &format!("NodeName={node}"), "State=RESUME"],
+        cfg.scontrol_timeout.0,
+        &format!("scontrol update NodeName={node} State=RESUME"),
+    )
+    .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_scontrol_node_lines() {
+        let l = "NodeName=n2 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE+DRAIN ThreadsPerCore=1 \
+                 Partitions=imex BootTime=2026-11-22T01:00:00 LastBusyTime=2026-11-22T02:00:00 \
+                 Reason=imex-health: xid gpu0 1650924060001: XID 79 (REBOOT) on 0000:1a:00: GPU has fallen off the bus. [root@2026-11-22T02:10:00]";
+        let s = parse_node_line(l).unwrap();
+        assert_eq!(s.state, "IDLE+DRAIN");
+        assert!(s.is_drained());
+        assert_eq!(s.reason.as_deref(), Some("imex-health: xid gpu0 1650924060001: XID 79 (REBOOT) on 0000:1a:00: GPU has fallen off the bus."));
+        let s = parse_node_line("NodeName=n1 State=IDLE Partitions=imex").unwrap();
+        assert_eq!(s.reason, None);
+        assert!(!s.is_drained());
+        assert!(parse_node_line("garbage").is_none());
+    }
+}

@@ -1,0 +1,140 @@
+//! The IMEX side of the state directory: which job owns this node's
+//! daemon (read and changed under an exclusive lock), and each `--imex`
+//! job's record. All writes are atomic.
+
+use super::StateDir;
+use crate::error::{Error, Result};
+use crate::fsutil::{remove_if_exists, write_atomic};
+use crate::imex::job_record::JobRecord;
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
+
+/// Held while ownership of the daemon is read or changed.
+pub struct DomainLock {
+    _lock: Flock<File>,
+}
+
+impl StateDir {
+    /// Exclusive lock on this node's domain ownership (blocks).
+    pub fn lock(&self) -> Result<DomainLock> {
+        self.ensure()?;
+        let path = self.lock_path();
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::new(format!("cannot open {}: {e}", path.display())))?;
+        let lock = Flock::lock(file, FlockArg::LockExclusive)
+            .map_err(|(_, e)| Error::new(format!("cannot lock {}: {e}", path.display())))?;
+        Ok(DomainLock { _lock: lock })
+    }
+
+    /// The job whose domain this node's daemon serves, if any.
+    pub fn owner(&self, _lock: &DomainLock) -> Result<Option<u32>> {
+        self.read_owner()
+    }
+
+    /// Lock-free read, for status displays only.
+    pub fn read_owner(&self) -> Result<Option<u32>> {
+        let path = self.owner_path();
+        match std::fs::read_to_string(&path) {
+            Ok(t) => t.trim().parse::<u32>().map(Some).map_err(|_| {
+                Error::new(format!(
+                    "{} holds \"{}\", not a job id: remove it once no IMEX job runs here",
+                    path.display(),
+                    t.trim()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::new(format!("cannot read {}: {e}", path.display()))),
+        }
+    }
+
+    pub fn set_owner(&self, _lock: &DomainLock, job_id: u32) -> Result<()> {
+        write_atomic(&self.owner_path(), format!("{job_id}\n").as_bytes(), 0o644)
+    }
+
+    pub fn clear_owner(&self, _lock: &DomainLock) -> Result<()> {
+        remove_if_exists(&self.owner_path())
+    }
+
+    pub fn write_record(&self, record: &JobRecord) -> Result<()> {
+        self.ensure()?;
+        let text = serde_json::to_vec_pretty(record)
+            .map_err(|e| Error::new(format!("cannot encode job record: {e}")))?;
+        write_atomic(&self.record_path(record.job_id), &text, 0o644)
+    }
+
+    /// None when the prolog left no record for this job.
+    pub fn read_record(&self, job_id: u32) -> Result<Option<JobRecord>> {
+        let path = self.record_path(job_id);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                Error::new(format!("corrupt IMEX job record {}: {e}", path.display()))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::new(format!("cannot read {}: {e}", path.display()))),
+        }
+    }
+
+    pub fn remove_record(&self, job_id: u32) -> Result<()> {
+        remove_if_exists(&self.record_path(job_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::imex::job_record::Outcome;
+
+    #[test]
+    fn records_round_trip_and_missing_is_none() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::new(&d.path().join("state"));
+        assert_eq!(s.read_record(5).unwrap(), None);
+        let r = JobRecord {
+            job_id: 5,
+            channel: Some(6),
+            server_port: 33797,
+            nodes: vec!["n1".into(), "n2".into()],
+            outcome: Outcome::Failed {
+                cause: "peer n2 never connected".into(),
+                node_fault: false,
+            },
+            prolog_ms: Some(12),
+        };
+        s.write_record(&r).unwrap();
+        assert_eq!(s.read_record(5).unwrap(), Some(r));
+        s.remove_record(5).unwrap();
+        s.remove_record(5).unwrap();
+        assert_eq!(s.read_record(5).unwrap(), None);
+    }
+
+    #[test]
+    fn owner_is_set_and_cleared_under_lock() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::new(d.path());
+        let lock = s.lock().unwrap();
+        assert_eq!(s.owner(&lock).unwrap(), None);
+        s.set_owner(&lock, 77).unwrap();
+        assert_eq!(s.owner(&lock).unwrap(), Some(77));
+        s.clear_owner(&lock).unwrap();
+        assert_eq!(s.read_owner().unwrap(), None);
+        std::fs::write(d.path().join("domain.owner"), "junk").unwrap();
+        assert!(s
+            .read_owner()
+            .unwrap_err()
+            .to_string()
+            .contains("not a job id"));
+    }
+
+    #[test]
+    fn corrupt_record_is_an_error_naming_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::new(d.path());
+        s.ensure().unwrap();
+        std::fs::write(s.record_path(9), "{").unwrap();
+        assert!(s.read_record(9).unwrap_err().to_string().contains("9.json"));
+    }
+}

@@ -1,0 +1,196 @@
+//! The node's state directory (`[node] state_dir`, default /run/slurm-imex:
+//! a tmpfs, so a reboot clears it). This module owns its layout (every path
+//! in it is named here and nowhere else), how its JSON files are read and
+//! written (atomically, a corrupt file set aside), and the sweep of what
+//! killed writers leave behind (`sweep`).
+//!
+//! ```text
+//! domain.lock, domain.owner   which job owns this node's IMEX daemon (domain.rs)
+//! jobs/<job>.json             what the prolog concluded for an --imex job (domain.rs)
+//! nvidia-imex.pid, .out       the daemon the process manager spawned (imex::manager)
+//! gpu-jobs/<job>.json         a GPU job's start snapshot, prolog -> epilog
+//! xid-checkpoint.json         per GPU, the last kernel-log XID already judged
+//! node-metrics.json           this node's standing for the export (node.rs)
+//! ```
+
+mod domain;
+mod node;
+pub mod sweep;
+
+pub use domain::DomainLock;
+pub use node::NodeState;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::fsutil::{ensure_dir, read_bounded_text, write_atomic};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// Largest state file read back (a start snapshot of 72 GPUs is ~100 KiB).
+const MAX_STATE_FILE_BYTES: u64 = 16 << 20;
+
+/// The state directory of one node.
+#[derive(Debug, Clone)]
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    pub fn new(root: &Path) -> StateDir {
+        StateDir {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The directory `[node] state_dir` names.
+    pub fn of(cfg: &Config) -> StateDir {
+        StateDir::new(&cfg.node.state_dir)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn jobs_dir(&self) -> PathBuf {
+        self.root.join("jobs")
+    }
+
+    fn gpu_jobs_dir(&self) -> PathBuf {
+        self.root.join("gpu-jobs")
+    }
+
+    /// Every directory of the state, for the sweep.
+    pub fn dirs(&self) -> [PathBuf; 3] {
+        [self.root.clone(), self.jobs_dir(), self.gpu_jobs_dir()]
+    }
+
+    /// The IMEX job record of `job_id`.
+    pub fn record_path(&self, job_id: u32) -> PathBuf {
+        self.jobs_dir().join(format!("{job_id}.json"))
+    }
+
+    fn owner_path(&self) -> PathBuf {
+        self.root.join("domain.owner")
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.root.join("domain.lock")
+    }
+
+    pub fn pid_file(&self) -> PathBuf {
+        self.root.join("nvidia-imex.pid")
+    }
+
+    /// Where a daemon spawned by the process manager writes stdout/stderr.
+    pub fn daemon_output(&self) -> PathBuf {
+        self.root.join("nvidia-imex.out")
+    }
+
+    /// What the prolog leaves for the epilog of a GPU job.
+    pub fn gpu_start_path(&self, job_id: u32) -> PathBuf {
+        self.gpu_jobs_dir().join(format!("{job_id}.json"))
+    }
+
+    /// Per GPU (PCI id) the last kmsg sequence already judged. On the
+    /// tmpfs, so a reboot (which restarts kmsg numbering) clears it.
+    pub fn xid_checkpoint_path(&self) -> PathBuf {
+        self.root.join("xid-checkpoint.json")
+    }
+
+    fn node_state_path(&self) -> PathBuf {
+        self.root.join("node-metrics.json")
+    }
+
+    /// The root and `jobs/`, created when missing and held to the trust
+    /// boundary.
+    pub fn ensure(&self) -> Result<()> {
+        ensure_dir(&self.root, 0o755)?;
+        ensure_dir(&self.jobs_dir(), 0o755)
+    }
+
+    /// Read a JSON state file we wrote. Missing: None. Unreadable or corrupt:
+    /// logged with its path, renamed to `<name>.corrupt` (replacing an older
+    /// one) so the next write starts clean and an admin can look, then None.
+    pub fn read_json<T: DeserializeOwned>(&self, path: &Path, what: &str) -> Option<T> {
+        let text = match read_bounded_text(path, MAX_STATE_FILE_BYTES) {
+            Ok(t) => t,
+            Err(_) if !path.exists() => return None,
+            Err(e) => {
+                tracing::warn!("{what} unreadable, ignored: {e}");
+                return None;
+            }
+        };
+        match serde_json::from_str(&text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                let aside = path.with_extension("json.corrupt");
+                let moved = std::fs::rename(path, &aside).is_ok();
+                let line = format!(
+                    "corrupt {what} {} ({e}){}",
+                    path.display(),
+                    if moved {
+                        format!("; moved aside to {}", aside.display())
+                    } else {
+                        String::new()
+                    }
+                );
+                crate::logging::report_error(&format!("slurm-imex: {line}"));
+                None
+            }
+        }
+    }
+
+    /// Write `value` as JSON to `path` (a path of this directory),
+    /// atomically, creating its directory when missing.
+    pub fn write_json<T: Serialize>(&self, path: &Path, value: &T) -> Result<()> {
+        let text = serde_json::to_vec(value)
+            .map_err(|e| Error::new(format!("cannot encode {}: {e}", path.display())))?;
+        if let Some(dir) = path.parent() {
+            ensure_dir(dir, 0o755)?;
+        }
+        write_atomic(path, &text, 0o644)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn json_round_trips_and_a_corrupt_file_is_set_aside() {
+        let d = tempfile::tempdir().unwrap();
+        let state = StateDir::new(&d.path().join("state"));
+        let path = state.xid_checkpoint_path();
+        assert_eq!(state.read_json::<BTreeMap<String, u64>>(&path, "x"), None);
+        let cp = BTreeMap::from([("0000:1a:00.0".to_string(), 7u64)]);
+        state.write_json(&path, &cp).unwrap();
+        assert_eq!(state.read_json(&path, "x"), Some(cp));
+        std::fs::write(&path, "{").unwrap();
+        assert_eq!(state.read_json::<BTreeMap<String, u64>>(&path, "x"), None);
+        assert!(!path.exists());
+        assert!(path.with_extension("json.corrupt").exists());
+    }
+
+    #[test]
+    fn every_file_lives_in_one_of_its_dirs() {
+        let state = StateDir::new(Path::new("/run/slurm-imex"));
+        let dirs = state.dirs();
+        for file in [
+            state.record_path(3),
+            state.owner_path(),
+            state.lock_path(),
+            state.pid_file(),
+            state.daemon_output(),
+            state.gpu_start_path(3),
+            state.xid_checkpoint_path(),
+            state.node_state_path(),
+        ] {
+            assert!(
+                dirs.iter().any(|d| file.parent() == Some(d.as_path())),
+                "{file:?}"
+            );
+        }
+    }
+}

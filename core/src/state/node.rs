@@ -1,0 +1,65 @@
+//! This node's standing as slurm-imex last saw it, kept between runs in the
+//! state directory (`node-metrics.json`) so each writer updates only its
+//! part: since when slurm-imex has had the node drained (the drain decision
+//! sets it), the last prolog, gate and epilog times (the epilog), and the
+//! IMEX domain (derived from the state at each export, never kept). The
+//! Prometheus export renders it.
+
+use super::StateDir;
+use crate::error::Result;
+use crate::fsutil::read_bounded_text;
+use crate::imex::job_record::Outcome;
+use serde::{Deserialize, Serialize};
+
+/// This node's state for the export; kept between runs in
+/// `<state_dir>/node-metrics.json` so each writer updates only its part.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NodeState {
+    pub node: String,
+    /// Derived at each export, never kept: see [`NodeState::read_domain`].
+    #[serde(skip)]
+    pub domain_owned: bool,
+    #[serde(skip)]
+    pub domain_up: bool,
+    /// Drained by slurm-imex (a drain finding of a prolog, epilog or check),
+    /// and since when (Unix seconds).
+    pub drained_since: Option<i64>,
+    pub last_gate_ms: Option<u64>,
+    pub last_prolog_ms: Option<u64>,
+    pub last_epilog_ms: Option<u64>,
+}
+
+impl NodeState {
+    /// The saved state (a missing or corrupt file is a fresh state).
+    pub fn load(state: &StateDir) -> NodeState {
+        read_bounded_text(&state.node_state_path(), 64 * 1024)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    pub fn save(&self, state: &StateDir) -> Result<()> {
+        state.write_json(&state.node_state_path(), self)
+    }
+
+    /// The IMEX domain as the state directory records it: owned when a job
+    /// owns the daemon, UP when that job's prolog saw it UP. (`slurm-imex
+    /// check` asks the daemon itself instead.)
+    pub fn read_domain(&mut self, state: &StateDir) {
+        let owner = state.read_owner().ok().flatten();
+        self.domain_owned = owner.is_some();
+        self.domain_up = owner
+            .and_then(|o| state.read_record(o).ok().flatten())
+            .is_some_and(|r| matches!(r.outcome, Outcome::Ready { .. }));
+    }
+
+    /// Note a drain finding (`Some(now)`) or a node back in service (`None`);
+    /// an existing drain keeps its start time.
+    pub fn set_drained(&mut self, drained_at: Option<i64>) {
+        self.drained_since = match (self.drained_since, drained_at) {
+            (Some(since), Some(_)) => Some(since),
+            (_, at) => at,
+        };
+    }
+}

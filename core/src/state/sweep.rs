@@ -1,0 +1,54 @@
+//! What a prolog or epilog killed mid-write (Slurm's timeout, an admin's
+//! kill -9) leaves behind: our temporary files whose writer is gone. This
+//! module knows every directory slurm-imex writes to (the state directory,
+//! the daemon's config files, the node_exporter textfile directory), and the
+//! epilog sweeps them all once, whatever job or hook was killed.
+
+use super::StateDir;
+use crate::config::Config;
+use std::path::{Path, PathBuf};
+
+/// Every directory slurm-imex writes files to on this node.
+pub fn written_dirs(cfg: &Config) -> Vec<PathBuf> {
+    let daemon = &cfg.imex.daemon;
+    let mut dirs: Vec<PathBuf> = StateDir::of(cfg).dirs().into();
+    dirs.extend(
+        [&daemon.nodes_config, &daemon.job_config]
+            .into_iter()
+            .filter_map(|file| file.parent().map(Path::to_path_buf)),
+    );
+    dirs.extend(cfg.metrics.textfile_dir());
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// Remove dead writers' temporary files from every directory we write to.
+pub fn sweep_orphan_temps(cfg: &Config) {
+    for dir in written_dirs(cfg) {
+        crate::fsutil::remove_orphan_temps(&dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::AutoPath;
+
+    #[test]
+    fn the_sweep_covers_state_daemon_config_and_textfile_dirs() {
+        let mut cfg = Config::default();
+        cfg.node.state_dir = "/run/x".into();
+        cfg.metrics.textfile_dir = AutoPath::Path("/var/lib/prom".into());
+        let dirs = written_dirs(&cfg);
+        for want in [
+            "/run/x",
+            "/run/x/jobs",
+            "/run/x/gpu-jobs",
+            "/etc/nvidia-imex",
+            "/var/lib/prom",
+        ] {
+            assert!(dirs.contains(&PathBuf::from(want)), "{want} in {dirs:?}");
+        }
+    }
+}

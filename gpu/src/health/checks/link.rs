@@ -1,0 +1,24 @@
+//! The NVLinks of one GPU: a link that is down drains the node (a job's
+//! NVLink traffic would fail or fall back). The fabric they belong to is
+//! `fabric`.
+
+use super::{GpuFindings, Hook};
+use crate::nvml::snapshot::Reading;
+use slurm_imex_core::config::HealthConfig;
+
+pub(super) fn nvlinks_down(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
+    let Reading::Value(links) = &f.gpu.nvlink else {
+        return;
+    };
+    let down: Vec<String> = links
+        .iter()
+        .filter(|l| !l.active)
+        .map(|l| l.link.to_string())
+        .collect();
+    if !down.is_empty() {
+        f.drain(
+            "nvlink",
+            format!("NVLink(s) {} down of {}", down.join(","), links.len()),
+        );
+    }
+}

@@ -1,0 +1,299 @@
+//! The checks against hand-made snapshots: each drain fires, limits hold,
+//! NOT_SUPPORTED stays silent, phases and policies apply.
+
+use super::*;
+use crate::nvml::snapshot::*;
+use slurm_imex_core::config::MigPolicy;
+
+fn healthy() -> GpuSnapshot {
+    GpuSnapshot {
+        index: 2,
+        uuid: "GPU-2".into(),
+        serial: "1650924060002".into(),
+        pci: "0000:1b:00".into(),
+        ecc: Reading::Value(EccCounts::default()),
+        retired_pages: Reading::Value(RetiredPages::default()),
+        remapped_rows: Reading::Value(RemappedRows::default()),
+        recovery_action: Reading::Value(0),
+        fabric: Reading::Value(FabricInfo {
+            state: "COMPLETED".into(),
+            status: 0,
+            clique_id: 1,
+            cluster_uuid: "u".into(),
+            health_mask: 0,
+            health_summary: "HEALTHY".into(),
+        }),
+        nvlink: Reading::Value(vec![LinkState {
+            link: 0,
+            active: true,
+            ..Default::default()
+        }]),
+        compute_pids: Reading::Value(vec![]),
+        persistence: Reading::Value(true),
+        ecc_enabled: Reading::Value(true),
+        mig_enabled: Reading::Value(false),
+        inforom_valid: Reading::Value(true),
+        throttle_reasons: Reading::Value(0),
+        pcie_width: Reading::Value(PcieWidth {
+            current: 16,
+            max: 16,
+        }),
+        ..Default::default()
+    }
+}
+
+fn checks(s: &GpuSnapshot) -> Vec<(String, Severity)> {
+    check_gpu(s, &HealthConfig::default(), Hook::Prolog)
+        .into_iter()
+        .map(|f| (f.check, f.severity))
+        .collect()
+}
+
+#[test]
+fn healthy_gpu_has_no_findings() {
+    assert!(check_gpu(&healthy(), &HealthConfig::default(), Hook::Prolog).is_empty());
+}
+
+#[test]
+fn not_supported_is_never_a_finding() {
+    let s = GpuSnapshot {
+        index: 0,
+        uuid: "GPU-0".into(),
+        ..Default::default()
+    };
+    assert!(check_gpu(&s, &HealthConfig::default(), Hook::Prolog).is_empty());
+}
+
+#[test]
+fn each_drain_check_fires() {
+    let d = |f: &dyn Fn(&mut GpuSnapshot), check: &str| {
+        let mut s = healthy();
+        f(&mut s);
+        let found = checks(&s);
+        assert!(
+            found.contains(&(check.to_string(), Severity::Drain)),
+            "{check}: {found:?}"
+        );
+    };
+    d(&|s| s.lost = true, "gpu_lost");
+    d(
+        &|s| s.recovery_action = Reading::Value(4),
+        "recovery_action",
+    );
+    d(
+        &|s| {
+            s.remapped_rows = Reading::Value(RemappedRows {
+                pending: true,
+                ..Default::default()
+            })
+        },
+        "row_remap",
+    );
+    d(
+        &|s| {
+            s.remapped_rows = Reading::Value(RemappedRows {
+                failure: true,
+                ..Default::default()
+            })
+        },
+        "row_remap",
+    );
+    d(
+        &|s| {
+            s.remapped_rows = Reading::Value(RemappedRows {
+                uncorrectable: 512,
+                ..Default::default()
+            })
+        },
+        "row_remap",
+    );
+    d(
+        &|s| {
+            s.retired_pages = Reading::Value(RetiredPages {
+                pending: true,
+                ..Default::default()
+            })
+        },
+        "retired_pages",
+    );
+    d(
+        &|s| {
+            s.retired_pages = Reading::Value(RetiredPages {
+                sbe: 60,
+                dbe: 3,
+                pending: false,
+            })
+        },
+        "retired_pages",
+    );
+    d(
+        &|s| {
+            s.ecc = Reading::Value(EccCounts {
+                volatile_dbe: 1,
+                ..Default::default()
+            })
+        },
+        "ecc_dbe",
+    );
+    d(
+        &|s| {
+            s.fabric = Reading::Value(FabricInfo {
+                state: "IN_PROGRESS".into(),
+                ..Default::default()
+            })
+        },
+        "fabric",
+    );
+    d(
+        &|s| {
+            if let Reading::Value(f) = &mut s.fabric {
+                f.status = 0x19
+            }
+        },
+        "fabric",
+    );
+    d(
+        &|s| {
+            if let Reading::Value(f) = &mut s.fabric {
+                f.health_summary = "UNHEALTHY".into()
+            }
+        },
+        "fabric",
+    );
+    d(
+        &|s| {
+            s.nvlink = Reading::Value(vec![
+                LinkState {
+                    link: 0,
+                    active: true,
+                    ..Default::default()
+                },
+                LinkState {
+                    link: 1,
+                    active: false,
+                    ..Default::default()
+                },
+            ])
+        },
+        "nvlink",
+    );
+    d(
+        &|s| s.compute_pids = Reading::Value(vec![4242]),
+        "leftover_processes",
+    );
+    d(&|s| s.ecc_enabled = Reading::Value(false), "ecc_mode");
+}
+
+#[test]
+fn limits_are_exclusive_below_and_warnings_do_not_drain() {
+    let mut s = healthy();
+    s.remapped_rows = Reading::Value(RemappedRows {
+        uncorrectable: 511,
+        correctable: 9,
+        ..Default::default()
+    });
+    s.retired_pages = Reading::Value(RetiredPages {
+        sbe: 62,
+        dbe: 0,
+        pending: false,
+    });
+    assert!(checks(&s).is_empty());
+    s.persistence = Reading::Value(false);
+    s.inforom_valid = Reading::Value(false);
+    s.throttle_reasons = Reading::Value(0x40);
+    s.pcie_width = Reading::Value(PcieWidth {
+        current: 8,
+        max: 16,
+    });
+    if let Reading::Value(f) = &mut s.fabric {
+        f.health_summary = "LIMITED_CAPACITY".into();
+        f.health_mask = 5 << 8;
+    }
+    let found = check_gpu(&s, &HealthConfig::default(), Hook::Prolog);
+    assert_eq!(found.len(), 5, "{found:?}");
+    assert!(found.iter().all(|f| f.severity == Severity::Warn));
+    assert!(found
+        .iter()
+        .any(|f| f.detail.contains("insufficient NVLinks")));
+    let strict = HealthConfig {
+        require_persistence: true,
+        ..Default::default()
+    };
+    assert!(check_gpu(&s, &strict, Hook::Prolog)
+        .iter()
+        .any(|f| f.check == "persistence" && f.severity == Severity::Drain));
+}
+
+#[test]
+fn leftover_processes_only_before_a_job() {
+    let mut s = healthy();
+    s.compute_pids = Reading::Value(vec![7]);
+    assert!(check_gpu(&s, &HealthConfig::default(), Hook::Epilog).is_empty());
+}
+
+#[test]
+fn mig_policy() {
+    let mut s = healthy();
+    s.mig_enabled = Reading::Value(true);
+    assert!(check_gpu(&s, &HealthConfig::default(), Hook::Check).is_empty());
+    let off = HealthConfig {
+        mig: MigPolicy::Off,
+        ..Default::default()
+    };
+    assert_eq!(check_gpu(&s, &off, Hook::Check)[0].check, "mig_mode");
+}
+
+#[test]
+fn node_checks() {
+    let cfg = HealthConfig {
+        expected_gpus: 8,
+        expected_driver: "580.95.05".into(),
+        ..Default::default()
+    };
+    let f = check_node(&cfg, 7, Some(8), Some("580.95.05"), &[]);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(f[1].detail.contains("PCI bus has 8"));
+    assert!(check_node(&cfg, 8, Some(8), Some("580.95.05"), &[healthy(), healthy()]).is_empty());
+    assert_eq!(
+        check_node(&cfg, 8, None, Some("570.00"), &[])[0].check,
+        "driver"
+    );
+    let mut other = healthy();
+    if let Reading::Value(f) = &mut other.fabric {
+        f.clique_id = 2;
+    }
+    assert_eq!(
+        check_node(&cfg, 8, Some(8), Some("580.95.05"), &[healthy(), other])[0].check,
+        "fabric_clique"
+    );
+}
+
+#[test]
+fn xids_are_attributed_and_bucketed() {
+    let s = healthy();
+    let ev = |xid, pci: &str| {
+        crate::xid::parse_line(
+            &format!("NVRM: Xid (PCI:{pci}): {xid}, pid=1, name=x, msg"),
+            1,
+        )
+        .unwrap()
+    };
+    let f = check_xids(
+        &[
+            ev(79, "0000:1b:00"),
+            ev(13, "0000:1b:00"),
+            ev(43, "0000:1b:00"),
+            ev(119, "0000:99:00"),
+        ],
+        &[s],
+    );
+    assert_eq!(f.len(), 3);
+    assert_eq!(
+        (f[0].severity, f[0].gpu.as_ref().unwrap().index),
+        (Severity::Drain, 2)
+    );
+    assert!(f[0].detail.contains("XID 79 (REBOOT)"));
+    assert_eq!(f[1].severity, Severity::Warn);
+    assert_eq!(f[2].severity, Severity::Drain);
+    assert!(f[2].gpu.is_none());
+}

@@ -1,0 +1,309 @@
+//! The health gate: load NVML, read the chosen GPUs in parallel, read new
+//! XIDs, run the checks. Every stage has its own time budget; a stage that
+//! overruns becomes a drain finding naming the check and the GPU, and the
+//! whole gate is capped by `[health] gate_timeout`.
+
+use super::checks::{check_gpu, check_node, check_xids, Hook};
+use super::{Finding, GpuRef, Severity};
+use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
+use crate::xid::{self, checkpoint, XidEvent};
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::state::StateDir;
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Budget for dlopen + nvmlInit.
+const NVML_INIT_BUDGET: Duration = Duration::from_secs(2);
+
+/// Which GPUs, and since when XIDs count.
+pub struct GateRequest<'a> {
+    pub hook: Hook,
+    /// None: every GPU of the node.
+    pub gpus: Option<&'a [u32]>,
+    /// Per GPU (normalised PCI id) the last kmsg sequence already judged.
+    pub xid_after: &'a BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct GateResult {
+    pub findings: Vec<Finding>,
+    pub snapshots: Vec<GpuSnapshot>,
+    /// New XIDs on the checked GPUs (or on no known GPU).
+    pub xids: Vec<XidEvent>,
+    /// Highest kmsg sequence seen.
+    pub kmsg_last_seq: Option<u64>,
+    pub driver: Option<String>,
+    /// NVML could not be loaded and no NVIDIA GPU is on the PCI bus:
+    /// not a GPU node, nothing was checked.
+    pub no_gpus: bool,
+    pub elapsed: Duration,
+}
+
+enum Msg {
+    Stage(u32, Stage),
+    Done(u32, Box<GpuSnapshot>),
+}
+
+/// The job's GPU indexes this node does not have, as "4,5", if any.
+fn missing_job_gpus(requested: Option<&[u32]>, count: u32) -> Option<String> {
+    let missing: Vec<String> = requested?
+        .iter()
+        .filter(|i| **i >= count)
+        .map(u32::to_string)
+        .collect();
+    (!missing.is_empty()).then(|| slurm_imex_core::text::summarize_list(&missing, 256))
+}
+
+impl GateResult {
+    fn empty() -> GateResult {
+        GateResult {
+            findings: Vec::new(),
+            snapshots: Vec::new(),
+            xids: Vec::new(),
+            kmsg_last_seq: None,
+            driver: None,
+            no_gpus: false,
+            elapsed: Duration::ZERO,
+        }
+    }
+
+    /// Mark the XIDs this gate judged as judged, on the GPUs it read.
+    pub fn advance_checkpoint(&self, state: &StateDir) {
+        let pcis = self.snapshots.iter().map(|s| s.pci.as_str());
+        checkpoint::advance(state, self.kmsg_last_seq, pcis);
+    }
+}
+
+/// The gate between jobs (`slurm-imex check`): every GPU, XIDs since the
+/// node's checkpoint, which then advances (a reported XID is not reported
+/// again).
+pub fn check_now(cfg: &Config) -> Result<GateResult> {
+    let state = StateDir::of(cfg);
+    let checkpoint = checkpoint::load(&state);
+    let gate = run(
+        cfg,
+        &GateRequest {
+            hook: Hook::Check,
+            gpus: None,
+            xid_after: &checkpoint,
+        },
+    );
+    if gate.no_gpus {
+        return Err(Error::new(
+            "no NVIDIA GPU on this node (NVML not loadable, none on the PCI bus)",
+        ));
+    }
+    gate.advance_checkpoint(&state);
+    Ok(gate)
+}
+
+/// Run the gate: open NVML, read the GPUs (and the kernel log meanwhile),
+/// then judge what was read.
+pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
+    let started = Instant::now();
+    let deadline = started + cfg.health.gate_timeout.0;
+    let mut result = GateResult::empty();
+    let pci_count = pci_gpu_count(&cfg.health.pci_devices);
+    if let Some((reader, count)) = open_nvml(cfg, deadline, pci_count, &mut result) {
+        result.driver = reader.driver_version();
+        result.findings.extend(gpu_set_finding(req.gpus, count));
+        let gpus = job_gpus(req.gpus, count);
+        let readers = spawn_gpu_readers(&reader, &gpus);
+        // The kernel log, while the GPUs are being read.
+        let since = req.xid_after.values().copied().min().unwrap_or(0);
+        let kmsg = xid::read_since(&cfg.gpu.kmsg, since);
+        let (snapshots, timeouts) = collect_snapshots(readers, &gpus, deadline, cfg);
+        result.snapshots = snapshots;
+        result.findings.extend(timeouts);
+        for s in &result.snapshots {
+            result.findings.extend(check_gpu(s, &cfg.health, req.hook));
+        }
+        let driver = result.driver.as_deref();
+        let node = check_node(&cfg.health, count, pci_count, driver, &result.snapshots);
+        result.findings.extend(node);
+        judge_xids(cfg, req, since, kmsg, &mut result);
+    }
+    result.elapsed = started.elapsed();
+    result
+}
+
+/// dlopen + nvmlInit + the device count, bounded: a wedged driver can hang
+/// nvmlInit. None when there is nothing to read: a finding says why, or
+/// `no_gpus` when this is no GPU node at all.
+fn open_nvml(
+    cfg: &Config,
+    deadline: Instant,
+    pci_count: Option<u32>,
+    result: &mut GateResult,
+) -> Option<(GpuReader, u32)> {
+    let (tx, rx) = mpsc::channel();
+    let library = cfg.gpu.nvml_library.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(GpuReader::open(&library));
+    });
+    let budget = NVML_INIT_BUDGET.min(deadline.saturating_duration_since(Instant::now()));
+    let reader = match rx.recv_timeout(budget) {
+        Ok(Ok(reader)) => reader,
+        Ok(Err(_)) if pci_count == Some(0) => {
+            result.no_gpus = true;
+            return None;
+        }
+        Ok(Err(e)) => {
+            result
+                .findings
+                .push(Finding::node_drain("nvml_init", e.to_string()));
+            return None;
+        }
+        Err(_) => {
+            let detail = format!("NVML init did not finish within {NVML_INIT_BUDGET:?}");
+            result
+                .findings
+                .push(Finding::node_drain("nvml_init", detail));
+            return None;
+        }
+    };
+    match reader.device_count() {
+        Ok(count) => Some((reader, count)),
+        Err(e) => {
+            result
+                .findings
+                .push(Finding::node_drain("gpu_count", e.to_string()));
+            None
+        }
+    }
+}
+
+/// Slurm would hand the job a GPU this node does not have, so the job would
+/// run without it. Slurm's GPU inventory (gres.conf) and the node disagree,
+/// so the node drains until an admin reconciles them.
+fn gpu_set_finding(requested: Option<&[u32]>, count: u32) -> Option<Finding> {
+    let missing = missing_job_gpus(requested, count)?;
+    Some(Finding::node_drain(
+        "gpu_set",
+        format!(
+            "SLURM_JOB_GPUS lists GPU index(es) {missing} but NVML sees {count} GPU(s) \
+             (indexes 0-{}): a GPU is missing or gres.conf is wrong",
+            count.saturating_sub(1)
+        ),
+    ))
+}
+
+/// One reader thread per GPU; each reports every stage as it starts, then
+/// its snapshot. A thread stuck in a hung NVML call is left behind.
+fn spawn_gpu_readers(reader: &GpuReader, gpus: &[u32]) -> mpsc::Receiver<Msg> {
+    let (tx, rx) = mpsc::channel();
+    for &index in gpus {
+        let tx = tx.clone();
+        let reader = reader.clone();
+        std::thread::spawn(move || {
+            let progress_tx = tx.clone();
+            let snap = reader.snapshot(index, |stage| {
+                let _ = progress_tx.send(Msg::Stage(index, stage));
+            });
+            let _ = tx.send(Msg::Done(index, Box::new(snap)));
+        });
+    }
+    rx
+}
+
+/// The snapshots that arrived in time, in GPU order, and a drain finding
+/// for each GPU whose current stage overran its budget (or the gate's).
+fn collect_snapshots(
+    rx: mpsc::Receiver<Msg>,
+    gpus: &[u32],
+    deadline: Instant,
+    cfg: &Config,
+) -> (Vec<GpuSnapshot>, Vec<Finding>) {
+    let mut current: BTreeMap<u32, (Stage, Instant)> = gpus
+        .iter()
+        .map(|i| (*i, (Stage::Identity, Instant::now())))
+        .collect();
+    let mut done: BTreeMap<u32, GpuSnapshot> = BTreeMap::new();
+    let mut timeouts = Vec::new();
+    // The GPU whose current stage runs out of budget first.
+    let first_due = |current: &BTreeMap<u32, (Stage, Instant)>| {
+        current
+            .iter()
+            .map(|(gpu, (stage, since))| (*gpu, *stage, *since + stage.budget()))
+            .min_by_key(|(_, _, due)| *due)
+    };
+    while let Some((gpu, stage, due)) = first_due(&current) {
+        let now = Instant::now();
+        let stage_deadline = due.min(deadline);
+        if now >= stage_deadline {
+            let limit = if stage_deadline == deadline {
+                cfg.health.gate_timeout.0
+            } else {
+                stage.budget()
+            };
+            timeouts.push(stage_timeout(gpu, stage, limit));
+            current.remove(&gpu);
+            continue;
+        }
+        match rx.recv_timeout(stage_deadline - now) {
+            Ok(Msg::Stage(g, s)) => {
+                if let Some(c) = current.get_mut(&g) {
+                    *c = (s, Instant::now());
+                }
+            }
+            Ok(Msg::Done(g, snap)) => {
+                current.remove(&g);
+                done.insert(g, *snap);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    (done.into_values().collect(), timeouts)
+}
+
+fn stage_timeout(index: u32, stage: Stage, limit: Duration) -> Finding {
+    Finding {
+        check: stage.check_name().into(),
+        severity: Severity::Drain,
+        gpu: Some(GpuRef {
+            index,
+            serial: String::new(),
+            uuid: String::new(),
+        }),
+        detail: format!("check timed out after {limit:?} (NVML call hung)"),
+    }
+}
+
+/// Keep the XIDs that are new for the GPUs checked and judge them. A job's
+/// GPUs only; a whole-node check keeps every XID, also those of GPUs NVML
+/// no longer lists (fallen off the bus).
+fn judge_xids(
+    cfg: &Config,
+    req: &GateRequest,
+    since: u64,
+    kmsg: std::io::Result<(Vec<XidEvent>, u64)>,
+    result: &mut GateResult,
+) {
+    let (events, last) = match kmsg {
+        Ok(read) => read,
+        Err(e) => {
+            result.findings.push(Finding {
+                check: "xid".into(),
+                severity: Severity::Warn,
+                gpu: None,
+                detail: format!(
+                    "cannot read the kernel log {} ([gpu] kmsg): {e}",
+                    cfg.gpu.kmsg.display()
+                ),
+            });
+            return;
+        }
+    };
+    result.kmsg_last_seq = Some(last);
+    let checked: Vec<&str> = result.snapshots.iter().map(|s| s.pci.as_str()).collect();
+    result.xids = events
+        .into_iter()
+        .filter(|e| e.seq > req.xid_after.get(&e.pci).copied().unwrap_or(since))
+        .filter(|e| req.gpus.is_none() || checked.contains(&e.pci.as_str()))
+        .collect();
+    let findings = check_xids(&result.xids, &result.snapshots);
+    result.findings.extend(findings);
+}

@@ -1,0 +1,19 @@
+//! slurm-imex-gpu: everything that reads or judges the node's GPUs, and so
+//! the only crate besides its users that links NVML (loaded at run time from
+//! `[gpu] nvml_library`). The SPANK plugin never links it.
+//!
+//! - `nvml`: loading NVML and reading one snapshot per GPU, each stage
+//!   within its own time budget
+//! - `health`: findings, verdicts and drain reasons; the checks (one file per
+//!   subject) and the time-bounded gate that runs them
+//! - `xid`: XID lines of the kernel log, their catalog class, and the
+//!   checkpoint of XIDs already judged
+//! - `stats`: a job's per-GPU deltas between two snapshots
+//! - `drain`: what a drain finding does to the node, for the prolog, the
+//!   epilog and `slurm-imex check` alike
+
+pub mod drain;
+pub mod health;
+pub mod nvml;
+pub mod stats;
+pub mod xid;

@@ -1,0 +1,338 @@
+//! Reading GPUs through nvml-wrapper: library loading by configured path,
+//! and one snapshot per GPU taken in named stages, so the health gate can
+//! give each check its own time budget and name the one that hangs.
+
+use super::raw;
+use super::snapshot::*;
+use nvml_wrapper::enum_wrappers::device::{
+    EccCounter, MemoryError, PerformancePolicy, RetirementCause, TemperatureSensor,
+};
+use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
+use nvml_wrapper::enums::device::SampleValue;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::{Device, Nvml};
+use slurm_imex_core::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION.
+const FIELD_RECOVERY_ACTION: u32 = 230;
+/// NVML_NVLINK_MAX_LINKS in the 13.0 headers.
+const MAX_NVLINKS: u32 = 18;
+
+/// The reading stages, in order. Each maps to the health checks it feeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stage {
+    Identity,
+    Memory,
+    Recovery,
+    Fabric,
+    NvLink,
+    Processes,
+    Modes,
+    Counters,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 8] = [
+        Stage::Identity,
+        Stage::Memory,
+        Stage::Recovery,
+        Stage::Fabric,
+        Stage::NvLink,
+        Stage::Processes,
+        Stage::Modes,
+        Stage::Counters,
+    ];
+
+    /// The check name used in findings and drain reasons.
+    pub fn check_name(self) -> &'static str {
+        match self {
+            Stage::Identity => "gpu_identity",
+            Stage::Memory => "memory_health",
+            Stage::Recovery => "recovery_action",
+            Stage::Fabric => "fabric",
+            Stage::NvLink => "nvlink",
+            Stage::Processes => "leftover_processes",
+            Stage::Modes => "gpu_modes",
+            Stage::Counters => "counters",
+        }
+    }
+
+    /// Time budget of the stage on one GPU (reference/gpu-health.md (a),
+    /// with headroom). The fabric stage polls while training is IN_PROGRESS.
+    pub fn budget(self) -> std::time::Duration {
+        use std::time::Duration;
+        match self {
+            Stage::Identity => Duration::from_millis(500),
+            Stage::Memory => Duration::from_millis(500),
+            Stage::Recovery => Duration::from_millis(250),
+            Stage::Fabric => Duration::from_millis(2500),
+            Stage::NvLink => Duration::from_millis(500),
+            Stage::Processes => Duration::from_millis(500),
+            Stage::Modes => Duration::from_millis(500),
+            Stage::Counters => Duration::from_millis(500),
+        }
+    }
+}
+
+/// A loaded NVML, shareable across reader threads.
+#[derive(Clone)]
+pub struct GpuReader {
+    nvml: Arc<Nvml>,
+}
+
+fn reading<T>(r: std::result::Result<T, NvmlError>, lost: &mut bool) -> Reading<T> {
+    match r {
+        Ok(v) => Reading::Value(v),
+        Err(NvmlError::NotSupported) | Err(NvmlError::FunctionNotFound) => Reading::NotSupported,
+        Err(NvmlError::GpuLost) => {
+            *lost = true;
+            Reading::Failed("GPU is lost (fell off the bus)".into())
+        }
+        Err(e) => Reading::Failed(e.to_string()),
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl GpuReader {
+    /// dlopen the configured library and nvmlInit.
+    pub fn open(library: &Path) -> Result<GpuReader> {
+        let nvml = Nvml::builder()
+            .lib_path(library.as_os_str())
+            .init()
+            .map_err(|e| {
+                Error::new(format!(
+                    "NVML init failed with {} ([gpu] nvml_library): {e}",
+                    library.display()
+                ))
+            })?;
+        Ok(GpuReader {
+            nvml: Arc::new(nvml),
+        })
+    }
+
+    pub fn device_count(&self) -> Result<u32> {
+        self.nvml
+            .device_count()
+            .map_err(|e| Error::new(format!("nvmlDeviceGetCount failed: {e}")))
+    }
+
+    pub fn driver_version(&self) -> Option<String> {
+        self.nvml.sys_driver_version().ok()
+    }
+
+    /// Snapshot GPU `index`, calling `progress(stage)` as each stage starts.
+    pub fn snapshot(&self, index: u32, mut progress: impl FnMut(Stage)) -> GpuSnapshot {
+        let mut snap = GpuSnapshot {
+            index,
+            taken_at_ms: now_ms(),
+            ..GpuSnapshot::default()
+        };
+        progress(Stage::Identity);
+        let device = match self.nvml.device_by_index(index) {
+            Ok(d) => d,
+            Err(e) => {
+                snap.lost = matches!(e, NvmlError::GpuLost);
+                snap.uuid = format!("unknown-gpu{index}");
+                snap.compute_pids = Reading::Failed(format!("cannot open GPU {index}: {e}"));
+                return snap;
+            }
+        };
+        read_identity(&device, &mut snap);
+        progress(Stage::Memory);
+        read_memory(&device, &mut snap);
+        snap.remapped_rows = raw::remapped_rows(&self.nvml, &device);
+        progress(Stage::Recovery);
+        snap.recovery_action = read_recovery_action(&device, &mut snap.lost);
+        progress(Stage::Fabric);
+        snap.fabric = raw::fabric_info(&self.nvml, &device);
+        progress(Stage::NvLink);
+        snap.nvlink = read_nvlinks(&device, &mut snap.lost);
+        progress(Stage::Processes);
+        read_processes(&device, &mut snap);
+        progress(Stage::Modes);
+        read_modes(&device, &mut snap);
+        progress(Stage::Counters);
+        read_counters(&device, &mut snap);
+        snap.violation_ns = read_violations(&device);
+        snap
+    }
+}
+
+fn read_identity(device: &Device, snap: &mut GpuSnapshot) {
+    snap.uuid = device.uuid().unwrap_or_default();
+    snap.serial = device.serial().unwrap_or_default();
+    snap.name = device.name().unwrap_or_default();
+    match device.pci_info() {
+        Ok(p) => snap.pci = crate::xid::normalise_pci(&p.bus_id),
+        Err(NvmlError::GpuLost) => snap.lost = true,
+        Err(_) => {}
+    }
+}
+
+/// ECC counters and retired pages (row remapping is read through `raw`).
+fn read_memory(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    let ecc = |err, counter| device.total_ecc_errors(err, counter);
+    let counts = || {
+        Ok(EccCounts {
+            volatile_sbe: ecc(MemoryError::Corrected, EccCounter::Volatile)?,
+            volatile_dbe: ecc(MemoryError::Uncorrected, EccCounter::Volatile)?,
+            aggregate_sbe: ecc(MemoryError::Corrected, EccCounter::Aggregate)?,
+            aggregate_dbe: ecc(MemoryError::Uncorrected, EccCounter::Aggregate)?,
+        })
+    };
+    snap.ecc = reading(counts(), lost);
+    let retired = |cause| device.retired_pages(cause).map(|pages| pages.len() as u64);
+    let pages = || {
+        Ok(RetiredPages {
+            sbe: retired(RetirementCause::MultipleSingleBitEccErrors)?,
+            dbe: retired(RetirementCause::DoubleBitEccError)?,
+            pending: device.are_pages_pending_retired()?,
+        })
+    };
+    snap.retired_pages = reading(pages(), lost);
+}
+
+/// The driver's recovery action (a field value, NVML 570+).
+fn read_recovery_action(device: &Device, lost: &mut bool) -> Reading<u64> {
+    match device.field_values_for(&[FieldId(FIELD_RECOVERY_ACTION)]) {
+        Ok(mut v) if !v.is_empty() => match v.remove(0).map(|s| s.value) {
+            Ok(Ok(value)) => Reading::Value(sample_u64(value)),
+            Ok(Err(e)) | Err(e) => reading(Err(e), lost),
+        },
+        Ok(_) => Reading::NotSupported,
+        Err(e) => reading(Err(e), lost),
+    }
+}
+
+/// Compute processes now, and per-process accounting when it is enabled.
+fn read_processes(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    let pids = device
+        .running_compute_processes()
+        .map(|p| p.into_iter().map(|p| p.pid).collect());
+    snap.compute_pids = reading(pids, lost);
+    let account = |pid: &u32| {
+        let s = device.accounting_stats_for(*pid).ok()?;
+        Some(ProcessAccounting {
+            pid: *pid,
+            gpu_util: s.gpu_utilization,
+            mem_util: s.memory_utilization,
+            max_memory_bytes: s.max_memory_usage,
+            time_ms: s.time,
+        })
+    };
+    snap.accounting = match device.is_accounting_enabled() {
+        Ok(true) => reading(device.accounting_pids(), lost)
+            .map_value(|pids| pids.iter().filter_map(account).collect()),
+        Ok(false) => Reading::NotSupported,
+        Err(e) => reading(Err(e), lost),
+    };
+}
+
+fn read_modes(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    snap.persistence = reading(device.is_in_persistent_mode(), lost);
+    snap.ecc_enabled = reading(device.is_ecc_enabled().map(|m| m.currently_enabled), lost);
+    snap.mig_enabled = reading(device.mig_mode().map(|m| m.current == 1), lost);
+    snap.inforom_valid = match device.validate_info_rom() {
+        Ok(()) => Reading::Value(true),
+        Err(NvmlError::CorruptedInfoROM) => Reading::Value(false),
+        Err(e) => reading(Err(e), lost),
+    };
+}
+
+fn read_counters(device: &Device, snap: &mut GpuSnapshot) {
+    let lost = &mut snap.lost;
+    snap.energy_mj = reading(device.total_energy_consumption(), lost);
+    snap.pcie_replays = reading(device.pcie_replay_counter().map(u64::from), lost);
+    snap.throttle_reasons = reading(device.current_throttle_reasons().map(|r| r.bits()), lost);
+    snap.temperature_c = reading(device.temperature(TemperatureSensor::Gpu), lost);
+    let width = || {
+        Ok(PcieWidth {
+            current: device.current_pcie_link_width()?,
+            max: device.max_pcie_link_width()?,
+        })
+    };
+    snap.pcie_width = reading(width(), lost);
+}
+
+/// Time spent throttled, per reason (ns); reasons the GPU lacks are absent.
+fn read_violations(device: &Device) -> BTreeMap<String, u64> {
+    let mut violations = BTreeMap::new();
+    for (name, policy) in [
+        ("power", PerformancePolicy::Power),
+        ("thermal", PerformancePolicy::Thermal),
+        ("sync_boost", PerformancePolicy::SyncBoost),
+        ("board_limit", PerformancePolicy::BoardLimit),
+        ("low_utilization", PerformancePolicy::LowUtilization),
+        ("reliability", PerformancePolicy::Reliability),
+    ] {
+        if let Ok(v) = device.violation_status(policy) {
+            violations.insert(name.to_string(), v.violation_time);
+        }
+    }
+    violations
+}
+
+fn sample_u64(v: SampleValue) -> u64 {
+    match v {
+        SampleValue::U32(x) => x as u64,
+        SampleValue::U64(x) => x,
+        SampleValue::I64(x) => x.max(0) as u64,
+        SampleValue::F64(x) => x.max(0.0) as u64,
+    }
+}
+
+fn read_nvlinks(device: &Device, lost: &mut bool) -> Reading<Vec<LinkState>> {
+    let mut links = Vec::new();
+    for link in 0..MAX_NVLINKS {
+        let l = device.link_wrapper_for(link);
+        match l.is_active() {
+            Ok(active) => {
+                let count = |c| l.error_counter(c).unwrap_or(0);
+                links.push(LinkState {
+                    link,
+                    active,
+                    crc_flit: count(ErrorCounter::DlCrcFlit),
+                    crc_data: count(ErrorCounter::DlCrcData),
+                    replay: count(ErrorCounter::DlReplay),
+                    recovery: count(ErrorCounter::DlRecovery),
+                });
+            }
+            Err(NvmlError::NotSupported)
+            | Err(NvmlError::InvalidArg)
+            | Err(NvmlError::FunctionNotFound) => break,
+            Err(e) => return reading(Err(e), lost),
+        }
+    }
+    if links.is_empty() {
+        Reading::NotSupported
+    } else {
+        Reading::Value(links)
+    }
+}
+
+trait MapValue<T> {
+    fn map_value<U>(self, f: impl FnOnce(T) -> U) -> Reading<U>;
+}
+
+impl<T> MapValue<T> for Reading<T> {
+    fn map_value<U>(self, f: impl FnOnce(T) -> U) -> Reading<U> {
+        match self {
+            Reading::Value(v) => Reading::Value(f(v)),
+            Reading::NotSupported => Reading::NotSupported,
+            Reading::Failed(e) => Reading::Failed(e),
+        }
+    }
+}

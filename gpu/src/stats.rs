@@ -1,0 +1,309 @@
+//! Per-job GPU statistics: the difference between the prolog's and the
+//! epilog's snapshot of each GPU, with counter resets detected (energy and
+//! volatile ECC restart at driver load) and unsupported counters left
+//! unknown rather than zero.
+
+use crate::nvml::snapshot::{GpuSnapshot, LinkState, ProcessAccounting, Reading};
+use crate::xid::XidEvent;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A counter's change over the job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delta {
+    /// None when either end was not readable / not supported.
+    pub value: Option<u64>,
+    /// The counter went backwards (driver reload): `value` counts only
+    /// since the reset, a lower bound.
+    pub reset: bool,
+}
+
+pub fn delta(start: Option<u64>, end: Option<u64>) -> Delta {
+    match (start, end) {
+        (Some(s), Some(e)) if e >= s => Delta {
+            value: Some(e - s),
+            reset: false,
+        },
+        (Some(_), Some(e)) => Delta {
+            value: Some(e),
+            reset: true,
+        },
+        _ => Delta::default(),
+    }
+}
+
+fn read<T: Copy>(r: &Reading<T>) -> Option<T> {
+    r.value().copied()
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuJobStats {
+    pub index: u32,
+    pub uuid: String,
+    pub serial: String,
+    pub pci: String,
+    pub name: String,
+    pub energy_mj: Delta,
+    pub ecc_sbe: Delta,
+    pub ecc_dbe: Delta,
+    pub retired_pages: Delta,
+    pub remapped_correctable: Delta,
+    pub remapped_uncorrectable: Delta,
+    pub remap_pending_end: Option<bool>,
+    pub remap_failure_end: Option<bool>,
+    pub pcie_replays: Delta,
+    /// Throttle (violation) time per reason over the job, ns.
+    pub throttle_ns: BTreeMap<String, u64>,
+    /// NVLink error counters over the job, summed over links.
+    pub nvlink_errors: BTreeMap<String, u64>,
+    /// Processes that ran during the job (accounting mode only).
+    pub processes: Vec<ProcessAccounting>,
+    pub max_memory_bytes: Option<u64>,
+    pub xids: Vec<XidEvent>,
+}
+
+/// Stats of one GPU between two snapshots; `start` is None when the prolog
+/// left no snapshot (then only end-of-job state is known).
+pub fn gpu_job_stats(
+    start: Option<&GpuSnapshot>,
+    end: &GpuSnapshot,
+    xids: &[XidEvent],
+) -> GpuJobStats {
+    let s = |f: &dyn Fn(&GpuSnapshot) -> Option<u64>| start.and_then(f);
+    let ecc = |f: fn(&crate::nvml::snapshot::EccCounts) -> u64| {
+        move |g: &GpuSnapshot| g.ecc.value().map(f)
+    };
+    let sbe = ecc(|e| e.volatile_sbe);
+    let dbe = ecc(|e| e.volatile_dbe);
+    let pages = |g: &GpuSnapshot| g.retired_pages.value().map(|p| p.sbe + p.dbe);
+    let corr = |g: &GpuSnapshot| g.remapped_rows.value().map(|r| r.correctable);
+    let unc = |g: &GpuSnapshot| g.remapped_rows.value().map(|r| r.uncorrectable);
+    let processes = new_processes(start, end);
+    GpuJobStats {
+        index: end.index,
+        uuid: end.uuid.clone(),
+        serial: end.serial.clone(),
+        pci: end.pci.clone(),
+        name: end.name.clone(),
+        energy_mj: delta(s(&|g| read(&g.energy_mj)), read(&end.energy_mj)),
+        ecc_sbe: delta(s(&sbe), sbe(end)),
+        ecc_dbe: delta(s(&dbe), dbe(end)),
+        retired_pages: delta(s(&pages), pages(end)),
+        remapped_correctable: delta(s(&corr), corr(end)),
+        remapped_uncorrectable: delta(s(&unc), unc(end)),
+        remap_pending_end: end.remapped_rows.value().map(|r| r.pending),
+        remap_failure_end: end.remapped_rows.value().map(|r| r.failure),
+        pcie_replays: delta(s(&|g| read(&g.pcie_replays)), read(&end.pcie_replays)),
+        throttle_ns: throttle_deltas(start, end),
+        nvlink_errors: nvlink_error_deltas(start, end),
+        max_memory_bytes: processes.iter().filter_map(|p| p.max_memory_bytes).max(),
+        processes,
+        xids: xids.iter().filter(|x| x.pci == end.pci).cloned().collect(),
+    }
+}
+
+/// Time throttled during the job, per reason (ns).
+fn throttle_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeMap<String, u64> {
+    let mut throttle_ns = BTreeMap::new();
+    let Some(start) = start else {
+        return throttle_ns;
+    };
+    for (reason, end_ns) in &end.violation_ns {
+        let begin_ns = start.violation_ns.get(reason).copied();
+        if let Some(d) = delta(begin_ns, Some(*end_ns)).value {
+            throttle_ns.insert(reason.clone(), d);
+        }
+    }
+    throttle_ns
+}
+
+/// NVLink error counters during the job, summed over the GPU's links.
+fn nvlink_error_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeMap<String, u64> {
+    let mut nvlink_errors = BTreeMap::new();
+    let (Some(Reading::Value(before)), Reading::Value(after)) =
+        (start.map(|s| &s.nvlink), &end.nvlink)
+    else {
+        return nvlink_errors;
+    };
+    type Counter = fn(&LinkState) -> u64;
+    let sum = |links: &[LinkState], counter: Counter| links.iter().map(counter).sum::<u64>();
+    let counters: [(&str, Counter); 4] = [
+        ("crc_flit", |l| l.crc_flit),
+        ("crc_data", |l| l.crc_data),
+        ("replay", |l| l.replay),
+        ("recovery", |l| l.recovery),
+    ];
+    for (name, counter) in counters {
+        if let Some(d) = delta(Some(sum(before, counter)), Some(sum(after, counter))).value {
+            nvlink_errors.insert(name.to_string(), d);
+        }
+    }
+    nvlink_errors
+}
+
+/// The processes accounting saw on the GPU by the end that it had not seen
+/// at the start: the job's.
+fn new_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessAccounting> {
+    let before: Vec<u32> = start
+        .and_then(|s| s.accounting.value())
+        .map(|a| a.iter().map(|p| p.pid).collect())
+        .unwrap_or_default();
+    end.accounting
+        .value()
+        .map(|a| {
+            a.iter()
+                .filter(|p| !before.contains(&p.pid))
+                .copied()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nvml::snapshot::*;
+
+    fn snap(energy: Reading<u64>, dbe: u64, replays: u64) -> GpuSnapshot {
+        GpuSnapshot {
+            index: 0,
+            uuid: "GPU-a".into(),
+            serial: "s".into(),
+            pci: "0000:1a:00".into(),
+            energy_mj: energy,
+            ecc: Reading::Value(EccCounts {
+                volatile_dbe: dbe,
+                volatile_sbe: 3,
+                ..Default::default()
+            }),
+            pcie_replays: Reading::Value(replays),
+            violation_ns: [("power".to_string(), 1_000u64)].into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn counter_deltas_and_resets() {
+        assert_eq!(
+            delta(Some(10), Some(15)),
+            Delta {
+                value: Some(5),
+                reset: false
+            }
+        );
+        assert_eq!(
+            delta(Some(10), Some(4)),
+            Delta {
+                value: Some(4),
+                reset: true
+            }
+        );
+        assert_eq!(delta(None, Some(4)), Delta::default());
+        assert_eq!(delta(Some(4), None), Delta::default());
+        assert_eq!(delta(Some(0), Some(0)).value, Some(0));
+    }
+
+    #[test]
+    fn job_stats_between_snapshots() {
+        let a = snap(Reading::Value(1_000_000), 0, 5);
+        let mut b = snap(Reading::Value(1_750_000), 2, 9);
+        b.violation_ns.insert("power".into(), 4_000);
+        b.violation_ns.insert("thermal".into(), 50); // not in start: unknown, not counted
+        let st = gpu_job_stats(Some(&a), &b, &[]);
+        assert_eq!(
+            st.energy_mj,
+            Delta {
+                value: Some(750_000),
+                reset: false
+            }
+        );
+        assert_eq!(st.ecc_dbe.value, Some(2));
+        assert_eq!(st.ecc_sbe.value, Some(0));
+        assert_eq!(st.pcie_replays.value, Some(4));
+        assert_eq!(st.throttle_ns, [("power".to_string(), 3_000u64)].into());
+    }
+
+    #[test]
+    fn energy_reset_and_missing_fields() {
+        let a = snap(Reading::Value(9_000_000), 0, 0);
+        let b = snap(Reading::Value(200), 0, 0);
+        assert_eq!(
+            gpu_job_stats(Some(&a), &b, &[]).energy_mj,
+            Delta {
+                value: Some(200),
+                reset: true
+            }
+        );
+        // NOT_SUPPORTED energy: unknown, never zero.
+        let c = snap(Reading::NotSupported, 0, 0);
+        assert_eq!(gpu_job_stats(Some(&a), &c, &[]).energy_mj.value, None);
+        // No prolog snapshot: nothing to diff, end state still known.
+        let mut d = snap(Reading::Value(5), 0, 0);
+        d.remapped_rows = Reading::Value(RemappedRows {
+            pending: true,
+            ..Default::default()
+        });
+        let st = gpu_job_stats(None, &d, &[]);
+        assert_eq!(st.energy_mj.value, None);
+        assert_eq!(st.remap_pending_end, Some(true));
+    }
+
+    #[test]
+    fn nvlink_processes_and_xids() {
+        let mut a = snap(Reading::Value(0), 0, 0);
+        let mut b = snap(Reading::Value(0), 0, 0);
+        a.nvlink = Reading::Value(vec![
+            LinkState {
+                link: 0,
+                active: true,
+                crc_flit: 5,
+                ..Default::default()
+            },
+            LinkState {
+                link: 1,
+                active: true,
+                replay: 1,
+                ..Default::default()
+            },
+        ]);
+        b.nvlink = Reading::Value(vec![
+            LinkState {
+                link: 0,
+                active: true,
+                crc_flit: 9,
+                ..Default::default()
+            },
+            LinkState {
+                link: 1,
+                active: true,
+                replay: 4,
+                ..Default::default()
+            },
+        ]);
+        let old = ProcessAccounting {
+            pid: 1,
+            max_memory_bytes: Some(9),
+            ..Default::default()
+        };
+        let new = ProcessAccounting {
+            pid: 2,
+            gpu_util: Some(80),
+            max_memory_bytes: Some(1 << 30),
+            time_ms: 500,
+            ..Default::default()
+        };
+        a.accounting = Reading::Value(vec![old]);
+        b.accounting = Reading::Value(vec![old, new]);
+        let x = crate::xid::parse_line("NVRM: Xid (PCI:0000:1a:00): 13, pid=2, name=a, boom", 7)
+            .unwrap();
+        let other =
+            crate::xid::parse_line("NVRM: Xid (PCI:0000:2a:00): 13, pid=2, name=a, boom", 8)
+                .unwrap();
+        let st = gpu_job_stats(Some(&a), &b, &[x.clone(), other]);
+        assert_eq!(st.nvlink_errors["crc_flit"], 4);
+        assert_eq!(st.nvlink_errors["replay"], 3);
+        assert_eq!(st.processes, vec![new]);
+        assert_eq!(st.max_memory_bytes, Some(1 << 30));
+        assert_eq!(st.xids, vec![x]);
+    }
+}

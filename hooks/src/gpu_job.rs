@@ -1,0 +1,221 @@
+//! The GPU side of every job's prolog and epilog, judge and record only:
+//! the health gate before the job and its start snapshot (kept in the state
+//! directory), and after the job the end snapshot, per-GPU deltas, XIDs
+//! logged during the job, the post-job verdict and the database record. What
+//! a verdict does to the node is `slurm_imex_gpu::drain`'s, called by the
+//! lifecycle. A database that is corrupt or full is logged and skipped: it
+//! never fails a job or drains a node.
+
+use serde::{Deserialize, Serialize};
+use slurm_imex_core::config::{Config, GpuJobs};
+use slurm_imex_core::error::Result;
+use slurm_imex_core::fsutil::remove_if_exists;
+use slurm_imex_core::hook::Hook;
+use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_core::state::StateDir;
+use slurm_imex_core::timespec::now_s;
+use slurm_imex_gpu::health::gate::{self, GateRequest, GateResult};
+use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Severity, Verdict};
+use slurm_imex_gpu::nvml::GpuSnapshot;
+use slurm_imex_gpu::stats::gpu_job_stats;
+use slurm_imex_gpu::xid::checkpoint::{self, Checkpoint};
+use slurm_imex_jobdb::write::{GpuRecord, HookVerdict, JobRow};
+use slurm_imex_jobdb::JobDb;
+
+/// What the prolog leaves for the epilog (state_dir/gpu-jobs/<job>.json).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StartState {
+    pub job_id: u32,
+    pub start_ts: i64,
+    pub kmsg_seq: Option<u64>,
+    pub snapshots: Vec<GpuSnapshot>,
+    pub prolog: HookVerdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuOutcome {
+    /// Not a GPU job, or no GPU on this node.
+    Skipped(&'static str),
+    Done {
+        verdict: Verdict,
+        /// Set when the verdict is DRAIN.
+        drain_reason: Option<String>,
+        warnings: Vec<String>,
+    },
+}
+
+fn is_gpu_job(job: &JobEnv, cfg: &Config) -> bool {
+    cfg.health.enabled && (cfg.health.gpu_jobs == GpuJobs::All || job.gpus.is_some())
+}
+
+fn reasons(findings: &[Finding], severity: Severity) -> Vec<String> {
+    findings
+        .iter()
+        .filter(|f| f.severity == severity)
+        .map(Finding::reason)
+        .collect()
+}
+
+fn all_reasons(findings: &[Finding]) -> Vec<String> {
+    let mut r = reasons(findings, Severity::Drain);
+    r.extend(reasons(findings, Severity::Warn));
+    r
+}
+
+/// The quick health gate before a job; keeps the start snapshot.
+pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
+    if !is_gpu_job(job, cfg) {
+        return GpuOutcome::Skipped("not a GPU job");
+    }
+    let state = StateDir::of(cfg);
+    let checkpoint = checkpoint::load(&state);
+    let gate = gate::run(
+        cfg,
+        &GateRequest {
+            hook: Hook::Prolog,
+            gpus: job.gpus.as_deref(),
+            xid_after: &checkpoint,
+        },
+    );
+    if gate.no_gpus {
+        return GpuOutcome::Skipped("no NVIDIA GPU on this node");
+    }
+    let verdict = verdict_of(&gate.findings);
+    let start = StartState {
+        job_id: job.job_id,
+        start_ts: now_s(),
+        kmsg_seq: gate.kmsg_last_seq,
+        snapshots: gate.snapshots.clone(),
+        prolog: HookVerdict {
+            verdict,
+            reasons: all_reasons(&gate.findings),
+            ms: gate.elapsed.as_millis() as u64,
+        },
+    };
+    if let Err(e) = state.write_json(&state.gpu_start_path(job.job_id), &start) {
+        tracing::warn!(
+            "cannot keep the start snapshot, the epilog will record end state only: {e}"
+        );
+    }
+    gate.advance_checkpoint(&state);
+    GpuOutcome::Done {
+        verdict,
+        drain_reason: drain_reason(&gate.findings),
+        warnings: reasons(&gate.findings, Severity::Warn),
+    }
+}
+
+/// After the job: deltas, XIDs during the job, post-job verdict, record.
+/// Also returns the row it recorded (for the journal event).
+pub fn epilog(job: &JobEnv, cfg: &Config) -> (GpuOutcome, Option<JobRow>) {
+    let state = StateDir::of(cfg);
+    let path = state.gpu_start_path(job.job_id);
+    let start: Option<StartState> = state.read_json(&path, "start snapshot");
+    if start.is_none() && !is_gpu_job(job, cfg) {
+        return (GpuOutcome::Skipped("not a GPU job"), None);
+    }
+    let checkpoint = xids_judged_before(&state, start.as_ref());
+    let request = GateRequest {
+        hook: Hook::Epilog,
+        gpus: job.gpus.as_deref(),
+        xid_after: &checkpoint,
+    };
+    let gate = gate::run(cfg, &request);
+    if gate.no_gpus && start.is_none() {
+        return (GpuOutcome::Skipped("no NVIDIA GPU on this node"), None);
+    }
+    let row = job_row(job, start.as_ref(), &gate);
+    if let Err(e) = record(cfg, &row) {
+        slurm_imex_core::logging::report_error(&format!(
+            "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
+            job.job_id
+        ));
+    }
+    gate.advance_checkpoint(&state);
+    if let Err(e) = remove_if_exists(&path) {
+        tracing::warn!("{e}");
+    }
+    let outcome = GpuOutcome::Done {
+        verdict: verdict_of(&gate.findings),
+        drain_reason: drain_reason(&gate.findings),
+        warnings: reasons(&gate.findings, Severity::Warn),
+    };
+    (outcome, Some(row))
+}
+
+/// XIDs during the job: everything after the prolog's kmsg position, or
+/// after the node's checkpoint when the prolog left none.
+fn xids_judged_before(state: &StateDir, start: Option<&StartState>) -> Checkpoint {
+    match start.and_then(|s| s.kmsg_seq.map(|seq| (s, seq))) {
+        Some((start, seq)) => start
+            .snapshots
+            .iter()
+            .map(|g| (g.pci.clone(), seq))
+            .collect(),
+        None => checkpoint::load(state),
+    }
+}
+
+/// The job's database row from the prolog's start state and the epilog's
+/// gate: per GPU, the job's deltas and its own findings.
+fn job_row(job: &JobEnv, start: Option<&StartState>, gate: &GateResult) -> JobRow {
+    let gpus = gate
+        .snapshots
+        .iter()
+        .map(|end| {
+            let begin = start.and_then(|s| s.snapshots.iter().find(|g| g.uuid == end.uuid));
+            let mine: Vec<Finding> = gate
+                .findings
+                .iter()
+                .filter(|f| f.gpu.as_ref().is_some_and(|g| g.index == end.index))
+                .cloned()
+                .collect();
+            GpuRecord {
+                stats: gpu_job_stats(begin, end, &gate.xids),
+                verdict: verdict_of(&mine),
+                reasons: all_reasons(&mine),
+            }
+        })
+        .collect();
+    let mut reasons = all_reasons(&gate.findings);
+    if start.is_none() {
+        reasons.push(
+            "unknown: no usable start snapshot from the prolog, so per-job deltas (energy, ECC, \
+             replays) are not known"
+                .into(),
+        );
+    }
+    JobRow {
+        job_id: job.job_id,
+        node: job.node_name.clone(),
+        user: job.user.clone(),
+        uid: job.uid,
+        start_ts: start.map_or_else(now_s, |s| s.start_ts),
+        end_ts: Some(now_s()),
+        imex: job.imex_requested,
+        prolog: start.map(|s| s.prolog.clone()),
+        epilog: Some(HookVerdict {
+            verdict: verdict_of(&gate.findings),
+            reasons,
+            ms: gate.elapsed.as_millis() as u64,
+        }),
+        gpus,
+    }
+}
+
+fn record(cfg: &Config, row: &JobRow) -> Result<()> {
+    let mut db = JobDb::open(&cfg.database.path, cfg.database.busy_timeout.0)?;
+    db.record_job(row)?;
+    let retention = cfg.database.retention.0;
+    if retention.is_zero() {
+        return Ok(()); // 0: keep every record forever
+    }
+    let now = now_s();
+    let age = i64::try_from(retention.as_secs()).unwrap_or(i64::MAX);
+    // Never the job just recorded, whatever the clock or the retention says.
+    let cutoff = now.saturating_sub(age).min(row.start_ts);
+    if let Err(e) = db.prune(cutoff, now, 86_400) {
+        tracing::warn!("retention pruning failed: {e}");
+    }
+    Ok(())
+}

@@ -1,0 +1,371 @@
+//! The local job database (SQLite, one per node): opening it safely
+//! (root-owned files, no group/world write, no symlinks), WAL with a busy
+//! timeout so concurrent prologs and epilogs never fail on a lock, and the
+//! versioned schema with its migrations. Writes are in `crate::write`, reads
+//! in `crate::query`.
+
+/// Why the epilog cannot write the database at `path` right now, if it
+/// cannot: its filesystem is read-only or (nearly) full. For the CLI, which
+/// can still read what is there.
+pub fn storage_problem(path: &Path) -> Option<String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let st = nix::sys::statvfs::statvfs(dir).ok()?;
+    if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
+        return Some(format!(
+            "{} is on a read-only filesystem: the epilog cannot record jobs (remount it read-write)",
+            dir.display()
+        ));
+    }
+    let free = (st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64);
+    (free < 256 * 1024).then(|| {
+        format!(
+            "the filesystem of {} has only {} KiB free: the epilog cannot record jobs (free space)",
+            dir.display(),
+            free / 1024
+        )
+    })
+}
+
+use rusqlite::Connection;
+use slurm_imex_core::error::{Error, Result};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Schema migrations; index + 1 is the `PRAGMA user_version` they lead to.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // v1
+    r#"
+    CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        job_id INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        user TEXT,
+        uid INTEGER,
+        start_ts INTEGER NOT NULL,
+        end_ts INTEGER,
+        imex INTEGER NOT NULL DEFAULT 0,
+        verdict TEXT NOT NULL,
+        prolog_verdict TEXT,
+        prolog_reasons TEXT,
+        prolog_ms INTEGER,
+        epilog_verdict TEXT,
+        epilog_reasons TEXT,
+        epilog_ms INTEGER,
+        UNIQUE (job_id, node, start_ts)
+    );
+    CREATE INDEX jobs_start ON jobs (start_ts);
+    CREATE INDEX jobs_job ON jobs (job_id);
+    CREATE TABLE job_gpus (
+        id INTEGER PRIMARY KEY,
+        job_row INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        gpu_index INTEGER NOT NULL,
+        uuid TEXT NOT NULL,
+        serial TEXT NOT NULL,
+        pci TEXT NOT NULL,
+        name TEXT,
+        energy_mj INTEGER,
+        energy_reset INTEGER NOT NULL DEFAULT 0,
+        ecc_sbe INTEGER,
+        ecc_dbe INTEGER,
+        retired_pages INTEGER,
+        remapped_correctable INTEGER,
+        remapped_uncorrectable INTEGER,
+        remap_pending_end INTEGER,
+        remap_failure_end INTEGER,
+        pcie_replays INTEGER,
+        throttle_ns TEXT,
+        nvlink_errors TEXT,
+        max_memory_bytes INTEGER,
+        xid_count INTEGER NOT NULL DEFAULT 0,
+        xids_drain_class INTEGER NOT NULL DEFAULT 0,
+        xids_restart_app INTEGER NOT NULL DEFAULT 0,
+        verdict TEXT NOT NULL,
+        reasons TEXT
+    );
+    CREATE INDEX job_gpus_job ON job_gpus (job_row);
+    CREATE INDEX job_gpus_serial ON job_gpus (serial);
+    CREATE INDEX job_gpus_uuid ON job_gpus (uuid);
+    CREATE TABLE xid_events (
+        id INTEGER PRIMARY KEY,
+        job_row INTEGER REFERENCES jobs (id) ON DELETE CASCADE,
+        node TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        pci TEXT NOT NULL,
+        serial TEXT,
+        xid INTEGER NOT NULL,
+        bucket TEXT NOT NULL,
+        drain_class INTEGER NOT NULL,
+        pid INTEGER,
+        process TEXT,
+        message TEXT
+    );
+    CREATE INDEX xid_events_job ON xid_events (job_row);
+    CREATE TABLE processes (
+        id INTEGER PRIMARY KEY,
+        job_row INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+        serial TEXT,
+        pid INTEGER NOT NULL,
+        gpu_util INTEGER,
+        mem_util INTEGER,
+        max_memory_bytes INTEGER,
+        time_ms INTEGER
+    );
+    CREATE INDEX processes_job ON processes (job_row);
+    -- Lifetime totals per board (kept when old job rows are pruned).
+    CREATE TABLE gpu_totals (
+        serial TEXT PRIMARY KEY,
+        uuid TEXT NOT NULL,
+        last_node TEXT NOT NULL,
+        last_seen INTEGER NOT NULL,
+        jobs INTEGER NOT NULL DEFAULT 0,
+        drains INTEGER NOT NULL DEFAULT 0,
+        warns INTEGER NOT NULL DEFAULT 0,
+        energy_mj INTEGER NOT NULL DEFAULT 0,
+        xids INTEGER NOT NULL DEFAULT 0,
+        xids_drain_class INTEGER NOT NULL DEFAULT 0,
+        xids_restart_app INTEGER NOT NULL DEFAULT 0,
+        xids_other INTEGER NOT NULL DEFAULT 0
+    );
+    -- Per-board daily sums (UTC day of job start), so `gpus --since` reads
+    -- whole days from here and only the partial first day from job_gpus.
+    CREATE TABLE gpu_daily (
+        serial TEXT NOT NULL,
+        day INTEGER NOT NULL,
+        uuid TEXT NOT NULL,
+        last_node TEXT NOT NULL,
+        last_seen INTEGER NOT NULL,
+        jobs INTEGER NOT NULL DEFAULT 0,
+        drains INTEGER NOT NULL DEFAULT 0,
+        warns INTEGER NOT NULL DEFAULT 0,
+        energy_mj INTEGER NOT NULL DEFAULT 0,
+        xids INTEGER NOT NULL DEFAULT 0,
+        xids_drain_class INTEGER NOT NULL DEFAULT 0,
+        xids_restart_app INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (serial, day)
+    );
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    "#,
+    // v2: lifetime counters the Prometheus export needs (metrics.rs), kept
+    // like gpu_totals when job rows are pruned; backfilled from what v1 kept.
+    r#"
+    ALTER TABLE gpu_totals ADD COLUMN pci TEXT NOT NULL DEFAULT '';
+    ALTER TABLE gpu_totals ADD COLUMN remapped_rows INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN ecc_dbe INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN retired_pages INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN energy_resets INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE gpu_totals ADD COLUMN last_verdict TEXT NOT NULL DEFAULT 'PASS';
+    ALTER TABLE gpu_totals ADD COLUMN remap_pending INTEGER NOT NULL DEFAULT 0;
+    -- Per board, per XID catalog class ('xid') and per throttle reason ('throttle_ns').
+    CREATE TABLE gpu_counters (
+        serial TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        value INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (serial, kind, key)
+    );
+    UPDATE gpu_totals SET
+        pci = COALESCE((SELECT g.pci FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial ORDER BY g.id DESC LIMIT 1), ''),
+        remapped_rows = COALESCE((SELECT SUM(COALESCE(g.remapped_correctable, 0) + COALESCE(g.remapped_uncorrectable, 0)) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0),
+        ecc_dbe = COALESCE((SELECT SUM(g.ecc_dbe) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0),
+        retired_pages = COALESCE((SELECT SUM(g.retired_pages) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0),
+        energy_resets = COALESCE((SELECT SUM(g.energy_reset) FROM job_gpus g WHERE CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END = gpu_totals.serial), 0);
+    INSERT INTO gpu_counters (serial, kind, key, value)
+        SELECT COALESCE(serial, pci), 'xid', LOWER(bucket), COUNT(*) FROM xid_events GROUP BY 1, 3;
+    "#,
+];
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub struct JobDb {
+    pub(crate) conn: Connection,
+    path: PathBuf,
+}
+
+pub(crate) fn err(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(format!("job database {}: {what}: {e}", path.display()))
+}
+
+/// Refuse files an unprivileged user could have planted or can modify.
+fn check_ownership(path: &Path, what: &str) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(err(path, "cannot stat", e)),
+    };
+    let euid = nix::unistd::geteuid().as_raw();
+    if meta.file_type().is_symlink() {
+        return Err(Error::new(format!(
+            "job database {} {what} is a symlink: refusing to follow it",
+            path.display()
+        )));
+    }
+    if meta.uid() != euid {
+        return Err(Error::new(format!(
+            "job database {} {what} is owned by uid {}, not {euid}: refusing it (chown it or remove it)",
+            path.display(),
+            meta.uid()
+        )));
+    }
+    if meta.permissions().mode() & 0o022 != 0 {
+        return Err(Error::new(format!(
+            "job database {} {what} has mode {:o}, writable by others: refusing it (chmod go-w)",
+            path.display(),
+            meta.permissions().mode() & 0o7777
+        )));
+    }
+    Ok(())
+}
+
+impl JobDb {
+    /// Open (creating if needed) with safe permissions, WAL, busy timeout,
+    /// foreign keys, and the schema migrated to the current version.
+    pub fn open(path: &Path, busy_timeout: Duration) -> Result<JobDb> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.exists() {
+                slurm_imex_core::fsutil::ensure_dir(dir, 0o700)?;
+            }
+            check_ownership(dir, "directory")?;
+        }
+        check_ownership(path, "file")?;
+        let existed = path.exists();
+        let conn = Connection::open(path).map_err(|e| err(path, "cannot open", e))?;
+        if !existed {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| err(path, "cannot chmod", e))?;
+        }
+        conn.busy_timeout(busy_timeout)
+            .map_err(|e| err(path, "cannot set busy timeout", e))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(|e| err(path, "cannot enable WAL (corrupt or not a database?)", e))?;
+        // FULL: every commit is fsynced, so a record the epilog wrote survives a crash.
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(|e| err(path, "pragma synchronous", e))?;
+        conn.pragma_update(None, "foreign_keys", "ON")
+            .map_err(|e| err(path, "pragma foreign_keys", e))?;
+        let mut db = JobDb {
+            conn,
+            path: path.to_path_buf(),
+        };
+        db.migrate()?;
+        Ok(db)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| err(&path, "cannot read the schema version (corrupt?)", e))?;
+        if version > SCHEMA_VERSION {
+            return Err(Error::new(format!(
+                "job database {} has schema v{version}, newer than this slurm-imex (v{SCHEMA_VERSION}): upgrade slurm-imex",
+                path.display()
+            )));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+            let tx = self
+                .conn
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(|e| err(&path, "cannot start a migration", e))?;
+            // Another process may have migrated while we waited for the lock.
+            let now: i64 = tx
+                .pragma_query_value(None, "user_version", |r| r.get(0))
+                .map_err(|e| err(&path, "schema version", e))?;
+            if now > i as i64 {
+                continue;
+            }
+            tx.execute_batch(sql)
+                .map_err(|e| err(&path, &format!("migration to v{} failed", i + 1), e))?;
+            tx.pragma_update(None, "user_version", (i + 1) as i64)
+                .map_err(|e| err(&path, "cannot set the schema version", e))?;
+            tx.commit()
+                .map_err(|e| err(&path, "cannot commit a migration", e))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_private_files_and_migrates_once() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state/jobs.db");
+        let db = JobDb::open(&p, Duration::from_secs(1)).unwrap();
+        let v: i64 = db
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(
+            std::fs::metadata(p.parent().unwrap())
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
+        let jm: String = db
+            .conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(jm, "wal");
+        drop(db);
+        JobDb::open(&p, Duration::from_secs(1)).unwrap();
+    }
+
+    #[test]
+    fn refuses_unsafe_permissions_and_symlinks() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("jobs.db");
+        JobDb::open(&p, Duration::from_secs(1)).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = JobDb::open(&p, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("writable by others") && e.contains("chmod go-w"),
+            "{e}"
+        );
+        let link = d.path().join("link.db");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let e = JobDb::open(&link, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("symlink"), "{e}");
+    }
+
+    #[test]
+    fn corrupt_or_newer_databases_are_clear_errors() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("jobs.db");
+        std::fs::write(&p, vec![0x42u8; 8192]).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = JobDb::open(&p, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("jobs.db"), "{e}");
+        let p2 = d.path().join("new.db");
+        let db = JobDb::open(&p2, Duration::from_secs(1)).unwrap();
+        db.conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(db);
+        let e = JobDb::open(&p2, Duration::from_secs(1))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("newer than this slurm-imex"), "{e}");
+    }
+}

@@ -1,0 +1,20 @@
+//! slurm-imex-jobdb: the node's local job database (SQLite) and what is
+//! built from it, so the only crate that links SQLite. The SPANK plugin
+//! never links it.
+//!
+//! - `db`: opening the database safely, its schema and migrations
+//! - `write`: one job's row per node (the epilog), and pruning
+//! - `query`: history, one job, per-board totals and lifetime counters
+//! - `metrics`: the Prometheus textfile export
+//! - `journal`: the per-job structured journal event
+
+mod db;
+pub mod journal;
+pub mod metrics;
+pub mod query;
+pub mod write;
+
+#[cfg(test)]
+mod roundtrip_tests;
+
+pub use db::{storage_problem, JobDb};

@@ -1,0 +1,328 @@
+//! The Prometheus textfile export (`<textfile_dir>/slurm_imex.prom`, read
+//! by node_exporter's textfile collector): per-board lifetime counters from
+//! the job database's totals, and this node's IMEX, drain and timing state.
+//! Refreshed atomically by the epilog and by `slurm-imex check`. Labels are
+//! board identity only (serial, uuid, pci) and small fixed sets (XID class,
+//! throttle reason): never a job id, so series do not grow with jobs.
+
+use crate::query::BoardCounters;
+use crate::JobDb;
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::Result;
+use slurm_imex_core::state::NodeState;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+pub const FILE_NAME: &str = "slurm_imex.prom";
+
+/// Rebuild the textfile from the database totals and `node`. Returns the
+/// file written, or None when export is off. Never creates the database.
+pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
+    let Some(dir) = cfg.metrics.textfile_dir() else {
+        return Ok(None);
+    };
+    let boards = if cfg.database.path.exists() {
+        JobDb::open(&cfg.database.path, cfg.database.busy_timeout.0)?.board_counters()?
+    } else {
+        Vec::new()
+    };
+    // Through a directory descriptor: on Debian the parent belongs to the
+    // prometheus user, so the path-based trust check would refuse it.
+    let path = slurm_imex_core::fsutil::write_atomic_in(
+        &dir,
+        FILE_NAME,
+        render(&boards, node).as_bytes(),
+        0o644,
+    )?;
+    Ok(Some(path))
+}
+
+/// XID catalog classes (xid::Bucket, lowercased), each exported from 0 so
+/// `increase()` sees a board's first XID of a class.
+pub const XID_CLASSES: [&str; 6] = [
+    "restart_app",
+    "ignore",
+    "reset_gpu",
+    "reboot",
+    "workflow",
+    "unknown",
+];
+/// Throttle (violation) reasons the gate reads (gpu/reader.rs), from 0.
+pub const THROTTLE_REASONS: [&str; 6] = [
+    "power",
+    "thermal",
+    "sync_boost",
+    "board_limit",
+    "low_utilization",
+    "reliability",
+];
+
+/// `seen` with every `known` key present (0 when not seen).
+fn with_zeros(seen: &BTreeMap<String, i64>, known: &[&str]) -> BTreeMap<String, i64> {
+    let mut all: BTreeMap<String, i64> = known.iter().map(|k| (k.to_string(), 0)).collect();
+    for (k, v) in seen {
+        *all.entry(k.clone()).or_insert(0) += v;
+    }
+    all
+}
+
+/// A label value in the exposition format: `\`, `"` and newlines escaped.
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Where a metric's samples come from: one per board (extra labels and
+/// value for each sample), or one for the node (labels and value).
+pub enum Source {
+    Board(fn(&BoardCounters) -> Vec<(String, String)>),
+    Node(fn(&NodeState) -> Option<(String, String)>),
+}
+
+/// One exported metric; [`METRICS`] lists them all, and the dashboard and
+/// alert tests check their expressions against it.
+pub struct Metric {
+    pub name: &'static str,
+    pub kind: &'static str,
+    pub help: &'static str,
+    pub source: Source,
+}
+
+fn one(v: impl ToString) -> Vec<(String, String)> {
+    vec![(String::new(), v.to_string())]
+}
+
+fn per_key(
+    map: &BTreeMap<String, i64>,
+    known: &[&str],
+    label: &str,
+    scale: f64,
+) -> Vec<(String, String)> {
+    with_zeros(map, known)
+        .into_iter()
+        .map(|(k, v)| {
+            let value = if scale == 1.0 {
+                v.to_string()
+            } else {
+                format!("{:.9}", v as f64 / scale)
+            };
+            (format!(",{label}=\"{}\"", escape_label(&k)), value)
+        })
+        .collect()
+}
+
+fn node_value(v: impl ToString) -> Option<(String, String)> {
+    Some((String::new(), v.to_string()))
+}
+
+fn seconds(ms: Option<u64>) -> Option<(String, String)> {
+    ms.map(|m| (String::new(), format!("{:.3}", m as f64 / 1000.0)))
+}
+
+fn verdict_value(v: &str) -> i64 {
+    match v {
+        "DRAIN" => 2,
+        "WARN" => 1,
+        _ => 0,
+    }
+}
+
+macro_rules! metric {
+    ($name:literal, $kind:literal, $help:literal, $source:expr) => {
+        Metric {
+            name: $name,
+            kind: $kind,
+            help: $help,
+            source: $source,
+        }
+    };
+}
+
+pub const METRICS: &[Metric] = &[
+    metric!("slurm_imex_gpu_jobs_total", "counter", "Jobs that used this GPU board.", Source::Board(|b| one(b.jobs))),
+    metric!("slurm_imex_gpu_drains_total", "counter", "Jobs after which this board was judged DRAIN.", Source::Board(|b| one(b.drains))),
+    metric!("slurm_imex_gpu_warnings_total", "counter", "Jobs after which this board was judged WARN.", Source::Board(|b| one(b.warns))),
+    metric!("slurm_imex_gpu_xids_total", "counter", "XID events on this board, by NVIDIA catalog class (reboot, reset_gpu and workflow are drain-class).",
+        Source::Board(|b| per_key(&b.xids, &XID_CLASSES, "class", 1.0))),
+    metric!("slurm_imex_gpu_energy_joules_total", "counter", "Energy this board used during jobs.",
+        Source::Board(|b| one(format!("{:.3}", b.energy_mj as f64 / 1000.0)))),
+    metric!("slurm_imex_gpu_energy_resets_total", "counter", "Jobs during which the board's energy counter went backwards (reset).", Source::Board(|b| one(b.energy_resets))),
+    metric!("slurm_imex_gpu_remapped_rows_total", "counter", "Memory rows remapped during jobs (correctable and uncorrectable).", Source::Board(|b| one(b.remapped_rows))),
+    metric!("slurm_imex_gpu_ecc_dbe_errors_total", "counter", "Volatile double-bit ECC errors during jobs.", Source::Board(|b| one(b.ecc_dbe))),
+    metric!("slurm_imex_gpu_retired_pages_total", "counter", "Pages retired during jobs.", Source::Board(|b| one(b.retired_pages))),
+    metric!("slurm_imex_gpu_throttle_seconds_total", "counter", "Time the board was throttled during jobs, by reason.",
+        Source::Board(|b| per_key(&b.throttle_ns, &THROTTLE_REASONS, "reason", 1e9))),
+    metric!("slurm_imex_gpu_remap_pending", "gauge", "1 when the board had a row remap pending (GPU reset needed) after its last job.",
+        Source::Board(|b| one(b.remap_pending as i64))),
+    metric!("slurm_imex_gpu_last_verdict", "gauge", "The board's verdict after its last job: 0 PASS, 1 WARN, 2 DRAIN.",
+        Source::Board(|b| one(verdict_value(&b.last_verdict)))),
+    metric!("slurm_imex_node_info", "gauge", "This node's Slurm name and the slurm-imex version (always 1).",
+        Source::Node(|n| Some((format!("{{node=\"{}\",version=\"{}\"}}", escape_label(&n.node), env!("CARGO_PKG_VERSION")), "1".into())))),
+    metric!("slurm_imex_domain_owned", "gauge", "1 when a job owns this node's IMEX domain.", Source::Node(|n| node_value(n.domain_owned as i64))),
+    metric!("slurm_imex_domain_up", "gauge", "1 when this node's IMEX domain is UP.", Source::Node(|n| node_value(n.domain_up as i64))),
+    metric!("slurm_imex_node_drained", "gauge", "1 when slurm-imex drained this node (a drain finding) and it is not back in service.",
+        Source::Node(|n| node_value(n.drained_since.is_some() as i64))),
+    metric!("slurm_imex_node_drained_since_timestamp_seconds", "gauge", "When slurm-imex drained this node (0 when it is not drained).",
+        Source::Node(|n| node_value(n.drained_since.unwrap_or(0)))),
+    metric!("slurm_imex_last_gate_duration_seconds", "gauge", "Wall time of the last prolog's GPU health gate.", Source::Node(|n| seconds(n.last_gate_ms))),
+    metric!("slurm_imex_last_prolog_duration_seconds", "gauge", "Wall time of the last prolog.", Source::Node(|n| seconds(n.last_prolog_ms))),
+    metric!("slurm_imex_last_epilog_duration_seconds", "gauge", "Wall time of the last epilog (up to this export).", Source::Node(|n| seconds(n.last_epilog_ms))),
+];
+
+/// The exposition text: HELP and TYPE for every metric, then its samples.
+pub fn render(boards: &[BoardCounters], node: &NodeState) -> String {
+    let mut out = String::with_capacity(256 + boards.len() * 4096);
+    for m in METRICS {
+        let _ = writeln!(
+            out,
+            "# HELP {} {}\n# TYPE {} {}",
+            m.name, m.help, m.name, m.kind
+        );
+        match m.source {
+            Source::Board(samples) => {
+                for b in boards {
+                    let id = format!(
+                        "serial=\"{}\",uuid=\"{}\",pci=\"{}\"",
+                        escape_label(&b.serial),
+                        escape_label(&b.uuid),
+                        escape_label(&b.pci)
+                    );
+                    for (extra, value) in samples(b) {
+                        let _ = writeln!(out, "{}{{{id}{extra}}} {value}", m.name);
+                    }
+                }
+            }
+            Source::Node(sample) => {
+                if let Some((labels, value)) = sample(node) {
+                    let _ = writeln!(out, "{}{labels} {value}", m.name);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board() -> BoardCounters {
+        BoardCounters {
+            serial: "1650924060000".into(),
+            uuid: "GPU-1".into(),
+            pci: "00000000:1A:00.0".into(),
+            jobs: 3,
+            drains: 1,
+            energy_mj: 1_500_250,
+            last_verdict: "DRAIN".into(),
+            xids: [("reboot".to_string(), 2)].into_iter().collect(),
+            throttle_ns: [("sw_power_cap".to_string(), 1_500_000_000)]
+                .into_iter()
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn renders_help_type_and_board_labels() {
+        let node = NodeState {
+            node: "gb-r1-01".into(),
+            last_prolog_ms: Some(1643),
+            ..Default::default()
+        };
+        let text = render(&[board()], &node);
+        assert!(text.contains("# TYPE slurm_imex_gpu_jobs_total counter\n"));
+        assert!(text.contains(
+            "slurm_imex_gpu_jobs_total{serial=\"1650924060000\",uuid=\"GPU-1\",pci=\"00000000:1A:00.0\"} 3\n"
+        ));
+        assert!(text.contains("slurm_imex_gpu_energy_joules_total{serial=\"1650924060000\",uuid=\"GPU-1\",pci=\"00000000:1A:00.0\"} 1500.250\n"));
+        assert!(text.contains(",class=\"reboot\"} 2\n"));
+        assert!(text.contains(",reason=\"sw_power_cap\"} 1.500000000\n"));
+        assert!(text.contains("slurm_imex_gpu_last_verdict{serial=\"1650924060000\",uuid=\"GPU-1\",pci=\"00000000:1A:00.0\"} 2\n"));
+        assert!(text.contains("slurm_imex_last_prolog_duration_seconds 1.643\n"));
+        assert!(
+            !text.contains("\nslurm_imex_last_gate_duration_seconds "),
+            "no sample when unknown"
+        );
+        assert!(text.contains("slurm_imex_node_info{node=\"gb-r1-01\""));
+    }
+
+    #[test]
+    fn hostile_label_values_are_escaped() {
+        let mut b = board();
+        b.serial = "a\"b\\c\nd".into();
+        let text = render(&[b], &NodeState::default());
+        assert!(text.contains("serial=\"a\\\"b\\\\c\\nd\""), "{text}");
+    }
+
+    #[test]
+    fn drain_keeps_its_first_time() {
+        let mut n = NodeState::default();
+        n.set_drained(Some(100));
+        n.set_drained(Some(200));
+        assert_eq!(n.drained_since, Some(100));
+        n.set_drained(None);
+        assert_eq!(n.drained_since, None);
+    }
+
+    /// Every `slurm_imex_*` name in an expression.
+    fn names_in(expr: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = expr;
+        while let Some(i) = rest.find("slurm_imex_") {
+            let tail = &rest[i..];
+            let end = tail
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(tail.len());
+            out.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+        out
+    }
+
+    fn assert_exported(exprs: &[String], file: &str) {
+        let ours: Vec<&str> = METRICS.iter().map(|m| m.name).collect();
+        let mut seen = 0;
+        for e in exprs {
+            for name in names_in(e) {
+                assert!(
+                    ours.contains(&name.as_str()),
+                    "{file}: {name} is not exported (in {e})"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen > 0, "{file}: no slurm_imex_ metric used");
+    }
+
+    #[test]
+    fn the_grafana_dashboard_uses_only_exported_metrics() {
+        let text = include_str!("../../conf-examples/grafana/slurm-imex-dashboard.json");
+        let dash: serde_json::Value = serde_json::from_str(text).unwrap();
+        let exprs: Vec<String> = dash["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+            .filter_map(|t| t["expr"].as_str().map(str::to_string))
+            .collect();
+        assert!(exprs.len() >= 7, "{exprs:?}");
+        assert_exported(&exprs, "slurm-imex-dashboard.json");
+    }
+
+    #[test]
+    fn the_alert_rules_use_only_exported_metrics() {
+        let text = include_str!("../../conf-examples/prometheus/slurm-imex.rules.yml");
+        let docs = yaml_rust2::YamlLoader::load_from_str(text).unwrap();
+        let exprs: Vec<String> = docs[0]["groups"][0]["rules"]
+            .as_vec()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["expr"].as_str().map(str::to_string))
+            .collect();
+        assert_eq!(exprs.len(), 5);
+        assert_exported(&exprs, "slurm-imex.rules.yml");
+    }
+}

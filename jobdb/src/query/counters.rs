@@ -1,0 +1,86 @@
+//! Every board's lifetime counters for the Prometheus export: one query
+//! over gpu_totals and one over gpu_counters (a few ms for thousands of
+//! boards).
+
+use crate::JobDb;
+use slurm_imex_core::error::Result;
+use std::collections::BTreeMap;
+
+/// One board's lifetime counters, as the database keeps them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BoardCounters {
+    pub serial: String,
+    pub uuid: String,
+    pub pci: String,
+    pub jobs: i64,
+    pub drains: i64,
+    pub warns: i64,
+    pub energy_mj: i64,
+    pub energy_resets: i64,
+    pub remapped_rows: i64,
+    pub ecc_dbe: i64,
+    pub retired_pages: i64,
+    pub remap_pending: bool,
+    pub last_verdict: String,
+    /// XID count per catalog class (lowercase bucket name).
+    pub xids: BTreeMap<String, i64>,
+    /// Throttle nanoseconds per reason.
+    pub throttle_ns: BTreeMap<String, i64>,
+}
+
+const FAILED: &str = "metrics query failed";
+
+impl JobDb {
+    pub fn board_counters(&self) -> Result<Vec<BoardCounters>> {
+        let mut boards = self.rows(
+            FAILED,
+            "SELECT serial, uuid, pci, jobs, drains, warns, energy_mj, energy_resets,
+                    remapped_rows, ecc_dbe, retired_pages, remap_pending, last_verdict
+             FROM gpu_totals ORDER BY serial",
+            &[],
+            board_from_row,
+        )?;
+        let counters = self.rows(
+            FAILED,
+            "SELECT serial, kind, key, value FROM gpu_counters ORDER BY serial",
+            &[],
+            counter_from_row,
+        )?;
+        for (serial, kind, key, value) in counters {
+            let Ok(i) = boards.binary_search_by(|b| b.serial.as_str().cmp(serial.as_str())) else {
+                continue;
+            };
+            let map = match kind.as_str() {
+                "xid" => &mut boards[i].xids,
+                "throttle_ns" => &mut boards[i].throttle_ns,
+                _ => continue,
+            };
+            *map.entry(key).or_insert(0) += value;
+        }
+        Ok(boards)
+    }
+}
+
+fn board_from_row(r: &rusqlite::Row) -> rusqlite::Result<BoardCounters> {
+    Ok(BoardCounters {
+        serial: r.get(0)?,
+        uuid: r.get(1)?,
+        pci: r.get(2)?,
+        jobs: r.get(3)?,
+        drains: r.get(4)?,
+        warns: r.get(5)?,
+        energy_mj: r.get(6)?,
+        energy_resets: r.get(7)?,
+        remapped_rows: r.get(8)?,
+        ecc_dbe: r.get(9)?,
+        retired_pages: r.get(10)?,
+        remap_pending: r.get::<_, i64>(11)? != 0,
+        last_verdict: r.get(12)?,
+        ..Default::default()
+    })
+}
+
+/// (serial, kind, key, value) of one lifetime counter.
+fn counter_from_row(r: &rusqlite::Row) -> rusqlite::Result<(String, String, String, i64)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+}

@@ -1,0 +1,168 @@
+//! `show`: everything recorded about one job: its row per node (and per
+//! start, if requeued), each GPU's stats, XIDs and processes.
+
+use super::reason_lines;
+use crate::write::{GpuRecord, HookVerdict, JobRow};
+use crate::JobDb;
+use rusqlite::types::Value;
+use slurm_imex_core::error::Result;
+use slurm_imex_gpu::health::Verdict;
+use slurm_imex_gpu::nvml::snapshot::ProcessAccounting;
+use slurm_imex_gpu::stats::{Delta, GpuJobStats};
+use slurm_imex_gpu::xid::XidEvent;
+use std::collections::BTreeMap;
+
+const FAILED: &str = "show query failed";
+
+impl JobDb {
+    /// Every record of a job (one per node, and per start if requeued).
+    pub fn show(&self, job_id: u32) -> Result<Vec<JobRow>> {
+        let jobs = self.rows(
+            FAILED,
+            "SELECT id, job_id, node, user, uid, start_ts, end_ts, imex, prolog_verdict, prolog_reasons,
+                    prolog_ms, epilog_verdict, epilog_reasons, epilog_ms
+             FROM jobs WHERE job_id = ?1 ORDER BY start_ts, node",
+            &[Value::Integer(job_id.into())],
+            |r| Ok((r.get::<_, i64>(0)?, job_from_row(r)?)),
+        )?;
+        let mut out = Vec::new();
+        for (row_id, mut job) in jobs {
+            job.gpus = self.gpus_of(row_id)?;
+            out.push(job);
+        }
+        Ok(out)
+    }
+
+    /// The GPUs of one job row, each with its own XIDs (by PCI id) and
+    /// processes (by serial).
+    fn gpus_of(&self, job_row: i64) -> Result<Vec<GpuRecord>> {
+        let row = [Value::Integer(job_row)];
+        let mut gpus = self.rows(
+            FAILED,
+            "SELECT gpu_index, uuid, serial, pci, name, energy_mj, energy_reset, ecc_sbe, ecc_dbe, retired_pages,
+                    remapped_correctable, remapped_uncorrectable, remap_pending_end, remap_failure_end,
+                    pcie_replays, throttle_ns, nvlink_errors, max_memory_bytes, verdict, reasons
+             FROM job_gpus WHERE job_row = ?1 ORDER BY gpu_index",
+            &row,
+            gpu_record_from_row,
+        )?;
+        let xids = self.rows(
+            FAILED,
+            "SELECT seq, pci, xid, pid, process, message FROM xid_events WHERE job_row = ?1 ORDER BY seq",
+            &row,
+            xid_from_row,
+        )?;
+        let processes = self.rows(
+            FAILED,
+            "SELECT serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms FROM processes
+             WHERE job_row = ?1 ORDER BY pid",
+            &row,
+            process_from_row,
+        )?;
+        for g in &mut gpus {
+            let stats = &mut g.stats;
+            stats.xids = xids
+                .iter()
+                .filter(|x| x.pci == stats.pci)
+                .cloned()
+                .collect();
+            stats.processes = processes
+                .iter()
+                .filter(|(serial, _)| *serial == stats.serial)
+                .map(|(_, p)| *p)
+                .collect();
+        }
+        Ok(gpus)
+    }
+}
+
+fn job_from_row(r: &rusqlite::Row) -> rusqlite::Result<JobRow> {
+    let phase = |v: Option<String>, reasons: Option<String>, ms: Option<i64>| {
+        let verdict = Verdict::parse(&v?)?;
+        Some(HookVerdict {
+            verdict,
+            reasons: reason_lines(reasons),
+            ms: ms.unwrap_or(0) as u64,
+        })
+    };
+    Ok(JobRow {
+        job_id: r.get(1)?,
+        node: r.get(2)?,
+        user: r.get(3)?,
+        uid: r.get(4)?,
+        start_ts: r.get(5)?,
+        end_ts: r.get(6)?,
+        imex: r.get(7)?,
+        prolog: phase(r.get(8)?, r.get(9)?, r.get(10)?),
+        epilog: phase(r.get(11)?, r.get(12)?, r.get(13)?),
+        gpus: Vec::new(),
+    })
+}
+
+fn gpu_record_from_row(r: &rusqlite::Row) -> rusqlite::Result<GpuRecord> {
+    let delta = |i: usize| -> rusqlite::Result<Delta> {
+        Ok(Delta {
+            value: r.get::<_, Option<i64>>(i)?.map(|x| x as u64),
+            reset: false,
+        })
+    };
+    let json = |i: usize| -> rusqlite::Result<BTreeMap<String, u64>> {
+        Ok(r.get::<_, Option<String>>(i)?
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or_default())
+    };
+    let stats = GpuJobStats {
+        index: r.get(0)?,
+        uuid: r.get(1)?,
+        serial: r.get(2)?,
+        pci: r.get(3)?,
+        name: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+        energy_mj: Delta {
+            reset: r.get(6)?,
+            ..delta(5)?
+        },
+        ecc_sbe: delta(7)?,
+        ecc_dbe: delta(8)?,
+        retired_pages: delta(9)?,
+        remapped_correctable: delta(10)?,
+        remapped_uncorrectable: delta(11)?,
+        remap_pending_end: r.get(12)?,
+        remap_failure_end: r.get(13)?,
+        pcie_replays: delta(14)?,
+        throttle_ns: json(15)?,
+        nvlink_errors: json(16)?,
+        max_memory_bytes: r.get::<_, Option<i64>>(17)?.map(|x| x as u64),
+        processes: Vec::new(),
+        xids: Vec::new(),
+    };
+    Ok(GpuRecord {
+        stats,
+        verdict: Verdict::parse(&r.get::<_, String>(18)?).unwrap_or(Verdict::Pass),
+        reasons: reason_lines(r.get(19)?),
+    })
+}
+
+fn xid_from_row(r: &rusqlite::Row) -> rusqlite::Result<XidEvent> {
+    let xid: u32 = r.get(2)?;
+    Ok(XidEvent {
+        seq: r.get::<_, i64>(0)? as u64,
+        pci: r.get(1)?,
+        xid,
+        pid: r.get(3)?,
+        process: r.get(4)?,
+        message: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+        bucket: slurm_imex_gpu::xid::classify(xid),
+    })
+}
+
+/// A process with the serial of the board it ran on.
+fn process_from_row(r: &rusqlite::Row) -> rusqlite::Result<(String, ProcessAccounting)> {
+    let process = ProcessAccounting {
+        pid: r.get(1)?,
+        gpu_util: r.get(2)?,
+        mem_util: r.get(3)?,
+        max_memory_bytes: r.get::<_, Option<i64>>(4)?.map(|x| x as u64),
+        time_ms: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+    };
+    Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), process))
+}

@@ -1,0 +1,373 @@
+//! Job database behaviour as the CLI and the epilog see it.
+
+use crate::query::HistoryFilter;
+use crate::write::{GpuRecord, HookVerdict, JobRow};
+use crate::JobDb;
+use slurm_imex_gpu::health::Verdict;
+use slurm_imex_gpu::stats::{Delta, GpuJobStats};
+use std::time::Duration;
+
+pub(crate) fn job(
+    job_id: u32,
+    node: &str,
+    start: i64,
+    serials: &[&str],
+    verdict: Verdict,
+) -> JobRow {
+    JobRow {
+        job_id,
+        node: node.into(),
+        user: Some("alice".into()),
+        uid: Some(1001),
+        start_ts: start,
+        end_ts: Some(start + 60),
+        imex: false,
+        prolog: Some(HookVerdict { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
+        epilog: Some(HookVerdict {
+            verdict,
+            reasons: if verdict == Verdict::Pass { vec![] } else { vec![format!("imex-health: xid gpu0 {}: XID 79", serials[0])] },
+            ms: 30,
+        }),
+        gpus: serials
+            .iter()
+            .enumerate()
+            .map(|(i, s)| GpuRecord {
+                stats: GpuJobStats {
+                    index: i as u32,
+                    uuid: format!("GPU-{s}"),
+                    serial: s.to_string(),
+                    pci: format!("0000:{:02x}:00", 0x1a + i),
+                    energy_mj: Delta { value: Some(1_000_000), reset: false },
+                    xids: if verdict == Verdict::Drain && i == 0 {
+                        vec![slurm_imex_gpu::xid::parse_line(&format!("NVRM: Xid (PCI:0000:{:02x}:00): 79, pid=1, name=x, GPU has fallen off the bus.", 0x1a + i), 5).unwrap()]
+                    } else {
+                        vec![]
+                    },
+                    ..Default::default()
+                },
+                verdict: if i == 0 { verdict } else { Verdict::Pass },
+                reasons: vec![],
+            })
+            .collect(),
+    }
+}
+
+fn db() -> (tempfile::TempDir, JobDb) {
+    let d = tempfile::tempdir().unwrap();
+    let db = JobDb::open(&d.path().join("jobs.db"), Duration::from_secs(5)).unwrap();
+    (d, db)
+}
+
+fn all() -> HistoryFilter {
+    HistoryFilter {
+        limit: 100,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn records_round_trip_through_show() {
+    let (_d, mut db) = db();
+    let j = job(7, "n1", 1_000, &["S1", "S2"], Verdict::Drain);
+    db.record_job(&j).unwrap();
+    let shown = db.show(7).unwrap();
+    assert_eq!(shown.len(), 1);
+    assert_eq!(shown[0].gpus.len(), 2);
+    assert_eq!(shown[0].gpus[0].stats.xids.len(), 1);
+    assert_eq!(shown[0].gpus[0].stats.xids[0].xid, 79);
+    assert_eq!(shown[0].epilog, j.epilog);
+    assert_eq!(shown[0].gpus[1].stats.energy_mj.value, Some(1_000_000));
+    assert!(db.show(8).unwrap().is_empty());
+}
+
+#[test]
+fn history_filters_like_sacct() {
+    let (_d, mut db) = db();
+    db.record_job(&job(1, "n1", 100, &["A", "B"], Verdict::Pass))
+        .unwrap();
+    db.record_job(&job(2, "n2", 200, &["C"], Verdict::Drain))
+        .unwrap();
+    let mut bob = job(3, "n1", 300, &["A"], Verdict::Warn);
+    bob.user = Some("bob".into());
+    db.record_job(&bob).unwrap();
+    let ids = |f: HistoryFilter| {
+        db.history(&f)
+            .unwrap()
+            .iter()
+            .map(|r| r.job_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(all()), [3, 2, 1]);
+    assert_eq!(
+        ids(HistoryFilter {
+            node: Some("n1".into()),
+            ..all()
+        }),
+        [3, 1]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            gpu: Some("A".into()),
+            ..all()
+        }),
+        [3, 1]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            gpu: Some("GPU-C".into()),
+            ..all()
+        }),
+        [2]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            user: Some("bob".into()),
+            ..all()
+        }),
+        [3]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            job_id: Some(2),
+            ..all()
+        }),
+        [2]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            since: Some(150),
+            until: Some(250),
+            ..all()
+        }),
+        [2]
+    );
+    assert_eq!(
+        ids(HistoryFilter {
+            verdict: Some(Verdict::Drain),
+            ..all()
+        }),
+        [2]
+    );
+    assert_eq!(ids(HistoryFilter { limit: 1, ..all() }), [3]);
+    let rows = db.history(&all()).unwrap();
+    assert_eq!(
+        (rows[1].gpus, rows[1].xids, rows[1].energy_mj),
+        (1, 1, Some(1_000_000))
+    );
+    assert!(rows[1]
+        .reason
+        .as_deref()
+        .unwrap()
+        .starts_with("imex-health: xid"));
+    assert_eq!(rows[2].gpus, 2);
+}
+
+#[test]
+fn gpus_ranks_flaky_boards_first_and_rerun_epilogs_do_not_double_count() {
+    let (_d, mut db) = db();
+    db.record_job(&job(1, "n1", 100, &["GOOD"], Verdict::Pass))
+        .unwrap();
+    db.record_job(&job(2, "n1", 200, &["FLAKY"], Verdict::Drain))
+        .unwrap();
+    db.record_job(&job(3, "n1", 300, &["FLAKY"], Verdict::Pass))
+        .unwrap();
+    db.record_job(&job(3, "n1", 300, &["FLAKY"], Verdict::Pass))
+        .unwrap(); // epilog ran twice
+    let t = db.gpu_totals(None, None, 10).unwrap();
+    assert_eq!(t[0].serial, "FLAKY");
+    assert_eq!(
+        (t[0].jobs, t[0].drains, t[0].xids, t[0].xids_drain_class),
+        (2, 1, 1, 1)
+    );
+    assert_eq!(t[0].energy_mj, 2_000_000);
+    assert_eq!(t[1].serial, "GOOD");
+    let w = db.gpu_totals(Some(250), None, 10).unwrap();
+    assert_eq!(w.len(), 1);
+    assert_eq!(
+        (w[0].serial.as_str(), w[0].jobs, w[0].drains),
+        ("FLAKY", 1, 0)
+    );
+    let w = db.gpu_totals(Some(0), None, 10).unwrap();
+    assert_eq!(
+        (w[0].serial.as_str(), w[0].drains, w[0].xids_drain_class),
+        ("FLAKY", 1, 1)
+    );
+    assert_eq!(db.history(&all()).unwrap().len(), 3);
+}
+
+#[test]
+fn retention_prunes_old_jobs_at_most_once_a_day() {
+    let (_d, mut db) = db();
+    db.record_job(&job(1, "n1", 100, &["A"], Verdict::Drain))
+        .unwrap();
+    db.record_job(&job(2, "n1", 10_000, &["A"], Verdict::Pass))
+        .unwrap();
+    assert_eq!(db.prune(5_000, 20_000, 86_400).unwrap(), 1);
+    assert_eq!(db.history(&all()).unwrap().len(), 1);
+    // Child rows went with the job.
+    let xids: i64 = db
+        .conn
+        .query_row("SELECT COUNT(*) FROM xid_events", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(xids, 0);
+    assert_eq!(
+        db.prune(50_000, 20_100, 86_400).unwrap(),
+        0,
+        "pruned again within a day"
+    );
+    // Lifetime totals survive pruning.
+    assert_eq!(db.gpu_totals(None, None, 10).unwrap()[0].jobs, 2);
+}
+
+#[test]
+fn concurrent_writers_lose_no_rows() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("jobs.db");
+    JobDb::open(&path, Duration::from_secs(5)).unwrap();
+    let threads: Vec<_> = (0..64)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut db = JobDb::open(&path, Duration::from_secs(30)).unwrap();
+                db.record_job(&job(
+                    1000 + i,
+                    "n1",
+                    100 + i as i64,
+                    &["A", "B", "C", "D"],
+                    Verdict::Pass,
+                ))
+                .unwrap();
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let db = JobDb::open(&path, Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        db.history(&HistoryFilter {
+            limit: 1000,
+            ..Default::default()
+        })
+        .unwrap()
+        .len(),
+        64
+    );
+    let gpus: i64 = db
+        .conn
+        .query_row("SELECT COUNT(*) FROM job_gpus", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(gpus, 256);
+    assert_eq!(db.gpu_totals(None, None, 10).unwrap()[0].jobs, 64);
+}
+
+#[test]
+fn gpus_since_is_exact_across_day_boundaries() {
+    let (_d, mut db) = db();
+    let mut all_jobs = Vec::new();
+    for i in 0..40u32 {
+        // Every 7 hours over ~12 days, alternating boards, some drains.
+        let v = if i % 7 == 0 {
+            Verdict::Drain
+        } else {
+            Verdict::Pass
+        };
+        let j = job(
+            500 + i,
+            "n1",
+            1_000_000 + i as i64 * 7 * 3600,
+            &[if i % 2 == 0 { "EVEN" } else { "ODD" }],
+            v,
+        );
+        db.record_job(&j).unwrap();
+        all_jobs.push(j);
+    }
+    for since in [
+        0, 1_000_000, 1_050_000, 1_086_400, 1_100_001, 1_200_000, 1_280_000, 2_000_000,
+    ] {
+        let got = db.gpu_totals(Some(since), None, 10).unwrap();
+        for serial in ["EVEN", "ODD"] {
+            let mine: Vec<&JobRow> = all_jobs
+                .iter()
+                .filter(|j| j.start_ts >= since && j.gpus[0].stats.serial == serial)
+                .collect();
+            let row = got.iter().find(|t| t.serial == serial);
+            match row {
+                None => assert!(mine.is_empty(), "since {since}: {serial} missing"),
+                Some(t) => {
+                    assert_eq!(t.jobs, mine.len() as i64, "since {since} {serial} jobs");
+                    let drains = mine
+                        .iter()
+                        .filter(|j| j.gpus[0].verdict == Verdict::Drain)
+                        .count() as i64;
+                    assert_eq!(
+                        (t.drains, t.xids_drain_class),
+                        (drains, drains),
+                        "since {since} {serial}"
+                    );
+                    assert_eq!(t.energy_mj, 1_000_000 * mine.len() as i64);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn board_counters_sum_per_board_and_keep_the_last_verdict() {
+    let (_d, mut db) = db();
+    let mut drained = job(1, "n1", 1000, &["S1", "S2"], Verdict::Drain);
+    drained.gpus[0].stats.ecc_dbe = Delta {
+        value: Some(2),
+        reset: false,
+    };
+    drained.gpus[0].stats.remap_pending_end = Some(true);
+    drained.gpus[0].stats.throttle_ns =
+        [("power".to_string(), 3_000_000_000)].into_iter().collect();
+    db.record_job(&drained).unwrap();
+    db.record_job(&job(2, "n1", 2000, &["S1"], Verdict::Pass))
+        .unwrap();
+    // The same job recorded twice (epilog rerun) counts once.
+    db.record_job(&job(2, "n1", 2000, &["S1"], Verdict::Pass))
+        .unwrap();
+    let boards = db.board_counters().unwrap();
+    let s1 = boards.iter().find(|b| b.serial == "S1").unwrap();
+    assert_eq!((s1.jobs, s1.drains, s1.ecc_dbe), (2, 1, 2));
+    assert_eq!(s1.energy_mj, 2_000_000);
+    assert_eq!(s1.xids.get("reboot"), Some(&1));
+    assert_eq!(s1.throttle_ns.get("power"), Some(&3_000_000_000));
+    assert_eq!(s1.last_verdict, "PASS", "the last job's verdict");
+    assert!(
+        !s1.remap_pending,
+        "the last job ended without a pending remap"
+    );
+    assert_eq!(s1.pci, "0000:1a:00");
+    let s2 = boards.iter().find(|b| b.serial == "S2").unwrap();
+    assert_eq!((s2.jobs, s2.drains), (1, 0));
+}
+
+#[test]
+fn a_v1_database_is_migrated_and_backfilled() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("jobs.db");
+    {
+        // What slurm-imex 0.1 (schema v1) left: a board with a drain XID.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(crate::db::MIGRATIONS[0]).unwrap();
+        c.execute_batch(
+            "INSERT INTO jobs (id, job_id, node, start_ts, verdict) VALUES (1, 7, 'n1', 100, 'DRAIN');
+             INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, ecc_dbe, retired_pages, verdict)
+                 VALUES (1, 0, 'GPU-A', 'A', '0000:1a:00', 4, 1, 'DRAIN');
+             INSERT INTO xid_events (job_row, node, ts, seq, pci, serial, xid, bucket, drain_class)
+                 VALUES (1, 'n1', 100, 5, '0000:1a:00', 'A', 79, 'REBOOT', 1);
+             INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs, drains, xids, xids_drain_class)
+                 VALUES ('A', 'GPU-A', 'n1', 100, 1, 1, 1, 1);",
+        )
+        .unwrap();
+        c.pragma_update(None, "user_version", 1).unwrap();
+    }
+    let db = JobDb::open(&path, Duration::from_secs(5)).unwrap();
+    let a = &db.board_counters().unwrap()[0];
+    assert_eq!((a.jobs, a.drains, a.ecc_dbe, a.retired_pages), (1, 1, 4, 1));
+    assert_eq!(a.pci, "0000:1a:00");
+    assert_eq!(a.xids.get("reboot"), Some(&1));
+}
