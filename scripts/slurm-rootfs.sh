@@ -1,7 +1,7 @@
 #!/bin/bash
 # Makes (or reuses) a root filesystem holding another Debian suite's own
 # Slurm packages, in which the end-to-end suite runs its namespaced cluster
-# (shared/reference/slurm-versions.md §2). Prints the rootfs path.
+# (docs/test-cluster.md). Prints the rootfs path.
 #
 #   scripts/slurm-rootfs.sh trixie     # Slurm 24.11 (Debian 13)
 #   scripts/slurm-rootfs.sh sid        # Slurm 26.05 (Debian unstable)

@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn published_slurm_examples_expand_as_slurm_does() {
-        // shared/reference/samples/hostlists.txt: every line with an expected value.
+        // tests/data/samples/hostlists.txt: every line with an expected value.
         let samples = include_str!("../../tests/data/samples/hostlists.txt");
         let mut checked = 0;
         for line in samples.lines() {

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# A real local multi-node Slurm for slurm-imex (reference/spank.md §6):
+# A real local multi-node Slurm for slurm-imex (docs/test-cluster.md):
 # slurmctld on the host, one slurmd per test node, each node in its own
 # network, mount and UTS namespace with its own IP (10.77.0.1N on a bridge
 # made here) and hostname (nN). Per-node bind mounts give each node its own

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs a command inside a root filesystem made by scripts/slurm-rootfs.sh,
-# in a private mount namespace (shared/reference/slurm-versions.md §2):
+# in a private mount namespace (docs/test-cluster.md):
 # the rootfs bound on itself (so "/" is a mount point), /proc, /sys and /dev
 # from the host, private tmpfs on /tmp and /run, the host's /etc/hosts (as a
 # container runtime gives one), and this checkout at the same path. Nothing

@@ -2,7 +2,7 @@
 //! daemon state), `-N -j` (domain status as JSON) and the `-N` text table,
 //! and the verdict "is this job's domain ready, and if not, whose fault".
 //!
-//! Parsing is tolerant by design (reference/imex.md (c)): NVIDIA's own
+//! Parsing is tolerant by design (docs/imex.md §2, "How we parse it"): NVIDIA's own
 //! fixtures show tab-indented, sparse and minimal JSON, so readiness is
 //! decided from the top-level `status` and each configured node's `status`,
 //! and missing fields are "unknown", never a crash.

@@ -10,7 +10,7 @@
 use crate::error::{Error, Result};
 use std::path::Path;
 
-/// Defaults of NVIDIA's shipped config.cfg (reference/imex.md §1).
+/// Defaults of NVIDIA's shipped config.cfg (docs/imex.md §1).
 pub const DEFAULT_CMD_PORT: u16 = 50005;
 pub const DEFAULT_LOG_FILE: &str = "/var/log/nvidia-imex.log";
 

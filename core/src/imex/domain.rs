@@ -1,6 +1,6 @@
 //! The per-job IMEX domain lifecycle: `setup` (prolog) builds it and waits
 //! until it is UP; `teardown` (epilog) returns the node to idle. Both decide
-//! who is to blame (DESIGN.md §6): only a fault of this node is a `NodeFault`
+//! who is to blame (docs/blame.md): only a fault of this node is a `NodeFault`
 //! (the prolog fails, Slurm drains the node); anything else is recorded for
 //! the SPANK plugin, which fails the job and leaves the node up.
 

@@ -61,7 +61,7 @@ impl Stage {
         }
     }
 
-    /// Time budget of the stage on one GPU (reference/gpu-health.md (a),
+    /// Time budget of the stage on one GPU (docs/gpu-health.md, "Time budgets",
     /// with headroom). The fabric stage polls while training is IN_PROGRESS.
     pub fn budget(self) -> std::time::Duration {
         use std::time::Duration;

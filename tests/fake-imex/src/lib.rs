@@ -1,7 +1,7 @@
 //! Shared pieces of the fake `nvidia-imex` daemon and `nvidia-imex-ctl`
 //! (test doubles, never shipped): the config.cfg reader with NVIDIA's
 //! defaults, the daemon's status model as it travels to the ctl, and the
-//! timestamp formats of the real tools (reference/imex.md §1–2).
+//! timestamp formats of the real tools (docs/imex.md §1–2).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

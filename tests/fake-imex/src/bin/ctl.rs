@@ -1,5 +1,4 @@
-//! Fake `nvidia-imex-ctl` (test double; reference/imex.md "(a) Fake daemon
-//! spec" and §2). Talks to the fake daemon's command port and prints the
+//! Fake `nvidia-imex-ctl` (test double of docs/imex.md §2). Talks to the fake daemon's command port and prints the
 //! documented `-q`, `-N` and `-N -j` outputs with the documented exit codes.
 
 use fake_imex::{DaemonCfg, DomainView, DEFAULT_CONFIG};
@@ -151,7 +150,7 @@ fn ask(addr: SocketAddr, request: &str) -> std::io::Result<String> {
     Ok(line)
 }
 
-/// The `-N -j` shape of reference/imex.md §2.
+/// The `-N -j` shape of docs/imex.md §2.
 fn render_json(view: &DomainView, names: bool) -> String {
     let mut nodes = serde_json::Map::new();
     for (i, n) in &view.nodes {

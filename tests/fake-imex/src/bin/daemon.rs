@@ -1,4 +1,4 @@
-//! Fake `nvidia-imex` (test double; reference/imex.md "(a) Fake daemon spec").
+//! Fake `nvidia-imex` (test double of docs/imex.md §1).
 //! Reads config.cfg and the node file, identifies itself by a local IP, talks
 //! to its peers over real TCP on SERVER_PORT, serves the ctl on
 //! IMEX_CMD_PORT, logs in NVIDIA's format, and injects faults read from
