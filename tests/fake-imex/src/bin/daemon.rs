@@ -329,8 +329,8 @@ fn main() {
     let _lock = take_node_lock(&log);
     log.info("nvidia-imex persistence file /var/run/nvidia-imex/persist.dat does not exist.  Assuming no previous importers.");
     daemonize_if_asked(&cfg, &log);
-    if let Ok(pidfile) = std::env::var("FAKE_IMEX_PID_FILE") {
-        let _ = std::fs::write(pidfile, format!("{}\n", std::process::id()));
+    if cfg.get("DAEMONIZE") != "1" {
+        write_pid_file(std::process::id());
     }
     let signals = block_signals();
     let shared = Arc::new(Shared {
@@ -545,7 +545,12 @@ fn daemonize_if_asked(cfg: &DaemonCfg, log: &Log) {
     }
     // SAFETY: no threads exist yet; the child continues single-threaded.
     match unsafe { nix::unistd::fork() } {
-        Ok(nix::unistd::ForkResult::Parent { .. }) => std::process::exit(0),
+        // The parent hands over the child's pid before it exits, so whoever
+        // waited for the parent (systemd's Type=forking) finds the daemon.
+        Ok(nix::unistd::ForkResult::Parent { child }) => {
+            write_pid_file(child.as_raw() as u32);
+            std::process::exit(0)
+        }
         Ok(nix::unistd::ForkResult::Child) => {
             let _ = nix::unistd::setsid();
         }
@@ -553,6 +558,13 @@ fn daemonize_if_asked(cfg: &DaemonCfg, log: &Log) {
             log.error(&format!("fork failed: {e}"));
             std::process::exit(1);
         }
+    }
+}
+
+/// `$FAKE_IMEX_PID_FILE`, when the stand-in unit asks for one.
+fn write_pid_file(pid: u32) {
+    if let Ok(pidfile) = std::env::var("FAKE_IMEX_PID_FILE") {
+        let _ = std::fs::write(pidfile, format!("{pid}\n"));
     }
 }
 
