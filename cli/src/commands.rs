@@ -200,7 +200,11 @@ fn print_job_phases(j: &JobRow) -> Result<()> {
         opt(j.user.as_deref()),
         format_ts(j.start_ts),
         j.end_ts.map_or("-".into(), format_ts),
-        if j.imex { "yes" } else { "no" },
+        match (j.imex, &j.imex_domain) {
+            (true, Some(block)) => format!("yes (domain {block})"),
+            (true, None) => "yes".to_string(),
+            (false, _) => "no".to_string(),
+        },
         j.verdict().as_str()
     );
     for (name, phase) in [("prolog", &j.prolog), ("epilog", &j.epilog)] {

@@ -1,5 +1,6 @@
 //! Slurm hostlist expressions (`gb-r1-[01-04,07],gb-r2-01`): expansion into
-//! node names, in Slurm's order, bounded in size.
+//! node names, in Slurm's order, bounded in size, and the reverse
+//! (`compress`), which keeps the order so that expanding gives the list back.
 //!
 //! Hand-rolled on purpose: no maintained crate parses Slurm's hostlist syntax,
 //! and calling `scontrol show hostnames` from a prolog would put a Slurm RPC
@@ -180,9 +181,87 @@ fn expand_group(expr: &str, at: usize, body: &str, max_hosts: usize) -> Result<V
     Ok(out)
 }
 
+/// An expression for `hosts` that expands back to exactly `hosts`, in their
+/// order (Slurm's `scontrol show hostlist` sorts; a job's order matters to
+/// us): consecutive hosts of one prefix and number width become one
+/// `prefix[lo-hi,...]`, with runs counting up by one as ranges.
+pub fn compress(hosts: &[String]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut open: Option<Group> = None;
+    for host in hosts {
+        let digits = host.len() - host.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (prefix, num) = host.split_at(host.len() - digits);
+        let number = (1..=18)
+            .contains(&digits)
+            .then(|| num.parse::<u64>().ok())
+            .flatten();
+        let Some(n) = number else {
+            out.extend(open.take().map(render_group));
+            out.push(host.clone());
+            continue;
+        };
+        let padded = num.starts_with('0') && digits > 1;
+        let joins = |p: &str, w: usize| p == prefix && if w == 0 { !padded } else { digits == w };
+        match &mut open {
+            Some((p, w, ranges)) if joins(p, *w) => match ranges.last_mut() {
+                Some(last) if n == last.1.saturating_add(1) => last.1 = n,
+                _ => ranges.push((n, n)),
+            },
+            _ => {
+                out.extend(open.take().map(render_group));
+                open = Some((prefix, if padded { digits } else { 0 }, vec![(n, n)]));
+            }
+        }
+    }
+    out.extend(open.map(render_group));
+    out.join(",")
+}
+
+/// Hosts of one prefix and number width (0: unpadded), as number ranges.
+type Group<'a> = (&'a str, usize, Vec<(u64, u64)>);
+
+fn render_group((prefix, width, ranges): Group) -> String {
+    let number = |n: u64| format!("{n:0width$}");
+    match ranges.as_slice() {
+        [(lo, hi)] if lo == hi => format!("{prefix}{}", number(*lo)),
+        _ => {
+            let parts: Vec<String> = ranges
+                .iter()
+                .map(|&(lo, hi)| match lo == hi {
+                    true => number(lo),
+                    false => format!("{}-{}", number(lo), number(hi)),
+                })
+                .collect();
+            format!("{prefix}[{}]", parts.join(","))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compress_gives_back_the_same_hosts_in_the_same_order() {
+        let cases = [
+            ("n1,n2", "n[1-2]"),
+            ("n[3-4]", "n[3-4]"),
+            ("gb-r1-[01-04,07],gb-r2-01", "gb-r1-[01-04,07],gb-r2-01"),
+            ("n9,n10,n11", "n[9-11]"),
+            ("n[09-11]", "n[09-11]"),
+            ("n2,n1,n2", "n[2,1-2]"),
+            ("login,n1", "login,n1"),
+            ("a1b2", "a1b2"),
+            ("x7", "x7"),
+        ];
+        for (list, want) in cases {
+            let hosts = expand(list, 100).unwrap();
+            let got = compress(&hosts);
+            assert_eq!(got, want, "{list}");
+            assert_eq!(expand(&got, 100).unwrap(), hosts, "{list}");
+        }
+        assert_eq!(compress(&[]), "");
+    }
 
     fn x(e: &str) -> Vec<String> {
         expand(e, 100_000).unwrap()

@@ -106,6 +106,53 @@ impl Blocks {
     }
 }
 
+/// The job's nodes that share one node's NVLink domain, in the job's
+/// (Slurm's) order, and the domain's name: the block, or None when nothing
+/// says where the racks are (then every node of the job is in it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvlinkDomain {
+    pub name: Option<String>,
+    pub nodes: Vec<String>,
+}
+
+impl NvlinkDomain {
+    /// All the job's nodes, when no rack source knows them.
+    pub fn whole_job(nodes: Vec<String>) -> NvlinkDomain {
+        NvlinkDomain { name: None, nodes }
+    }
+}
+
+impl Blocks {
+    /// `node`'s NVLink domain among the job's `nodes`: the job's nodes in
+    /// `node`'s block, in the first block topology that knows any of them.
+    /// A node in no block of that topology is a domain of its own, named
+    /// after itself: nothing says it shares NVLink with anyone. The whole
+    /// job when no topology knows any of its nodes.
+    pub fn domain_of(&self, node: &str, nodes: &[String]) -> NvlinkDomain {
+        let Some((_, node_block)) = self
+            .topologies
+            .iter()
+            .find(|(_, map)| nodes.iter().any(|n| map.contains_key(n)))
+        else {
+            return NvlinkDomain::whole_job(nodes.to_vec());
+        };
+        let Some(block) = node_block.get(node) else {
+            return NvlinkDomain {
+                name: Some(node.to_string()),
+                nodes: vec![node.to_string()],
+            };
+        };
+        NvlinkDomain {
+            name: Some(block.clone()),
+            nodes: nodes
+                .iter()
+                .filter(|n| node_block.get(n.as_str()) == Some(block))
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
 /// `a,b,c,… (N more)` for lists that may be long.
 fn summarize(items: &[&str], keep: usize) -> String {
     let shown = items
@@ -254,6 +301,32 @@ mod tests {
         assert!(e.contains("(no block) (login1)"), "{e}");
         // Nodes the topology knows nothing about: nothing to check.
         assert_eq!(b.check_one_block(&nodes("cpu[1-4]")), Ok(()));
+    }
+
+    #[test]
+    fn each_node_gets_the_jobs_nodes_in_its_own_block_in_slurms_order() {
+        let b = load(
+            "topology.conf",
+            "BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\nBlockSizes=2,4\n",
+        );
+        let job = nodes("n4,n1,n3,n2,login1");
+        let d = b.domain_of("n3", &job);
+        assert_eq!(d.name.as_deref(), Some("b2"));
+        assert_eq!(d.nodes, ["n4", "n3"]);
+        assert_eq!(b.domain_of("n1", &job).nodes, ["n1", "n2"]);
+        // No block: a domain of its own.
+        let alone = b.domain_of("login1", &job);
+        assert_eq!(
+            (alone.name.as_deref(), alone.nodes),
+            (Some("login1"), vec!["login1".to_string()])
+        );
+        // A single node of a rack still has its rack's name.
+        assert_eq!(b.domain_of("n1", &nodes("n1,n3")).nodes, ["n1"]);
+        // Nodes no topology knows: the whole job.
+        assert_eq!(
+            b.domain_of("cpu1", &nodes("cpu[1-2]")),
+            NvlinkDomain::whole_job(nodes("cpu[1-2]"))
+        );
     }
 
     #[test]

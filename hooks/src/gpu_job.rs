@@ -106,8 +106,13 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
 }
 
 /// After the job: deltas, XIDs during the job, post-job verdict, record.
+/// `imex_domain` is the NVLink block of the job's IMEX domain here, if any.
 /// Also returns the row it recorded (for the journal event).
-pub fn epilog(job: &JobEnv, cfg: &Config) -> (GpuOutcome, Option<JobRow>) {
+pub fn epilog(
+    job: &JobEnv,
+    cfg: &Config,
+    imex_domain: Option<String>,
+) -> (GpuOutcome, Option<JobRow>) {
     let state = StateDir::of(cfg);
     let path = state.gpu_start_path(job.job_id);
     let start: Option<StartState> = state.read_json(&path, "start snapshot");
@@ -124,7 +129,8 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> (GpuOutcome, Option<JobRow>) {
     if gate.no_gpus && start.is_none() {
         return (GpuOutcome::Skipped("no NVIDIA GPU on this node"), None);
     }
-    let row = job_row(job, start.as_ref(), &gate);
+    let mut row = job_row(job, start.as_ref(), &gate);
+    row.imex_domain = imex_domain;
     if let Err(e) = record(cfg, &row) {
         slurm_imex_core::logging::report_error(&format!(
             "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
@@ -193,6 +199,7 @@ fn job_row(job: &JobEnv, start: Option<&StartState>, gate: &GateResult) -> JobRo
         start_ts: start.map_or_else(now_s, |s| s.start_ts),
         end_ts: Some(now_s()),
         imex: job.imex_requested,
+        imex_domain: None,
         prolog: start.map(|s| s.prolog.clone()),
         epilog: Some(HookVerdict {
             verdict: verdict_of(&gate.findings),

@@ -134,16 +134,15 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
     let state = StateDir::of(cfg);
     let mut node = NodeState::load(&state);
     node.node = job.node_name.clone();
-    // The job's whole prolog time, before teardown removes its record.
-    let prolog_ms = state
-        .read_record(job.job_id)
-        .ok()
-        .flatten()
-        .and_then(|r| r.prolog_ms);
+    // The job's whole prolog time and its IMEX domain here, before teardown
+    // removes its record.
+    let record = state.read_record(job.job_id).ok().flatten();
+    let prolog_ms = record.as_ref().and_then(|r| r.prolog_ms);
+    let imex_domain = record.and_then(|r| r.domain);
     if job.imex_requested {
         teardown_domain(job, cfg, &mut exit);
     }
-    let (outcome, row) = gpu_job::epilog(job, cfg);
+    let (outcome, row) = gpu_job::epilog(job, cfg, imex_domain.clone());
     let action = act_on_gate(&outcome, job, cfg, Hook::Epilog);
     if let Some(reason) = action.hook_failure() {
         exit.fail(format!("slurm-imex-epilog: {reason}"));
@@ -158,7 +157,13 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
         node.last_prolog_ms = prolog_ms;
     }
     node.last_epilog_ms = Some(epilog_ms);
-    journal::job_summary(job, row.as_ref(), prolog_ms, epilog_ms);
+    journal::job_summary(
+        job,
+        row.as_ref(),
+        imex_domain.as_deref(),
+        prolog_ms,
+        epilog_ms,
+    );
     publish_node_state(&state, cfg, &mut node, &exit);
     exit
 }

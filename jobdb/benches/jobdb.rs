@@ -31,6 +31,7 @@ fn job(id: u32, start: i64) -> JobRow {
         start_ts: start,
         end_ts: Some(start + 3600),
         imex: id.is_multiple_of(3),
+        imex_domain: None,
         prolog: Some(HookVerdict { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
         epilog: Some(HookVerdict {
             verdict,

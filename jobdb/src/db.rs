@@ -174,6 +174,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     INSERT INTO gpu_counters (serial, kind, key, value)
         SELECT COALESCE(serial, pci), 'xid', LOWER(bucket), COUNT(*) FROM xid_events GROUP BY 1, 3;
     "#,
+    // v3: the NVLink block of the job's IMEX domain on this node ([imex]
+    // span = "split"); NULL when the domain was the whole job, or no --imex.
+    r#"
+    ALTER TABLE jobs ADD COLUMN imex_domain TEXT;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

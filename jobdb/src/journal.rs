@@ -2,7 +2,7 @@
 //! emitted by the epilog. With journald present (logging.rs) its fields
 //! reach the journal under their own names (`JOB_ID`, `NODE`, `USER`,
 //! `VERDICT`, `REASON`, `GPU_SERIALS`, `XIDS`, `ENERGY_J`, `GATE_MS`,
-//! `PROLOG_MS`, `EPILOG_MS`, `IMEX`), so a site that ships its journal to
+//! `PROLOG_MS`, `EPILOG_MS`, `IMEX`, `IMEX_DOMAIN`), so a site that ships its journal to
 //! Loki or Elasticsearch gets a fleet-wide per-job GPU health log.
 
 use crate::write::JobRow;
@@ -10,9 +10,17 @@ use slurm_imex_core::slurm_env::JobEnv;
 use slurm_imex_core::text::{cap, summarize_list, PIECE_MAX};
 
 /// Emit the summary of `job` on this node. `row` is what the epilog
-/// recorded (None for a job that was not a GPU job here); `prolog_ms` the
+/// recorded (None for a job that was not a GPU job here); `imex_domain` the
+/// NVLink block of its IMEX domain here (None: the whole job, or no IMEX);
+/// `prolog_ms` the
 /// job's whole prolog (its IMEX record, else its gate).
-pub fn job_summary(job: &JobEnv, row: Option<&JobRow>, prolog_ms: Option<u64>, epilog_ms: u64) {
+pub fn job_summary(
+    job: &JobEnv,
+    row: Option<&JobRow>,
+    imex_domain: Option<&str>,
+    prolog_ms: Option<u64>,
+    epilog_ms: u64,
+) {
     let verdict = row.map_or("NONE", |r| r.verdict().as_str());
     let reasons: Vec<String> = row
         .map(|r| {
@@ -61,6 +69,7 @@ pub fn job_summary(job: &JobEnv, row: Option<&JobRow>, prolog_ms: Option<u64>, e
         prolog_ms = prolog_ms.map(|m| m.to_string()).unwrap_or_default().as_str(),
         epilog_ms,
         imex = job.imex_requested,
+        imex_domain = imex_domain.unwrap_or_default(),
         "job {} on {}: {verdict}",
         job.job_id,
         job.node_name

@@ -22,6 +22,7 @@ pub(crate) fn job(
         start_ts: start,
         end_ts: Some(start + 60),
         imex: false,
+        imex_domain: None,
         prolog: Some(HookVerdict { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
         epilog: Some(HookVerdict {
             verdict,

@@ -36,6 +36,10 @@ pub struct JobRow {
     pub start_ts: i64,
     pub end_ts: Option<i64>,
     pub imex: bool,
+    /// The NVLink block of the job's IMEX domain on this node; None when the
+    /// domain was the whole job (no rack source), or without --imex.
+    #[serde(default)]
+    pub imex_domain: Option<String>,
     pub prolog: Option<HookVerdict>,
     pub epilog: Option<HookVerdict>,
     pub gpus: Vec<GpuRecord>,
@@ -175,8 +179,9 @@ fn replace_job_row(tx: &rusqlite::Transaction, row: &JobRow) -> rusqlite::Result
     let (ev, er, em) = phase(&row.epilog);
     tx.execute(
         "INSERT INTO jobs (job_id, node, user, uid, start_ts, end_ts, imex, verdict,
-            prolog_verdict, prolog_reasons, prolog_ms, epilog_verdict, epilog_reasons, epilog_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            prolog_verdict, prolog_reasons, prolog_ms, epilog_verdict, epilog_reasons, epilog_ms,
+            imex_domain)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             row.job_id,
             row.node,
@@ -191,7 +196,8 @@ fn replace_job_row(tx: &rusqlite::Transaction, row: &JobRow) -> rusqlite::Result
             pm,
             ev,
             er,
-            em
+            em,
+            row.imex_domain
         ],
     )?;
     Ok((tx.last_insert_rowid(), existed))

@@ -13,8 +13,8 @@ use slurm_imex_core::channel::{
 };
 use slurm_imex_core::config::{ChannelMode, Config};
 use slurm_imex_core::imex::job_record::{JobRecord, Outcome};
-use slurm_imex_core::slurm_conf;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_core::{hostlist, slurm_conf};
 use slurm_spank::{spank_log_error, spank_log_verbose, SpankHandle};
 use std::error::Error;
 
@@ -77,6 +77,12 @@ pub(crate) fn task_init_privileged(
     let n = channel.to_string();
     spank.setenv("SLURM_IMEX_CHANNEL", &n, true)?;
     spank.setenv("NVIDIA_IMEX_CHANNELS", &n, true)?;
+    spank.setenv("SLURM_IMEX_DOMAIN", record.domain_name(), true)?;
+    spank.setenv(
+        "SLURM_IMEX_DOMAIN_NODES",
+        hostlist::compress(&record.nodes),
+        true,
+    )?;
     spank_log_verbose!(
         "imex: job {job_id} task uses IMEX channel {channel} on {node} (channels = \"{}\")",
         mode.as_str()

@@ -57,7 +57,7 @@ d=/dev/nvidia-caps-imex-channels
 tmpfs=$(awk -v d="$d" '$5 == d { for (i = 7; i <= NF; i++) if ($i == "-") print $(i + 1) }' /proc/self/mountinfo | grep -c '^tmpfs$')
 # The batch step has no SLURM_STEP_ID before 26.05, and a negative one since.
 step=${SLURM_STEP_ID:-batch}; case $step in ''|*[!0-9]*) step=batch;; esac
-echo "NODE=$(hostname) STEP=$step CH=${SLURM_IMEX_CHANNEL:-none} NV=${NVIDIA_IMEX_CHANNELS:-none} LS=[$(ls -A $d | tr '\n' ' ')] STAT=[$(stat -c '%F:%Hr:%Lr:%U:%a' $d/* 2>/dev/null | tr '\n' ' ')] TMPFS=$tmpfs"
+echo "NODE=$(hostname) STEP=$step CH=${SLURM_IMEX_CHANNEL:-none} NV=${NVIDIA_IMEX_CHANNELS:-none} LS=[$(ls -A $d | tr '\n' ' ')] STAT=[$(stat -c '%F:%Hr:%Lr:%U:%a' $d/* 2>/dev/null | tr '\n' ' ')] TMPFS=$tmpfs DOM=${SLURM_IMEX_DOMAIN:-none} DOMN=${SLURM_IMEX_DOMAIN_NODES:-none}"
 REPORT
   chmod 755 "$C/bin/imex-report"
   # The fake NVML under the real library's name, loaded by the production path.

@@ -81,7 +81,7 @@ wait_node_free() { # node timeout
 
 reset_nodes() {
   local i
-  sed -i 's/^channels = .*/channels = "auto"/' "$C/etc-slurm/imex.toml"
+  sed -i -e 's/^channels = .*/channels = "auto"/' -e 's/^span = .*/span = "split"/' "$C/etc-slurm/imex.toml"
   for i in $(seq 1 "$E2E_NODES"); do
     rm -f "$C/nodes/n$i/run-imex/fake-fault"
     write_scenario "$i"

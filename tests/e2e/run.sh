@@ -383,8 +383,12 @@ test_plugin_mode_beside_switch_keeps_one_tmpfs() {
   local i; for i in 1 2; do wait_node_free "n$i"; expect_idle "$i"; done
 }
 
-# topology/block with two racks (b1 = n[1-2], b2 = n[3-4]).
-test_imex_job_across_two_blocks_fails_before_any_daemon_starts() {
+# topology/block with two racks (b1 = n[1-2], b2 = n[3-4]). reset_nodes
+# sets span back to "split" after each test.
+set_span() { sed -i "s/^span = .*/span = \"$1\"/" "$C/etc-slurm/imex.toml"; }
+
+test_span_refuse_fails_a_job_across_two_blocks_before_any_daemon_starts() {
+  set_span refuse
   local i; for i in 1 2 3 4; do rm -f "$C/nodes/n$i/run-imex/nvidia-imex.log"; done
   local id err
   id=$(submit -N4 --imex "srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
@@ -399,6 +403,60 @@ test_imex_job_across_two_blocks_fails_before_any_daemon_starts() {
     wait_node_free "n$i"
     case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
     [ -e "$C/nodes/n$i/run-imex/nvidia-imex.log" ] && fail "an IMEX daemon started on n$i"
+    expect_idle "$i"
+  done
+}
+
+# span = "split" (the default): one IMEX domain per rack, one channel.
+test_imex_job_across_two_blocks_forms_one_domain_per_block() {
+  local id
+  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
+$started_marker
+$hold_until_released") || { fail "sbatch failed"; return; }
+  wait_started "$id" || fail "job $id never started its step"
+  local ch; ch=$(channel_for "$id")
+  local i want js
+  for i in 1 2 3 4; do
+    case $i in
+      1|2) want=$(printf '%s\n%s' "$(node_ip 1)" "$(node_ip 2)");;
+      *) want=$(printf '%s\n%s' "$(node_ip 3)" "$(node_ip 4)");;
+    esac
+    expect_eq "$(cat "$C/nodes/n$i/etc-imex/nodes_config.cfg")" "$want" "n$i nodes_config.cfg holds its own rack"
+    js=$(in_node "$i" "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)
+    expect_contains "$js" '"status":"UP"' "n$i domain state"
+    expect_eq "$(grep -o '"status":"READY"' <<<"$js" | wc -l)" 2 "n$i sees its rack's 2 READY nodes"
+  done
+  cmp -s "$C/nodes/n3/etc-imex/nodes_config.cfg" "$C/nodes/n4/etc-imex/nodes_config.cfg" || fail "nodes_config differs inside b2"
+  release "$id"
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  local out line block nodes; out=$(cat "$C/out/$id.out" "$C/out/$id.err")
+  expect_eq "$(grep -c '^NODE=' <<<"$out")" 4 "one report per node"
+  for i in 1 2 3 4; do
+    line=$(grep "^NODE=n$i " <<<"$out")
+    case $i in 1|2) block=b1 nodes='n[1-2]';; *) block=b2 nodes='n[3-4]';; esac
+    expect_contains "$line" "CH=$ch NV=$ch " "n$i: the job's one channel"
+    expect_contains "$line" "STAT=[character special file:$CHANNEL_MAJOR:$ch:$TEST_USER:600 ]" "n$i channel device"
+    expect_contains "$line" "DOM=$block DOMN=$nodes" "n$i SLURM_IMEX_DOMAIN and SLURM_IMEX_DOMAIN_NODES"
+  done
+  for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
+  expect_contains "$(cli 1 show "$id")" "imex yes (domain b1)" "n1's record names its domain"
+  expect_contains "$(cli 4 show "$id")" "imex yes (domain b2)" "n4's record names its domain"
+}
+
+test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing() {
+  echo "MODE=unreachable" > "$C/nodes/n4/run-imex/fake-fault"
+  local id err i
+  # The batch step runs on n1, whose rack b1 is fine: the step that touches
+  # rack b2 is what fails.
+  id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
+  err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "n4 ($(node_ip 4))" "message names the peer"
+  expect_contains "$err" "in NVLink block b2" "message names its rack"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "nothing ran after the failed step"
+  for i in 1 2 3 4; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
     expect_idle "$i"
   done
 }
@@ -471,7 +529,9 @@ main() {
       test_rack_of_18_nodes_forms_one_domain
     );;
     topology) tests=(
-      test_imex_job_across_two_blocks_fails_before_any_daemon_starts
+      test_imex_job_across_two_blocks_forms_one_domain_per_block
+      test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing
+      test_span_refuse_fails_a_job_across_two_blocks_before_any_daemon_starts
       test_imex_job_inside_one_block_runs
     );;
     *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet or rack)" >&2; exit 2;;

@@ -104,6 +104,8 @@ pub struct ImexConfig {
     /// Who hands out IMEX channels: this plugin, Slurm's switch/nvidia_imex,
     /// or whichever slurm.conf says (see [`ChannelMode`]).
     pub channels: ChannelMode,
+    /// What an `--imex` job whose nodes lie in several NVLink domains gets.
+    pub span: Span,
     pub port_base: u16,
     pub port_span: PortSpan,
     pub ready_timeout: HumanDuration,
@@ -126,6 +128,7 @@ impl Default for ImexConfig {
             proc_devices: "/proc/devices".into(),
             hide_channels_from_other_jobs: true,
             channels: ChannelMode::Auto,
+            span: Span::Split,
             port_base: 33792,
             port_span: PortSpan(16384),
             ready_timeout: HumanDuration(Duration::from_secs(60)),
@@ -136,6 +139,20 @@ impl Default for ImexConfig {
             addresses: AddressesConfig::default(),
         }
     }
+}
+
+/// What an `--imex` job whose nodes lie in more than one NVLink domain
+/// (rack) gets.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Span {
+    /// One IMEX domain per NVLink domain: each node's nodes_config holds the
+    /// job's nodes in its own rack; the job runs across racks (NCCL uses
+    /// NVLink inside each rack and the network between them).
+    Split,
+    /// Today's rule for rack-local sites: such a job fails before any daemon
+    /// starts, with one line naming the racks.
+    Refuse,
 }
 
 /// Who hands out IMEX channels to jobs.

@@ -7,7 +7,7 @@
 use crate::addresses;
 use crate::bail;
 use crate::channel::{channel_for_job, channel_major};
-use crate::config::{ChannelMode, Config, DaemonManager};
+use crate::config::{ChannelMode, Config, DaemonManager, Span};
 use crate::error::{Error, Result};
 use crate::fsutil::{remove_if_exists, write_atomic};
 use crate::hostlist;
@@ -19,7 +19,7 @@ use crate::imex::port::server_port;
 use crate::slurm_conf;
 use crate::slurm_env::JobEnv;
 use crate::state::StateDir;
-use crate::topology::{self, Blocks};
+use crate::topology::{self, Blocks, NvlinkDomain};
 use std::time::{Duration, Instant};
 
 /// What the prolog concluded.
@@ -51,6 +51,7 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
         channel,
         server_port: 0,
         nodes: Vec::new(),
+        domain: None,
         outcome: Outcome::Ready { waited_ms: 0 },
         prolog_ms: None,
     };
@@ -103,15 +104,16 @@ fn setup_inner(
     let node = &job.node_name;
     channel_major(&cfg.imex.proc_devices)
         .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))?;
-    let nodes = match job_nodes(job, cfg)? {
-        Ok(nodes) => nodes,
+    let domain = match nvlink_domain(job, cfg)? {
+        Ok(domain) => domain,
         Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
     };
     if let Some(cause) = claim_domain(job, cfg, state)? {
         return Ok(SetupOutcome::JobFailure(cause));
     }
-    record.nodes = nodes.clone();
-    let addrs = match addresses::resolve_all(&nodes, &cfg.imex.addresses)? {
+    record.nodes = domain.nodes.clone();
+    record.domain = domain.name.clone();
+    let addrs = match addresses::resolve_all(&domain.nodes, &cfg.imex.addresses)? {
         Ok(a) => a,
         Err(u) => {
             return Ok(SetupOutcome::JobFailure(format!(
@@ -121,15 +123,16 @@ fn setup_inner(
             )))
         }
     };
-    let domain = DomainPlan::write(job, cfg, &addrs)?;
-    record.server_port = domain.port;
-    domain.start_and_wait(job, cfg, state, &nodes, &addrs)
+    let plan = DomainPlan::write(job, cfg, &addrs)?;
+    record.server_port = plan.port;
+    plan.start_and_wait(job, cfg, state, &domain, &addrs)
 }
 
-/// The job's hosts in Slurm's order, once they are known to form one IMEX
-/// domain here: a valid hostlist that holds this node, inside one NVLink
-/// block. The inner `Err` is the job's problem.
-fn job_nodes(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Vec<String>, String>> {
+/// The job's hosts that form this node's IMEX domain, in Slurm's order: a
+/// valid hostlist that holds this node, cut to this node's NVLink block
+/// (`[imex] span = "split"`), or refused when it spans blocks (`"refuse"`).
+/// The inner `Err` is the job's problem.
+fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<NvlinkDomain, String>> {
     let node = &job.node_name;
     let nodes = match hostlist::expand(&job.node_list, cfg.imex.max_nodes) {
         Ok(n) => n,
@@ -146,11 +149,14 @@ fn job_nodes(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Vec<Strin
         // An unreadable rack description is this node's config fault.
         let blocks = Blocks::load(&path, cfg.imex.max_nodes)
             .map_err(|e| e.context("cannot read Slurm's block topology ([slurm] topology)"))?;
-        if let Err(cause) = blocks.check_one_block(&nodes) {
-            return Ok(Err(cause));
-        }
+        return Ok(match cfg.imex.span {
+            Span::Split => Ok(blocks.domain_of(node, &nodes)),
+            Span::Refuse => blocks
+                .check_one_block(&nodes)
+                .map(|()| NvlinkDomain::whole_job(nodes)),
+        });
     }
-    Ok(Ok(nodes))
+    Ok(Ok(NvlinkDomain::whole_job(nodes)))
 }
 
 /// Make this job the owner of the node's daemon, unless another job's
@@ -251,9 +257,10 @@ impl DomainPlan {
         job: &JobEnv,
         cfg: &Config,
         state: &StateDir,
-        nodes: &[String],
+        domain: &NvlinkDomain,
         addrs: &[String],
     ) -> Result<SetupOutcome> {
+        let nodes = &domain.nodes;
         let imex = &cfg.imex;
         let daemon = &imex.daemon;
         let node = &job.node_name;
@@ -282,7 +289,7 @@ impl DomainPlan {
             Polled::Ready(waited) => return Ok(SetupOutcome::Ready { waited }),
             Polled::TimedOut { last, last_error } => (last, last_error),
         };
-        self.blame_not_ready(job, cfg, &manager, &ctl, last, last_error, nodes, addrs)
+        self.blame_not_ready(job, cfg, &manager, &ctl, last, last_error, domain, addrs)
     }
 
     /// Ask the ctl until the domain is UP or the deadline passes. Polls
@@ -336,10 +343,15 @@ impl DomainPlan {
         ctl: &Ctl,
         last: Option<NotReady>,
         last_error: Option<Error>,
-        nodes: &[String],
+        domain: &NvlinkDomain,
         addrs: &[String],
     ) -> Result<SetupOutcome> {
         let node = &job.node_name;
+        let nodes = &domain.nodes;
+        let block = match &domain.name {
+            Some(name) => format!(" in NVLink block {name}"),
+            None => String::new(),
+        };
         let waited = humantime::format_duration(cfg.imex.ready_timeout.0);
         let name = |i: &usize| format!("{} ({})", nodes[*i], addrs[*i]);
         match last {
@@ -348,8 +360,8 @@ impl DomainPlan {
                 culprits.extend(n.not_connected.iter().filter(|i| !n.not_ready.contains(i)));
                 let list: Vec<String> = culprits.iter().map(name).collect();
                 Ok(SetupOutcome::JobFailure(format!(
-                    "IMEX domain of job {} not ready after {waited}: peer(s) never became ready \
-                     or connected: {}; domain {} (this node {node} is READY)",
+                    "IMEX domain of job {}{block} not ready after {waited}: peer(s) never became \
+                     ready or connected: {}; domain {} (this node {node} is READY)",
                     job.job_id,
                     crate::text::summarize_list(&list, crate::text::PIECE_MAX),
                     n.domain

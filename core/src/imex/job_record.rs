@@ -12,8 +12,12 @@ pub struct JobRecord {
     /// The channel slurm-imex hands out; None when Slurm's switch/nvidia_imex does.
     pub channel: Option<u32>,
     pub server_port: u16,
-    /// The job's nodes in nodes_config order.
+    /// The job's nodes in this node's IMEX domain, in nodes_config order.
     pub nodes: Vec<String>,
+    /// That domain's NVLink block; None when nothing says where the racks
+    /// are (every node of the job is in the domain).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
     pub outcome: Outcome,
     /// The whole prolog's wall time on this node (GPU gate and domain, run
     /// side by side), written once both are done.
@@ -28,4 +32,12 @@ pub enum Outcome {
     Ready { waited_ms: u64 },
     /// The job cannot use IMEX here; `cause` is shown to the user.
     Failed { cause: String, node_fault: bool },
+}
+
+impl JobRecord {
+    /// What tasks see as `SLURM_IMEX_DOMAIN`: the block, or `job` when the
+    /// domain is the whole job.
+    pub fn domain_name(&self) -> &str {
+        self.domain.as_deref().unwrap_or("job")
+    }
 }

@@ -98,6 +98,7 @@ mod tests {
             channel: Some(6),
             server_port: 33797,
             nodes: vec!["n1".into(), "n2".into()],
+            domain: Some("b1".into()),
             outcome: Outcome::Failed {
                 cause: "peer n2 never connected".into(),
                 node_fault: false,

@@ -52,6 +52,7 @@ impl Site {
                 start_ts: 1_790_000_000 + i as i64,
                 end_ts: Some(1_790_000_100 + i as i64),
                 imex: false,
+                imex_domain: None,
                 prolog: None,
                 epilog: None,
                 gpus: Vec::new(),

@@ -382,12 +382,13 @@ esac
 }
 
 #[test]
-fn job_across_two_blocks_fails_before_claiming_or_starting_anything() {
+fn with_span_refuse_a_job_across_two_blocks_fails_before_claiming_or_starting_anything() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut node = Node::new(46007, "");
     let topo = node.path("topology.conf");
     std::fs::write(&topo, "BlockName=r1 Nodes=n1\nBlockName=r2 Nodes=n2\n").unwrap();
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
+    node.config.imex.span = slurm_imex_core::config::Span::Refuse;
     let job = node.job(4343, "n[1-2]");
     let SetupOutcome::JobFailure(cause) = setup(&job, &node.config) else {
         panic!("a job spanning two blocks must fail as the job's problem");
@@ -401,4 +402,32 @@ fn job_across_two_blocks_fails_before_claiming_or_starting_anything() {
         std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap_or_default(),
         ""
     );
+}
+
+#[test]
+fn a_job_across_two_blocks_gets_one_domain_per_block() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46009, "");
+    let topo = node.path("topology.conf");
+    std::fs::write(&topo, "BlockName=r1 Nodes=n1\nBlockName=r2 Nodes=n2\n").unwrap();
+    node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
+    let job = node.job(4344, "n[1-2]");
+    // n1 is alone in its block: its domain is itself, and it forms at once.
+    let outcome = setup(&job, &node.config);
+    let SetupOutcome::Ready { .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(
+        std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
+        "127.0.0.1\n"
+    );
+    let record = StateDir::of(&node.config)
+        .read_record(4344)
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.nodes, ["n1"]);
+    assert_eq!(record.domain.as_deref(), Some("r1"));
+    assert_eq!(record.domain_name(), "r1");
+    teardown(4344, &node.config).unwrap();
+    node.assert_idle();
 }

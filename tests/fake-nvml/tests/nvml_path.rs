@@ -305,7 +305,7 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
     // During the job: an application XID on gpu1, and gpu0 eats ECC.
     node.kmsg("4,3,300,-;NVRM: Xid (PCI:0000:1b:00): 31, pid=4242, name=python3, Ch 00000003, intr 10000000. MMU Fault");
     node.set_gpus(&eight(|i| if i == 0 { "ecc_volatile_sbe = 5\npcie_replays = 10\n[[gpu.process]]\npid = 4242\ngpu_util = 87\nmax_memory = 1073741824\ntime_ms = 300".into() } else { String::new() }));
-    match gpu_job::epilog(&job, &node.cfg).0 {
+    match gpu_job::epilog(&job, &node.cfg, None).0 {
         GpuOutcome::Done { verdict, .. } => assert_eq!(verdict, Verdict::Warn),
         o => panic!("{o:?}"),
     }
@@ -354,7 +354,7 @@ fn xid_79_during_the_job_makes_the_epilog_drain() {
         }
     ));
     node.kmsg("3,9,900,-;NVRM: Xid (PCI:0000:1f:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
-    match gpu_job::epilog(&job, &node.cfg).0 {
+    match gpu_job::epilog(&job, &node.cfg, None).0 {
         GpuOutcome::Done {
             verdict,
             drain_reason,
@@ -387,7 +387,7 @@ fn a_broken_database_never_fails_the_epilog() {
     let job = node.job(80, Some(vec![0]));
     gpu_job::prolog(&job, &node.cfg);
     assert!(matches!(
-        gpu_job::epilog(&job, &node.cfg).0,
+        gpu_job::epilog(&job, &node.cfg, None).0,
         GpuOutcome::Done {
             verdict: Verdict::Pass,
             ..
@@ -411,7 +411,7 @@ fn corrupt_start_snapshot_and_checkpoint_are_set_aside_and_noted() {
     assert!(snapshot.exists() && checkpoint.exists());
     std::fs::write(&snapshot, "{\"job_id\": 81, \"start_ts\": \"tru").unwrap();
     std::fs::write(&checkpoint, [0xffu8, 0, 1, 2]).unwrap();
-    match gpu_job::epilog(&job, &node.cfg).0 {
+    match gpu_job::epilog(&job, &node.cfg, None).0 {
         GpuOutcome::Done { .. } => {}
         o => panic!("{o:?}"),
     }
