@@ -227,11 +227,17 @@ pub fn tail_lines(path: &Path, n: usize) -> Option<Vec<String>> {
     Some(lines[lines.len().saturating_sub(n)..].to_vec())
 }
 
-/// Read a small text file (our config, a Slurm config file, a state file):
-/// opened without blocking, so a FIFO put in its place cannot hang a prolog
-/// or slurmstepd, refused unless it is a regular file, and refused past
-/// `max_bytes`. Invalid UTF-8 is replaced, not fatal.
+/// Read a small text file (a Slurm config file, a state file) like
+/// [`read_bounded`]. Invalid UTF-8 is replaced, not fatal: these are files
+/// we only search, and Slurm accepts them.
 pub fn read_bounded_text(path: &Path, max_bytes: u64) -> Result<String> {
+    read_bounded(path, max_bytes).map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Read a small file: opened without blocking, so a FIFO put in its place
+/// cannot hang a prolog or slurmstepd, refused unless it is a regular file,
+/// and refused past `max_bytes`.
+pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let fail =
         |e: &dyn std::fmt::Display| Error::new(format!("cannot read {}: {e}", path.display()));
@@ -251,7 +257,7 @@ pub fn read_bounded_text(path: &Path, max_bytes: u64) -> Result<String> {
     if bytes.len() as u64 > max_bytes {
         return Err(fail(&format!("larger than {max_bytes} bytes")));
     }
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(bytes)
 }
 
 #[cfg(test)]

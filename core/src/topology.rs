@@ -220,7 +220,74 @@ fn parse_conf(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopo
 
 /// topology.yaml: a list of topologies; each `block:` one contributes its
 /// `blocks:` entries (`block:` name, `nodes:` hostlist or list of them).
+/// Most YAML nodes a topology file may expand to, aliases included: a
+/// 16384-node cluster's file is a few thousand; an alias bomb (`&a [*b, *b]`
+/// nested) is billions, which the loader would build in memory.
+const MAX_YAML_NODES: u64 = 1_000_000;
+
+/// Counts the nodes a YAML text expands to, aliases included, from the
+/// parser's events (linear in the text), before anything is built.
+#[derive(Default)]
+struct ExpansionCount {
+    /// Size of every anchored node, by anchor id.
+    anchored: HashMap<usize, u64>,
+    /// Open collections: (anchor id, nodes so far).
+    open: Vec<(usize, u64)>,
+    total: u64,
+}
+
+impl ExpansionCount {
+    fn add(&mut self, size: u64) {
+        self.total = self.total.saturating_add(size);
+        if let Some((_, count)) = self.open.last_mut() {
+            *count = count.saturating_add(size);
+        }
+    }
+
+    fn close(&mut self) {
+        if let Some((anchor, size)) = self.open.pop() {
+            if anchor > 0 {
+                self.anchored.insert(anchor, size);
+            }
+            if let Some((_, count)) = self.open.last_mut() {
+                *count = count.saturating_add(size);
+            }
+        }
+    }
+}
+
+impl yaml_rust2::parser::EventReceiver for ExpansionCount {
+    fn on_event(&mut self, ev: yaml_rust2::Event) {
+        use yaml_rust2::Event;
+        match ev {
+            Event::Scalar(_, _, anchor, _) => {
+                if anchor > 0 {
+                    self.anchored.insert(anchor, 1);
+                }
+                self.add(1);
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                self.total = self.total.saturating_add(1);
+                self.open.push((anchor, 1));
+            }
+            Event::SequenceEnd | Event::MappingEnd => self.close(),
+            Event::Alias(id) => self.add(self.anchored.get(&id).copied().unwrap_or(1)),
+            _ => {}
+        }
+    }
+}
+
 fn parse_yaml(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopology>, String> {
+    let mut count = ExpansionCount::default();
+    yaml_rust2::parser::Parser::new_from_str(text)
+        .load(&mut count, true)
+        .map_err(|e| e.to_string().replace('\n', " "))?;
+    if count.total > MAX_YAML_NODES {
+        return Err(format!(
+            "its aliases expand to more than {MAX_YAML_NODES} YAML nodes: write the blocks out \
+             without anchors and aliases"
+        ));
+    }
     let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
     let Some(doc) = docs.into_iter().next() else {
         return Ok(Vec::new());
@@ -327,6 +394,26 @@ mod tests {
             b.domain_of("cpu1", &nodes("cpu[1-2]")),
             NvlinkDomain::whole_job(nodes("cpu[1-2]"))
         );
+    }
+
+    #[test]
+    fn a_yaml_alias_bomb_is_refused_in_one_line_without_expanding_it() {
+        let mut text = String::from("- topology: racks\n  block:\n    x0: &a0 [n1, n1]\n");
+        for i in 1..40 {
+            text.push_str(&format!("    x{i}: &a{i} [*a{}, *a{}]\n", i - 1, i - 1));
+        }
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("topology.yaml");
+        std::fs::write(&p, &text).unwrap();
+        let started = std::time::Instant::now();
+        let e = Blocks::load(&p, 4096).unwrap_err().to_string();
+        assert!(e.contains("aliases expand to more than"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        // Aliases that expand a little are fine.
+        let ok = "- topology: racks\n  block:\n    blocks:\n      - block: b1\n        nodes: &r n[1-2]\n      - block: b2\n        nodes: n[3-4]\n    extra: *r\n";
+        std::fs::write(&p, ok).unwrap();
+        let b = Blocks::load(&p, 4096).unwrap();
+        assert_eq!(b.domain_of("n3", &nodes("n[1-4]")).nodes, ["n3", "n4"]);
     }
 
     #[test]

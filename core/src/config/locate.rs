@@ -21,8 +21,44 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
 /// The dotted key (`imex.daemon.ctl_timeout`) whose key or value covers
 /// byte `offset`, if any.
 pub fn key_at(text: &str, offset: usize) -> Option<String> {
-    let doc = ImDocument::parse(text).ok()?;
-    find_in_table(doc.as_table(), offset, "")
+    match ImDocument::parse(text) {
+        Ok(doc) => find_in_table(doc.as_table(), offset, ""),
+        Err(_) => key_on_line(text, offset),
+    }
+}
+
+/// When the text does not even lex (a number too large for 64 bits, a bad
+/// float), toml_edit has no spans either. Then the key is read from the
+/// error's line itself (`name = …`, a bare or dotted key) and its table from
+/// the last `[header]` above it. Hand-rolled because no parser can be asked
+/// about a document that does not parse; quoted keys are not attempted.
+fn key_on_line(text: &str, offset: usize) -> Option<String> {
+    let end = floor_char_boundary(text, offset.min(text.len()));
+    let start = text[..end].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[start..].lines().next()?;
+    let key = line.split_once('=')?.0.trim();
+    let bare = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|p| {
+                let p = p.trim();
+                !p.is_empty()
+                    && p.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            })
+    };
+    if !bare(key) {
+        return None;
+    }
+    let key: Vec<&str> = key.split('.').map(str::trim).collect();
+    let table = text[..start].lines().rev().find_map(|l| {
+        let l = l.trim();
+        let inner = l.strip_prefix('[')?.split_once(']')?.0.trim();
+        (!inner.starts_with('[') && bare(inner)).then(|| inner.to_string())
+    });
+    Some(match table {
+        Some(t) => format!("{t}.{}", key.join(".")),
+        None => key.join("."),
+    })
 }
 
 fn find_in_table(table: &Table, offset: usize, prefix: &str) -> Option<String> {
@@ -89,9 +125,22 @@ mod tests {
     }
 
     #[test]
+    fn a_value_that_does_not_lex_still_names_its_key() {
+        let t = "[imex]\nport_base = 1\n\n[imex.daemon]\n stop_timeout = 99999999999999999999\n";
+        let at = t.find("999").unwrap();
+        assert_eq!(key_at(t, at).as_deref(), Some("imex.daemon.stop_timeout"));
+        let t = "max_nodes = 1e400\n";
+        assert_eq!(key_at(t, 12).as_deref(), Some("max_nodes"));
+        assert_eq!(key_at("[a]\n\"q k\" = 1e400\n", 10), None);
+    }
+
+    #[test]
     fn offsets_past_the_end_or_inside_a_character_are_safe() {
         assert_eq!(line_of("é\n", 1), 1);
         assert_eq!(line_of("a\nb", 99), 2);
-        assert_eq!(key_at("not = [toml", 3), None);
+        // A document that does not parse: the key on the offset's line.
+        assert_eq!(key_at("not = [toml", 3).as_deref(), Some("not"));
+        assert_eq!(key_at("[toml", 3), None);
+        assert_eq!(key_at("[a]\nb = [\n", 99).as_deref(), None);
     }
 }

@@ -585,11 +585,12 @@ impl Config {
         crate::trust::check(&absolute, crate::trust::Expect::File, "config").map_err(|e| {
             e.context("fix the file or the path given by config=, --config or $SLURM_IMEX_CONFIG")
         })?;
-        let text = crate::fsutil::read_bounded_text(&absolute, MAX_CONFIG_BYTES).map_err(|e| {
+        let bytes = crate::fsutil::read_bounded(&absolute, MAX_CONFIG_BYTES).map_err(|e| {
             Error::new(format!(
                 "{e} (fix the path given by config=, --config or ${CONFIG_ENV})"
             ))
         })?;
+        let text = utf8_config(bytes, &path)?;
         let config = Config::parse(&text, &path)?;
         for line in &config.deprecations {
             crate::logging::warn_to_journal(&format!("slurm-imex: {line}"));
@@ -629,6 +630,21 @@ impl Config {
     }
 }
 
+/// The config's text. TOML is UTF-8 by definition; a byte that is not is
+/// named with its line, never replaced silently.
+fn utf8_config(bytes: Vec<u8>, path: &Path) -> Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = 1 + bytes[..good].iter().filter(|b| **b == b'\n').count();
+        Error::new(format!(
+            "bad config {}:{line}: byte {:#04x} is not UTF-8: save the file as UTF-8",
+            path.display(),
+            bytes[good]
+        ))
+    })
+}
+
 /// `imex.daemon.ctl` as an admin reads it: `[imex.daemon] ctl`.
 fn key_label(dotted: &str) -> String {
     match dotted.rsplit_once('.') {
@@ -643,6 +659,24 @@ mod tests {
 
     fn parse(t: &str) -> Result<Config> {
         Config::parse(t, Path::new("/etc/slurm/imex.toml"))
+    }
+
+    #[test]
+    fn a_config_that_is_not_utf8_is_refused_naming_the_line() {
+        let e = utf8_config(
+            b"[imex]\n# caf\xe9\nport_base = 1\n".to_vec(),
+            Path::new("/e/imex.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "bad config /e/imex.toml:2: byte 0xe9 is not UTF-8: save the file as UTF-8"
+        );
+        assert_eq!(
+            utf8_config(b"a = 1".to_vec(), Path::new("x")).unwrap(),
+            "a = 1"
+        );
     }
 
     #[test]

@@ -45,15 +45,15 @@ pub fn parse_domain_json(text: &str) -> Result<DomainStatus> {
                 "nvidia-imex-ctl -N -j output has no top-level \"status\": {}",
                 snippet(text)
             ))
-        })?
-        .to_string();
+        })
+        .map(state_text)?;
     let mut nodes = BTreeMap::new();
     if let Some(map) = v.get("nodes").and_then(|n| n.as_object()) {
         for (key, node) in map {
             let Ok(index) = key.trim().parse::<usize>() else {
                 continue; // not a node index: ignore rather than guess
             };
-            let text_of = |k: &str| node.get(k).and_then(|x| x.as_str()).map(str::to_string);
+            let text_of = |k: &str| node.get(k).and_then(|x| x.as_str()).map(state_text);
             let mut connections = BTreeMap::new();
             if let Some(conns) = node.get("connections").and_then(|c| c.as_object()) {
                 for (peer, c) in conns {
@@ -61,7 +61,7 @@ pub fn parse_domain_json(text: &str) -> Result<DomainStatus> {
                         peer.trim().parse::<usize>(),
                         c.get("status").and_then(|s| s.as_str()),
                     ) {
-                        connections.insert(p, s.to_string());
+                        connections.insert(p, state_text(s));
                     }
                 }
             }
@@ -87,18 +87,18 @@ pub fn parse_domain_text(text: &str) -> Result<DomainStatus> {
     for line in text.lines() {
         let t = line.trim();
         if let Some(rest) = t.strip_prefix("Domain State:") {
-            status.domain = rest.trim().to_string();
+            status.domain = state_text(rest.trim());
         } else if let Some(rest) = t.strip_prefix("Node #") {
             // "Node #0   - 172.31.48.81    - READY                - Version: 570.172"
             let fields: Vec<&str> = rest.split(" - ").map(str::trim).collect();
             if let Some(Ok(index)) = fields.first().map(|f| f.parse::<usize>()) {
                 let node = status.nodes.entry(index).or_default();
-                node.host = fields.get(1).map(|s| s.to_string());
-                node.status = fields.get(2).map(|s| s.to_string());
+                node.host = fields.get(1).map(|s| state_text(s));
+                node.status = fields.get(2).map(|s| state_text(s));
                 node.version = fields
                     .get(3)
                     .and_then(|v| v.strip_prefix("Version:"))
-                    .map(|v| v.trim().to_string());
+                    .map(|v| state_text(v.trim()));
             }
         } else if let Some(rest) = t.strip_prefix("Nodes From\\To") {
             matrix_columns = rest
@@ -154,10 +154,23 @@ fn snippet(text: &str) -> String {
     }
 }
 
+/// Longest state word kept from the daemon (the longest real one,
+/// WAITING_FOR_RECOVERY, has 20 characters). A longer "state" is not one,
+/// and any state or status string is cut to this, so no line built from
+/// the daemon's answers outgrows `text::LINE_MAX`.
+const STATE_MAX: usize = 64;
+
+/// A state or status string from the daemon, bounded.
+fn state_text(s: &str) -> String {
+    crate::text::cap(s, STATE_MAX)
+}
+
 /// The `-q` answer: exactly one state word (READY, INITIALIZING, …).
 pub fn parse_query(stdout: &str) -> Option<String> {
     let t = stdout.trim();
-    let word_like = !t.is_empty() && t.chars().all(|c| c.is_ascii_uppercase() || c == '_');
+    let word_like = !t.is_empty()
+        && t.len() <= STATE_MAX
+        && t.chars().all(|c| c.is_ascii_uppercase() || c == '_');
     word_like.then(|| t.to_string())
 }
 
@@ -259,6 +272,22 @@ impl Ctl<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_state_strings_are_bounded() {
+        let word = "A".repeat(100_000);
+        assert_eq!(parse_query(&format!("{word}\n")), None);
+        let j = format!(r#"{{"nodes":{{"0":{{"status":"{word}"}}}},"status":"{word}"}}"#);
+        let s = parse_domain_json(&j).unwrap();
+        assert!(s.domain.len() < 100, "{}", s.domain.len());
+        assert!(s.nodes[&0].status.as_ref().unwrap().len() < 100);
+        let t = parse_domain_text(&format!(
+            "Node #0   - 10.0.0.1 - {word}\nDomain State: {word}\n"
+        ))
+        .unwrap();
+        assert!(s.domain.len() < 100 && t.domain.len() < 100);
+        assert!(t.nodes[&0].status.as_ref().unwrap().len() < 100);
+    }
 
     fn sample(name: &str) -> String {
         std::fs::read_to_string(format!(

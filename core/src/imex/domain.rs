@@ -237,12 +237,17 @@ impl DomainPlan {
             overrides.push(("DAEMONIZE", "0".to_string()));
         }
         let rendered = base.with_overrides(&overrides);
-        write_atomic(
+        let nodes_config = render_nodes_config(addrs);
+        write_config_file(
             &daemon.nodes_config,
-            render_nodes_config(addrs).as_bytes(),
-            0o644,
+            nodes_config.as_bytes(),
+            "nodes_config",
         )?;
-        write_atomic(&daemon.job_config, rendered.render().as_bytes(), 0o644)?;
+        write_config_file(
+            &daemon.job_config,
+            rendered.render().as_bytes(),
+            "job_config",
+        )?;
         Ok(DomainPlan {
             port,
             port_hint,
@@ -382,6 +387,23 @@ impl DomainPlan {
             }
         }
     }
+}
+
+/// Write one of the daemon's files atomically; a failure names the key
+/// that chose the path, so the admin knows what to fix.
+fn write_config_file(path: &std::path::Path, contents: &[u8], key: &str) -> Result<()> {
+    write_atomic(path, contents, 0o644).map_err(|e| {
+        let missing = path.parent().is_some_and(|d| !d.exists());
+        let hint = if missing {
+            ": its directory does not exist (create it, or point the key elsewhere)"
+        } else {
+            ""
+        };
+        e.context(format!(
+            "[imex.daemon] {key} = \"{}\"{hint}",
+            crate::text::cap(&path.display().to_string(), crate::text::PIECE_MAX)
+        ))
+    })
 }
 
 /// What waiting for the domain needs to know.

@@ -180,6 +180,20 @@ const VALUE_CASES: &[(&str, &[&str])] = &[
         "# comment\n\n[health]\n\n\nrequire_ecc = \"on\"\n",
         &[":6", "[health] require_ecc"],
     ),
+    // Values the TOML lexer itself rejects still name their key.
+    (
+        "[imex]\nport_base = 99999999999999999999\n",
+        &[":2", "[imex] port_base", "too large"],
+    ),
+    (
+        "[imex.daemon]\nstop_timeout = 99999999999999999999\n",
+        &[":2", "[imex.daemon] stop_timeout"],
+    ),
+    ("[imex]\nmax_nodes = 1e400\n", &[":2", "[imex] max_nodes"]),
+    (
+        "[node]\nstate_dir = \"run/imex\"\n",
+        &[":2", "[node] state_dir", "absolute"],
+    ),
 ];
 
 struct Site {
@@ -228,6 +242,35 @@ fn bad_values_types_and_syntax_name_file_line_and_key() {
         both_refuse(&p, &all, &format!("{text:?}"));
     }
     eprintln!("bad-input: {} config value cases", VALUE_CASES.len());
+}
+
+#[test]
+fn a_config_that_is_not_utf8_is_refused_naming_the_line() {
+    let site = Site::new();
+    let p = site.dir.path().join("imex.toml");
+    write_mode(&p, b"[imex]\n# caf\xe9\nport_base = 33792\n", 0o644);
+    let path = p.to_str().unwrap();
+    both_refuse(&p, &[path, ":2", "0xe9 is not UTF-8"], "a Latin-1 comment");
+}
+
+#[test]
+fn the_old_state_dir_key_still_works_and_status_names_it() {
+    let site = Site::new();
+    let state = site.dir.path().join("state");
+    let p = site.config(&format!("[imex]\nstate_dir = \"{}\"\n", state.display()));
+    let cli = run(
+        &bin("slurm-imex"),
+        &["--config", p.to_str().unwrap(), "status"],
+        &[],
+    );
+    assert_eq!(cli.code, Some(0), "{}", cli.stderr);
+    assert_eq!(cli.stderr, "", "no extra stderr line");
+    assert!(
+        cli.stdout
+            .contains(":2: [imex] state_dir is deprecated: rename it to [node] state_dir"),
+        "{}",
+        cli.stdout
+    );
 }
 
 #[test]

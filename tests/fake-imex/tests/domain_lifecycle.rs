@@ -431,3 +431,19 @@ fn a_job_across_two_blocks_gets_one_domain_per_block() {
     teardown(4344, &node.config).unwrap();
     node.assert_idle();
 }
+
+#[test]
+fn a_missing_nodes_config_directory_names_the_key_and_the_file() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46010, "");
+    let missing = node.path("no-such-dir/nodes_config.cfg");
+    node.config.imex.daemon.nodes_config = missing.clone();
+    let outcome = setup(&node.job(4345, "n1"), &node.config);
+    let SetupOutcome::NodeFault(msg) = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(msg.contains("[imex.daemon] nodes_config"), "{msg}");
+    assert!(msg.contains(&missing.display().to_string()), "{msg}");
+    assert!(msg.contains("its directory does not exist"), "{msg}");
+    teardown(4345, &node.config).unwrap();
+}
