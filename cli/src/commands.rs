@@ -4,12 +4,14 @@
 use crate::table::Table;
 use crate::{Cli, Command, HistoryArgs};
 use serde::Serialize;
+use slurm_imex_core::clique::Published;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::imex;
 use slurm_imex_core::state::{NodeState, StateDir};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
+use slurm_imex_gpu::clique::node_clique;
 use slurm_imex_gpu::drain::{self, CheckFlags, DrainAction};
 use slurm_imex_gpu::health::checks::check_imex;
 use slurm_imex_gpu::health::gate::check_now;
@@ -39,6 +41,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
             node,
         } => check(cli, &config, *drain, *undrain, node.clone()),
         Command::Status => status(cli, &config),
+        Command::Topology { yaml, check } => crate::topology::topology(cli, &config, *yaml, *check),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
         Command::Man { .. } => Ok(0),
     }
@@ -385,6 +388,22 @@ struct CheckReport {
     gpus: usize,
     findings: Vec<Finding>,
     action: Option<String>,
+    /// The node's NVLink clique from its GPUs, when they report a trusted one.
+    clique: Option<String>,
+    /// What publishing it in the node's Slurm Extra did.
+    published: Option<String>,
+}
+
+/// Publish the node's clique in its Slurm Extra (asking Slurm what it has);
+/// what happened, as the line an admin reads.
+fn publish_clique(config: &Config, node: &str, clique: &str) -> String {
+    let state = StateDir::of(config);
+    match slurm_imex_core::clique::publish(&config.health, &state, node, clique, true) {
+        Ok(Published::Updated) => "published in Slurm's node Extra".into(),
+        Ok(Published::Unchanged) => "published in Slurm's node Extra (unchanged)".into(),
+        Ok(Published::LeftAlone(why)) => format!("not published: {why}"),
+        Err(e) => format!("not published: {e}"),
+    }
 }
 
 fn check(
@@ -414,6 +433,8 @@ fn check(
         eprintln!("slurm-imex: warning: Prometheus textfile not refreshed: {e}");
     }
     let action = action.describe(&node);
+    let clique = node_clique(&gate.snapshots);
+    let published = clique.as_deref().map(|c| publish_clique(config, &node, c));
     let report = CheckReport {
         node,
         verdict,
@@ -421,6 +442,8 @@ fn check(
         gpus: gate.snapshots.len(),
         findings,
         action,
+        clique,
+        published,
     };
     if cli.json {
         print_json(&report)?;
@@ -447,6 +470,9 @@ fn check(
         }
         if let Some(a) = &report.action {
             out!("{a}");
+        }
+        if let (Some(c), Some(p)) = (&report.clique, &report.published) {
+            out!("NVLink clique {c}: {p}");
         }
     }
     Ok(if verdict == Verdict::Drain { 1 } else { 0 })

@@ -21,6 +21,7 @@ macro_rules! out_raw {
 mod commands;
 mod man;
 mod table;
+mod topology;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -87,6 +88,17 @@ pub enum Command {
     },
     /// This node's IMEX daemon and domain state.
     Status,
+    /// The racks as the NVLink fabric sees them, from the clique every node
+    /// publishes: a topology.conf (BlockName=) fragment, or --yaml; --check
+    /// compares Slurm's topology file and exits 1 on any disagreement.
+    Topology {
+        /// Print a topology.yaml fragment instead of topology.conf lines.
+        #[arg(long)]
+        yaml: bool,
+        /// Compare Slurm's topology file with the fabric; list each disagreement.
+        #[arg(long)]
+        check: bool,
+    },
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]
     Man { dir: PathBuf },

@@ -8,11 +8,15 @@ use crate::config::HealthConfig;
 use crate::error::{Error, Result};
 use crate::process::run_checked;
 
-/// A node's state and reason as `scontrol show node -o` prints them.
+/// A node's state, reason and Extra as `scontrol show node -o` prints them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeStatus {
+    pub name: String,
     pub state: String,
     pub reason: Option<String>,
+    /// The node's `Extra` field (Slurm 21.08+), free text set by admins and
+    /// tools; slurm-imex keeps its `nvlink_clique` key there (`crate::clique`).
+    pub extra: Option<String>,
 }
 
 impl NodeStatus {
@@ -27,19 +31,78 @@ impl NodeStatus {
 /// Hand-parsed: scontrol has no machine format on every version we ship for
 /// (`--json` needs Slurm's data_parser plugins, which a site may not build).
 pub fn parse_node_line(line: &str) -> Option<NodeStatus> {
-    let state = line
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("State="))?
-        .to_string();
+    let word = |key: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .map(str::to_string)
+    };
+    let state = word("State=")?;
     let reason = line.find(" Reason=").map(|at| {
         let text = &line[at + " Reason=".len()..];
         let end = text.rfind(" [").unwrap_or(text.len());
         text[..end].trim().to_string()
     });
+    let present = |v: &String| !v.is_empty() && v != "(null)";
     Some(NodeStatus {
+        name: word("NodeName=").unwrap_or_default(),
         state,
-        reason: reason.filter(|r| !r.is_empty() && r != "(null)"),
+        reason: reason.filter(present),
+        extra: free_text_field(line, "Extra").filter(present),
     })
+}
+
+/// A field whose value may hold spaces (`Extra=`, `Comment=`): from after
+/// `Key=` to the next ` Word=` that starts another field. scontrol does not
+/// quote; a value that itself holds ` Word=` is cut there, and whoever reads
+/// it must treat what it gets as untrusted text.
+fn free_text_field(line: &str, key: &str) -> Option<String> {
+    let start = line.find(&format!(" {key}="))? + key.len() + 2;
+    let rest = &line[start..];
+    let end = rest
+        .match_indices(' ')
+        .map(|(i, _)| i)
+        .find(|&i| {
+            let next = &rest[i + 1..];
+            let name_len = next
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric())
+                .count();
+            name_len > 0
+                && next.as_bytes().get(name_len) == Some(&b'=')
+                && next.starts_with(|c: char| c.is_ascii_uppercase())
+        })
+        .unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
+}
+
+/// Every node of `hostlist` (None: every node) as slurmctld sees it, in
+/// one call.
+pub fn nodes_status(cfg: &HealthConfig, hostlist: Option<&str>) -> Result<Vec<NodeStatus>> {
+    let mut args = vec!["show", "node"];
+    args.extend(hostlist);
+    args.push("-o");
+    let out = run_checked(
+        &cfg.scontrol,
+        &args,
+        cfg.scontrol_timeout.0,
+        "scontrol show node",
+    )?;
+    Ok(out.stdout.lines().filter_map(parse_node_line).collect())
+}
+
+/// `scontrol update NodeName=<node> Extra=<extra>`.
+pub fn set_extra(cfg: &HealthConfig, node: &str, extra: &str) -> Result<()> {
+    run_checked(
+        &cfg.scontrol,
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            &format!("Extra={extra}"),
+        ],
+        cfg.scontrol_timeout.0,
+        &format!("scontrol update NodeName={node} Extra"),
+    )
+    .map(drop)
 }
 
 /// The node's state and reason, asked of slurmctld.
@@ -100,7 +163,25 @@ mod tests {
         assert_eq!(s.reason.as_deref(), Some("imex-health: xid gpu0 1650924060001: XID 79 (REBOOT) on 0000:1a:00: GPU has fallen off the bus."));
         let s = parse_node_line("NodeName=n1 State=IDLE Partitions=imex").unwrap();
         assert_eq!(s.reason, None);
+        assert_eq!((s.name.as_str(), s.extra.as_deref()), ("n1", None));
         assert!(!s.is_drained());
         assert!(parse_node_line("garbage").is_none());
+    }
+
+    #[test]
+    fn extra_is_read_up_to_the_next_field() {
+        let l = "NodeName=n3 Arch=x86_64 State=IDLE Comment=(null) Extra={\"nvlink_clique\":\"u.2\",\"note\":\"two words\"} \
+                 Partitions=imex BootTime=2026-11-22T01:00:00";
+        let s = parse_node_line(l).unwrap();
+        assert_eq!(
+            s.extra.as_deref(),
+            Some("{\"nvlink_clique\":\"u.2\",\"note\":\"two words\"}")
+        );
+        let s = parse_node_line("NodeName=n1 State=IDLE Extra=(null) Partitions=x").unwrap();
+        assert_eq!(s.extra, None);
+        let s = parse_node_line("NodeName=n1 State=IDLE Extra=rack 7 spare Partitions=x").unwrap();
+        assert_eq!(s.extra.as_deref(), Some("rack 7 spare"));
+        let s = parse_node_line("NodeName=n1 State=IDLE Extra=last").unwrap();
+        assert_eq!(s.extra.as_deref(), Some("last"));
     }
 }

@@ -129,11 +129,7 @@ impl Blocks {
     /// after itself: nothing says it shares NVLink with anyone. The whole
     /// job when no topology knows any of its nodes.
     pub fn domain_of(&self, node: &str, nodes: &[String]) -> NvlinkDomain {
-        let Some((_, node_block)) = self
-            .topologies
-            .iter()
-            .find(|(_, map)| nodes.iter().any(|n| map.contains_key(n)))
-        else {
+        let Some(node_block) = self.block_of(nodes) else {
             return NvlinkDomain::whole_job(nodes.to_vec());
         };
         let Some(block) = node_block.get(node) else {
@@ -150,6 +146,17 @@ impl Blocks {
                 .cloned()
                 .collect(),
         }
+    }
+}
+
+impl Blocks {
+    /// Node -> block, in the first block topology that knows any of `nodes`
+    /// (the one `domain_of` splits by).
+    pub fn block_of(&self, nodes: &[String]) -> Option<&HashMap<String, String>> {
+        self.topologies
+            .iter()
+            .find(|(_, map)| nodes.iter().any(|n| map.contains_key(n)))
+            .map(|(_, map)| map)
     }
 }
 

@@ -9,9 +9,11 @@
 //! - `xid`: XID lines of the kernel log, their catalog class, and the
 //!   checkpoint of XIDs already judged
 //! - `stats`: a job's per-GPU deltas between two snapshots
+//! - `clique`: the node's NVLink clique (its rack), from the fabric info
 //! - `drain`: what a drain finding does to the node, for the prolog, the
 //!   epilog and `slurm-imex check` alike
 
+pub mod clique;
 pub mod drain;
 pub mod health;
 pub mod nvml;

@@ -14,6 +14,7 @@ use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm_env::JobEnv;
 use slurm_imex_core::state::StateDir;
 use slurm_imex_core::timespec::now_s;
+use slurm_imex_gpu::clique::node_clique;
 use slurm_imex_gpu::health::gate::{self, GateRequest, GateResult};
 use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Severity, Verdict};
 use slurm_imex_gpu::nvml::GpuSnapshot;
@@ -98,10 +99,24 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
         );
     }
     gate.advance_checkpoint(&state);
+    publish_clique(cfg, &state, &job.node_name, &gate);
     GpuOutcome::Done {
         verdict,
         drain_reason: drain_reason(&gate.findings),
         warnings: reasons(&gate.findings, Severity::Warn),
+    }
+}
+
+/// Publish this node's NVLink clique in Slurm when it differs from what we
+/// published last (a job pays no RPC otherwise). Best effort: the health
+/// check publishes it too.
+fn publish_clique(cfg: &Config, state: &StateDir, node: &str, gate: &GateResult) {
+    let Some(clique) = node_clique(&gate.snapshots) else {
+        return;
+    };
+    if let Err(e) = slurm_imex_core::clique::publish(&cfg.health, state, node, &clique, false) {
+        // Not on stderr, which carries a hook's one failure line.
+        tracing::info!("NVLink clique of {node} not published (slurm-imex check will): {e}");
     }
 }
 

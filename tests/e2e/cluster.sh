@@ -203,10 +203,19 @@ write_scenario() {
       printf '[[gpu]]\nuuid = "GPU-%02d%02d0000-aaaa-bbbb-cccc-dddddddddddd"\nserial = "16509240%02d%03d"\n' "$n" "$g" "$n" "$g"
       printf 'pci_bus_id = "00000000:%02X:00.0"\nenergy_mj = 1000000\npower_mw = 600000\nremap_correctable = 0\n' $((0x1a + g))
       printf 'nvlinks = 18\naccounting = true\ntemperature = 40\n'
-      printf 'fabric = { state = "completed", clique_id = 1, cluster_uuid = "dc6e40c4-d722-4357-9ba6-5291dd461278" }\n'
+      printf 'fabric = { state = "completed", clique_id = %d, cluster_uuid = "%s" }\n' "$(clique_of "$n")" "$CLUSTER_UUID"
       for extra in "$@"; do if [ "${extra%%:*}" = "$g" ]; then echo "${extra#*:}"; fi; done
     done
   } > "$f.tmp" && mv "$f.tmp" "$f"
+}
+
+# The NVLink clique id node N's GPUs report: the file nodes/nN/clique when a
+# test writes one, else its rack's (racks of two) in the topology phase, else 1.
+CLUSTER_UUID=dc6e40c4-d722-4357-9ba6-5291dd461278
+clique_of() {
+  if [ -s "$C/nodes/n$1/clique" ]; then cat "$C/nodes/n$1/clique"
+  elif [ -n "${E2E_TOPOLOGY:-}" ]; then echo $(( ($1 - 1) / 2 + 1 ))
+  else echo 1; fi
 }
 
 # Append a kernel log record to node N's fake /dev/kmsg.

@@ -81,9 +81,10 @@ wait_node_free() { # node timeout
 
 reset_nodes() {
   local i
-  sed -i -e 's/^channels = .*/channels = "auto"/' -e 's/^span = .*/span = "split"/' "$C/etc-slurm/imex.toml"
+  sed -i -e 's/^channels = .*/channels = "auto"/' -e 's/^span = .*/span = "split"/' \
+      -e 's/^topology = .*/topology = "auto"/' "$C/etc-slurm/imex.toml"
   for i in $(seq 1 "$E2E_NODES"); do
-    rm -f "$C/nodes/n$i/run-imex/fake-fault"
+    rm -f "$C/nodes/n$i/run-imex/fake-fault" "$C/nodes/n$i/clique"
     write_scenario "$i"
     case "$(node_state "n$i")" in
       drain*|down*|fail*) scontrol update nodename="n$i" state=resume 2>/dev/null || true;;

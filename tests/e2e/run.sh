@@ -461,6 +461,86 @@ test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing() {
   done
 }
 
+# Every node publishes its NVLink clique (the HealthCheckProgram path).
+publish_cliques() {
+  local i; for i in $(seq 1 "$E2E_NODES"); do
+    expect_contains "$(cli "$i" check 2>&1)" "published in Slurm's node Extra" "n$i publishes its clique"
+  done
+}
+
+test_published_cliques_split_a_job_without_a_topology_file() {
+  publish_cliques
+  expect_contains "$(scontrol show node n3 -o)" "\"nvlink_clique\":\"$CLUSTER_UUID.2\"" "n3's Extra holds its clique"
+  sed -i 's/^topology = .*/topology = "none"/' "$C/etc-slurm/imex.toml"
+  local id i want line out
+  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
+$started_marker
+$hold_until_released") || { fail "sbatch failed"; return; }
+  wait_started "$id" || fail "job $id never started its step"
+  for i in 1 2 3 4; do
+    case $i in
+      1|2) want=$(printf '%s\n%s' "$(node_ip 1)" "$(node_ip 2)");;
+      *) want=$(printf '%s\n%s' "$(node_ip 3)" "$(node_ip 4)");;
+    esac
+    expect_eq "$(cat "$C/nodes/n$i/etc-imex/nodes_config.cfg")" "$want" "n$i nodes_config.cfg holds the nodes of its clique"
+  done
+  release "$id"
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  out=$(cat "$C/out/$id.out")
+  for i in 1 2 3 4; do
+    line=$(grep "^NODE=n$i " <<<"$out")
+    case $i in 1|2) want="DOM=$CLUSTER_UUID.1 DOMN=n[1-2]";; *) want="DOM=$CLUSTER_UUID.2 DOMN=n[3-4]";; esac
+    expect_contains "$line" "$want" "n$i names its clique as its domain"
+  done
+  for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
+test_a_topology_file_that_contradicts_the_fabric_fails_the_job_and_check_lists_it() {
+  # n2 is cabled into the second rack, but the topology file puts it in b1.
+  echo 2 > "$C/nodes/n2/clique"; write_scenario 2
+  publish_cliques
+  local i; for i in 1 2 3 4; do rm -f "$C/nodes/n$i/run-imex/nvidia-imex.log"; done
+  local id err check rc
+  id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
+  err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "block b1 holds 2 NVLink cliques: n1 (clique $CLUSTER_UUID.1), n2 (clique $CLUSTER_UUID.2)" "the message names the nodes and their cliques"
+  expect_contains "$err" "topology." "the message names the topology file"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job did not run"
+  for i in 1 2 3 4; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
+    [ -e "$C/nodes/n$i/run-imex/nvidia-imex.log" ] && fail "an IMEX daemon started on n$i"
+    expect_idle "$i"
+  done
+  check=$(cli 1 topology --check); rc=$?
+  sed 's/^/      | /' <<<"$check"
+  expect_eq "$rc" 1 "topology --check exits 1"
+  expect_contains "$check" "block b1 holds 2 NVLink cliques" "topology --check lists the split block"
+  expect_contains "$check" "NVLink clique $CLUSTER_UUID.2 spans 2 blocks: n2 (block b1), n3 (block b2), n4 (block b2)" "topology --check lists the spanning clique"
+}
+
+test_slurm_accepts_the_topology_the_fabric_describes() {
+  publish_cliques
+  local f ext out
+  f=$(ls "$C"/etc-slurm/topology.yaml "$C"/etc-slurm/topology.conf 2>/dev/null | head -1)
+  ext=${f##*.}
+  cp "$f" "$C/out/topology.saved"
+  if [ "$ext" = yaml ]; then cli 1 topology --yaml > "$f.new"; else cli 1 topology > "$f.new"; fi
+  expect_contains "$(cat "$f.new")" "rack1" "a generated $ext file"
+  sed 's/^/      | /' "$f.new"
+  mv "$f.new" "$f"
+  expect_eq "$(cli 1 topology --check | tail -1)" "$f agrees with the NVLink cliques of 2 rack(s)" "the generated file agrees with the fabric"
+  scontrol reconfigure || fail "scontrol reconfigure"
+  sleep 1
+  out=$(scontrol show topology 2>&1)
+  expect_contains "$out" "rack1" "Slurm knows rack1: $out"
+  expect_contains "$out" "n[1-2]" "rack1 holds n[1-2]"
+  expect_contains "$out" "n[3-4]" "rack2 holds n[3-4]"
+  cp "$C/out/topology.saved" "$f"
+  scontrol reconfigure || fail "scontrol reconfigure back"
+}
+
 test_imex_job_inside_one_block_runs() {
   local id out ch
   id=$(submit -N2 --imex "srun -N2 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
@@ -533,6 +613,9 @@ main() {
       test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing
       test_span_refuse_fails_a_job_across_two_blocks_before_any_daemon_starts
       test_imex_job_inside_one_block_runs
+      test_published_cliques_split_a_job_without_a_topology_file
+      test_a_topology_file_that_contradicts_the_fabric_fails_the_job_and_check_lists_it
+      test_slurm_accepts_the_topology_the_fabric_describes
     );;
     *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet or rack)" >&2; exit 2;;
   esac

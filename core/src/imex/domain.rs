@@ -16,10 +16,11 @@ use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
 use crate::imex::job_record::{JobRecord, Outcome};
 use crate::imex::manager::{Liveness, Manager};
 use crate::imex::port::server_port;
+use crate::racks::RackSources;
 use crate::slurm_conf;
 use crate::slurm_env::JobEnv;
 use crate::state::StateDir;
-use crate::topology::{self, Blocks, NvlinkDomain};
+use crate::topology::NvlinkDomain;
 use std::time::{Duration, Instant};
 
 /// What the prolog concluded.
@@ -144,19 +145,24 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Nvlin
             crate::text::cap(&job.node_list, crate::text::PIECE_MAX)
         )));
     }
-    let slurm_conf = slurm_conf::locate(&cfg.slurm);
-    if let Some(path) = topology::locate(&cfg.slurm, slurm_conf.as_deref()) {
-        // An unreadable rack description is this node's config fault.
-        let blocks = Blocks::load(&path, cfg.imex.max_nodes)
-            .map_err(|e| e.context("cannot read Slurm's block topology ([slurm] topology)"))?;
-        return Ok(match cfg.imex.span {
-            Span::Split => Ok(blocks.domain_of(node, &nodes)),
-            Span::Refuse => blocks
-                .check_one_block(&nodes)
-                .map(|()| NvlinkDomain::whole_job(nodes)),
-        });
+    let racks = RackSources::read(cfg, &job.node_list, &nodes)?;
+    if let Some(cause) = racks.disagreement(&nodes) {
+        return Ok(Err(cause));
     }
-    Ok(Ok(NvlinkDomain::whole_job(nodes)))
+    let domain = racks.domain_of(node, &nodes);
+    Ok(match (cfg.imex.span, &racks.blocks) {
+        (Span::Split, _) => Ok(domain),
+        (Span::Refuse, Some(blocks)) => blocks
+            .check_one_block(&nodes)
+            .map(|()| NvlinkDomain::whole_job(nodes)),
+        (Span::Refuse, None) if domain.nodes.len() < nodes.len() => Err(format!(
+            "the job's nodes span more than one NVLink clique (published in each node's Slurm \
+             Extra; this node {node} is in {}); one IMEX domain must stay in one rack: submit \
+             with --segment=<nodes per job>, or to a partition per rack",
+            domain.name.as_deref().unwrap_or("none")
+        )),
+        (Span::Refuse, None) => Ok(NvlinkDomain::whole_job(nodes)),
+    })
 }
 
 /// Make this job the owner of the node's daemon, unless another job's

@@ -11,10 +11,13 @@
 //! gpu-jobs/<job>.json         a GPU job's start snapshot, prolog -> epilog
 //! xid-checkpoint.json         per GPU, the last kernel-log XID already judged
 //! node-metrics.json           this node's standing for the export (node.rs)
+//! published-clique            the NVLink clique last published in Slurm (published.rs)
+//! extra-left-alone            Extra held someone else's text (said once)
 //! ```
 
 mod domain;
 mod node;
+mod published;
 pub mod sweep;
 
 pub use domain::DomainLock;
@@ -102,6 +105,14 @@ impl StateDir {
         self.root.join("node-metrics.json")
     }
 
+    fn published_clique_path(&self) -> PathBuf {
+        self.root.join("published-clique")
+    }
+
+    fn extra_left_alone_path(&self) -> PathBuf {
+        self.root.join("extra-left-alone")
+    }
+
     /// The root and `jobs/`, created when missing and held to the trust
     /// boundary.
     pub fn ensure(&self) -> Result<()> {
@@ -186,6 +197,8 @@ mod tests {
             state.gpu_start_path(3),
             state.xid_checkpoint_path(),
             state.node_state_path(),
+            state.published_clique_path(),
+            state.extra_left_alone_path(),
         ] {
             assert!(
                 dirs.iter().any(|d| file.parent() == Some(d.as_path())),

@@ -1,0 +1,164 @@
+//! NVLink cliques as published in Slurm: each node's clique (read from its
+//! GPUs by `slurm_imex_gpu::clique`) kept as the `nvlink_clique` key of the
+//! node's `Extra` field, where the prolog of any node can read all of a
+//! job's nodes in one `scontrol` call, and Slurm 23.11+ can select on it
+//! (`sbatch --extra=...`).
+//!
+//! Extra is shared with admins and other tools: a JSON object there is
+//! merged into (our key set, the rest kept); anything else is left untouched
+//! and said once in the log. A published value is trusted only in the shape
+//! `<uuid>.<id>` that the GPU side writes.
+
+use crate::config::HealthConfig;
+use crate::error::Result;
+use crate::slurm_node::{self, NodeStatus};
+use crate::state::StateDir;
+use std::collections::BTreeMap;
+
+/// The key slurm-imex owns in a node's Extra JSON object.
+pub const EXTRA_KEY: &str = "nvlink_clique";
+
+/// A clique in the only shape we publish: `<32 hex digits in 8-4-4-4-12>.<id>`.
+pub fn is_clique(value: &str) -> bool {
+    let Some((uuid, id)) = value.rsplit_once('.') else {
+        return false;
+    };
+    let groups: Vec<&str> = uuid.split('-').collect();
+    let shape = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]);
+    let hex = uuid
+        .chars()
+        .all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c));
+    let id_ok = id.parse::<u32>().is_ok_and(|n| n != 0 && n != u32::MAX);
+    shape && hex && uuid.chars().any(|c| c.is_ascii_hexdigit() && c != '0') && id_ok
+}
+
+/// The clique published in `extra`, if it holds one we can trust.
+pub fn clique_in_extra(extra: Option<&str>) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(extra?).ok()?;
+    let clique = value.as_object()?.get(EXTRA_KEY)?.as_str()?;
+    is_clique(clique).then(|| clique.to_string())
+}
+
+/// `extra` with our key set to `clique`. Err (with the reason) when Extra
+/// holds something other than a JSON object: it is someone else's, and is
+/// left alone.
+pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<String, String> {
+    let mut object = match extra.map(str::trim).filter(|e| !e.is_empty()) {
+        None => serde_json::Map::new(),
+        Some(text) => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(serde_json::Value::Object(map)) => map,
+            _ => {
+                return Err(format!(
+                    "its Extra is not a JSON object ({}), so slurm-imex leaves it alone",
+                    crate::text::cap(text, 80)
+                ))
+            }
+        },
+    };
+    object.insert(EXTRA_KEY.into(), clique.into());
+    Ok(serde_json::Value::Object(object).to_string())
+}
+
+/// The published cliques of `nodes` (a hostlist; None: every node), by node
+/// name: only nodes that publish a trusted one.
+pub fn published(cfg: &HealthConfig, nodes: Option<&str>) -> Result<BTreeMap<String, String>> {
+    Ok(slurm_node::nodes_status(cfg, nodes)?
+        .into_iter()
+        .filter_map(|n| Some((n.name.clone(), clique_in_extra(n.extra.as_deref())?)))
+        .collect())
+}
+
+/// What publishing did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Published {
+    /// Slurm already had it (or, for the prolog, we published it last).
+    Unchanged,
+    Updated,
+    /// Extra holds someone else's text: left alone (the reason).
+    LeftAlone(String),
+}
+
+/// Publish `clique` as `node`'s, merging into its Extra. `ask_slurm`: read
+/// Slurm's current Extra first (the health check); otherwise trust the
+/// state directory's note of what we published last, so a prolog pays an
+/// RPC only when the clique changed.
+pub fn publish(
+    cfg: &HealthConfig,
+    state: &StateDir,
+    node: &str,
+    clique: &str,
+    ask_slurm: bool,
+) -> Result<Published> {
+    let noted = state.published_clique();
+    if !ask_slurm && noted.as_deref() == Some(clique) {
+        return Ok(Published::Unchanged);
+    }
+    let current: Option<NodeStatus> = slurm_node::nodes_status(cfg, Some(node))?
+        .into_iter()
+        .next();
+    let extra = current.and_then(|n| n.extra);
+    if clique_in_extra(extra.as_deref()).as_deref() == Some(clique) {
+        state.note_published_clique(clique);
+        return Ok(Published::Unchanged);
+    }
+    match merged_extra(extra.as_deref(), clique) {
+        Ok(text) => {
+            slurm_node::set_extra(cfg, node, &text)?;
+            state.note_published_clique(clique);
+            Ok(Published::Updated)
+        }
+        Err(why) => {
+            if state.note_extra_left_alone() {
+                tracing::warn!("not publishing the NVLink clique of {node}: {why}");
+            }
+            Ok(Published::LeftAlone(why))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const C: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
+
+    #[test]
+    fn only_the_shape_we_publish_is_trusted() {
+        assert!(is_clique(C));
+        assert!(is_clique("9277d399-0674-44a9-b64e-d85bb19ce2b0.32766"));
+        for bad in [
+            "00000000-0000-0000-0000-000000000000.2",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278.0",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278.4294967295",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278",
+            "DC6E40C4-D722-4357-9BA6-5291DD461278.2",
+            "dc6e40c4d7224357-9ba6-5291dd461278.2",
+            "rack1",
+            "",
+        ] {
+            assert!(!is_clique(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn extra_is_merged_when_it_is_a_json_object_and_left_alone_otherwise() {
+        assert_eq!(
+            merged_extra(None, C).unwrap(),
+            format!("{{\"nvlink_clique\":\"{C}\"}}")
+        );
+        let merged = merged_extra(Some(r#"{"rack":"r7","nvlink_clique":"old"}"#), C).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&merged).unwrap();
+        assert_eq!(v["rack"], "r7");
+        assert_eq!(v["nvlink_clique"], C);
+        let e = merged_extra(Some("spare node, ask Bob"), C).unwrap_err();
+        assert!(
+            e.contains("not a JSON object") && e.contains("ask Bob"),
+            "{e}"
+        );
+        assert!(merged_extra(Some("[1,2]"), C).is_err());
+        assert_eq!(clique_in_extra(Some(&merged)).as_deref(), Some(C));
+        assert_eq!(clique_in_extra(Some("spare")), None);
+        assert_eq!(clique_in_extra(Some(r#"{"nvlink_clique":"rack1"}"#)), None);
+        assert_eq!(clique_in_extra(None), None);
+    }
+}

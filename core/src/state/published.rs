@@ -1,0 +1,42 @@
+//! What this node last told Slurm about itself: the NVLink clique it
+//! published in its Extra field (so a prolog pays an RPC only when the
+//! clique changed), and whether it has already said once that Extra holds
+//! someone else's text. Both on the tmpfs: a reboot publishes afresh.
+
+use super::StateDir;
+use crate::fsutil::{ensure_dir, read_bounded_text, write_atomic};
+
+impl StateDir {
+    /// The clique we published last, if any.
+    pub fn published_clique(&self) -> Option<String> {
+        let text = read_bounded_text(&self.published_clique_path(), 256).ok()?;
+        let clique = text.trim();
+        crate::clique::is_clique(clique).then(|| clique.to_string())
+    }
+
+    /// Remember that `clique` is what Slurm has. Best effort: without the
+    /// note the next prolog asks Slurm again.
+    pub fn note_published_clique(&self, clique: &str) {
+        let written = ensure_dir(self.root(), 0o755).and_then(|_| {
+            write_atomic(
+                &self.published_clique_path(),
+                format!("{clique}\n").as_bytes(),
+                0o644,
+            )
+        });
+        if let Err(e) = written {
+            tracing::debug!("cannot note the published clique: {e}");
+        }
+    }
+
+    /// True the first time since boot that Extra was found to hold someone
+    /// else's text (so that is said once in the log, not at every job).
+    pub fn note_extra_left_alone(&self) -> bool {
+        let path = self.extra_left_alone_path();
+        if path.exists() {
+            return false;
+        }
+        let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(&path, b"", 0o644));
+        true
+    }
+}
