@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cargo build --release --workspace --quiet
+echo "=== the common prolog (no --imex, no GPU on the node) beside /bin/true"
+command -v hyperfine >/dev/null || cargo install hyperfine --version 1.20.0 --locked --quiet
+bash benches/plain-prolog-bench.sh
 echo "=== IMEX prolog/epilog (3 namespaced nodes, fake nvidia-imex)"
 bash benches/prolog-bench.sh "${ROUNDS:-10}"
 echo "=== one NVL72 rack: --imex jobs on 4, 8 and 18 namespaced nodes"

@@ -448,34 +448,41 @@ fn check(
     if cli.json {
         print_json(&report)?;
     } else {
-        out!(
-            "{}: {} ({} GPUs checked in {} ms)",
-            report.node,
-            verdict.as_str(),
-            report.gpus,
-            report.elapsed_ms
-        );
-        let mut t = Table::new(&["SEVERITY", "CHECK", "GPU", "SERIAL", "DETAIL"]);
-        for f in &report.findings {
-            t.row(vec![
-                format!("{:?}", f.severity).to_uppercase(),
-                f.check.clone(),
-                f.gpu.as_ref().map_or("-".into(), |g| g.index.to_string()),
-                f.gpu.as_ref().map_or("-".into(), |g| g.serial.clone()),
-                f.detail.clone(),
-            ]);
-        }
-        if !report.findings.is_empty() {
-            out_raw!("{}", t.render());
-        }
-        if let Some(a) = &report.action {
-            out!("{a}");
-        }
-        if let (Some(c), Some(p)) = (&report.clique, &report.published) {
-            out!("NVLink clique {c}: {p}");
-        }
+        print_check_report(&report)?;
     }
     Ok(if verdict == Verdict::Drain { 1 } else { 0 })
+}
+
+/// The check's report as an admin reads it: the verdict line, the findings
+/// table, what was done to the node, the clique it publishes.
+fn print_check_report(report: &CheckReport) -> Result<()> {
+    out!(
+        "{}: {} ({} GPUs checked in {} ms)",
+        report.node,
+        report.verdict.as_str(),
+        report.gpus,
+        report.elapsed_ms
+    );
+    let mut t = Table::new(&["SEVERITY", "CHECK", "GPU", "SERIAL", "DETAIL"]);
+    for f in &report.findings {
+        t.row(vec![
+            format!("{:?}", f.severity).to_uppercase(),
+            f.check.clone(),
+            f.gpu.as_ref().map_or("-".into(), |g| g.index.to_string()),
+            f.gpu.as_ref().map_or("-".into(), |g| g.serial.clone()),
+            f.detail.clone(),
+        ]);
+    }
+    if !report.findings.is_empty() {
+        out_raw!("{}", t.render());
+    }
+    if let Some(a) = &report.action {
+        out!("{a}");
+    }
+    if let (Some(c), Some(p)) = (&report.clique, &report.published) {
+        out!("NVLink clique {c}: {p}");
+    }
+    Ok(())
 }
 
 fn status(cli: &Cli, config: &Config) -> Result<u8> {

@@ -45,6 +45,8 @@ pub enum GpuOutcome {
     },
 }
 
+const NO_GPU: &str = "no NVIDIA GPU on this node";
+
 fn is_gpu_job(job: &JobEnv, cfg: &Config) -> bool {
     cfg.health.enabled && (cfg.health.gpu_jobs == GpuJobs::All || job.gpus.is_some())
 }
@@ -69,6 +71,9 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
         return GpuOutcome::Skipped("not a GPU job");
     }
     let state = StateDir::of(cfg);
+    if state.knows_no_gpu() {
+        return GpuOutcome::Skipped(NO_GPU);
+    }
     let checkpoint = checkpoint::load(&state);
     let gate = gate::run(
         cfg,
@@ -79,7 +84,8 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
         },
     );
     if gate.no_gpus {
-        return GpuOutcome::Skipped("no NVIDIA GPU on this node");
+        state.note_no_gpu();
+        return GpuOutcome::Skipped(NO_GPU);
     }
     let verdict = verdict_of(&gate.findings);
     let start = StartState {
@@ -134,6 +140,9 @@ pub fn epilog(
     if start.is_none() && !is_gpu_job(job, cfg) {
         return (GpuOutcome::Skipped("not a GPU job"), None);
     }
+    if start.is_none() && state.knows_no_gpu() {
+        return (GpuOutcome::Skipped(NO_GPU), None);
+    }
     let checkpoint = xids_judged_before(&state, start.as_ref());
     let request = GateRequest {
         hook: Hook::Epilog,
@@ -142,7 +151,8 @@ pub fn epilog(
     };
     let gate = gate::run(cfg, &request);
     if gate.no_gpus && start.is_none() {
-        return (GpuOutcome::Skipped("no NVIDIA GPU on this node"), None);
+        state.note_no_gpu();
+        return (GpuOutcome::Skipped(NO_GPU), None);
     }
     let mut row = job_row(job, start.as_ref(), &gate);
     row.imex_domain = imex_domain;

@@ -43,16 +43,21 @@ impl Exit {
 pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
-    let (gate, domain) = std::thread::scope(|scope| {
-        let gate = scope.spawn(|| gpu_job::prolog(job, cfg));
-        let domain = job.imex_requested.then(|| domain::setup(job, cfg));
-        let gate = gate.join().unwrap_or_else(|_| GpuOutcome::Done {
-            verdict: Verdict::Drain,
-            drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
-            warnings: Vec::new(),
-        });
-        (gate, domain)
-    });
+    let (gate, domain) = if job.imex_requested {
+        std::thread::scope(|scope| {
+            let gate = scope.spawn(|| gpu_job::prolog(job, cfg));
+            let domain = domain::setup(job, cfg);
+            let gate = gate.join().unwrap_or_else(|_| GpuOutcome::Done {
+                verdict: Verdict::Drain,
+                drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
+                warnings: Vec::new(),
+            });
+            (gate, Some(domain))
+        })
+    } else {
+        // Nothing to overlap with: no thread (a panic is caught by run_from_env).
+        (gpu_job::prolog(job, cfg), None)
+    };
     if let Some(reason) = act_on_gate(&gate, job, cfg, Hook::Prolog).hook_failure() {
         // A drain-class finding: the node must not take the job.
         exit.fail(format!("slurm-imex-prolog: {reason}"));

@@ -74,19 +74,27 @@ pub(crate) fn task_init_privileged(
             grant.channel
         }
     };
-    let n = channel.to_string();
-    spank.setenv("SLURM_IMEX_CHANNEL", &n, true)?;
-    spank.setenv("NVIDIA_IMEX_CHANNELS", &n, true)?;
-    spank.setenv("SLURM_IMEX_DOMAIN", record.domain_name(), true)?;
-    spank.setenv(
-        "SLURM_IMEX_DOMAIN_NODES",
-        hostlist::compress(&record.nodes),
-        true,
-    )?;
+    set_task_env(spank, channel, &record)?;
     spank_log_verbose!(
         "imex: job {job_id} task uses IMEX channel {channel} on {node} (channels = \"{}\")",
         mode.as_str()
     );
+    Ok(())
+}
+
+/// What the task learns: its channel (ours, and the container runtimes'
+/// name for it) and its IMEX domain (the rack, and its nodes).
+fn set_task_env(
+    spank: &mut SpankHandle,
+    channel: u32,
+    record: &JobRecord,
+) -> Result<(), Box<dyn Error>> {
+    let n = channel.to_string();
+    spank.setenv("SLURM_IMEX_CHANNEL", &n, true)?;
+    spank.setenv("NVIDIA_IMEX_CHANNELS", &n, true)?;
+    spank.setenv("SLURM_IMEX_DOMAIN", record.domain_name(), true)?;
+    let nodes = hostlist::compress(&record.nodes);
+    spank.setenv("SLURM_IMEX_DOMAIN_NODES", nodes, true)?;
     Ok(())
 }
 

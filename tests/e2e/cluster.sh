@@ -258,7 +258,15 @@ cluster_up() {
     runuser -u munge -- /usr/sbin/munged --force
     cp /run/munge/munged.pid "$C/run/munged.started-by-us"
   fi
-  slurmctld -f "$SLURM_CONF" -c
+  # Every node's name resolves on every node, as a site's DNS or hosts file
+  # makes it: a Slurm client (scontrol in a prolog) that looks one up must not
+  # wait 5 s for a resolver a node namespace cannot reach.
+  { cat /etc/hosts 2>/dev/null
+    for i in $(seq 1 "$E2E_NODES"); do echo "$(node_ip "$i") n$i"; done; } > "$C/etc-hosts"
+  chmod 644 "$C/etc-hosts"
+  unshare --mount --propagation private -- /bin/sh -c "
+    mount --bind '$C/etc-hosts' /etc/hosts
+    exec slurmctld -f '$SLURM_CONF' -c"
   for i in $(seq 1 "$E2E_NODES"); do
     local d=$C/nodes/n$i
     mkdir -p "$C/spool/n$i"
@@ -271,6 +279,7 @@ cluster_up() {
       mount --bind '$d/var-lib' /var/lib/slurm-imex
       mount --bind '$d/dev-channels' /dev/nvidia-caps-imex-channels
       mount --bind '$d/hw' /run/fakehw
+      mount --bind '$C/etc-hosts' /etc/hosts
       hostname n$i
       exec slurmd -f '$SLURM_CONF'"
   done
@@ -296,6 +305,14 @@ cluster_down() {
     for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done
+  # A daemon that re-executed itself (Slurm 23.11+ does on scontrol
+  # reconfigure) is no longer the pid in its file: find it by its slurm.conf.
+  local pattern="^slurm(ctl)?d -f $C/etc-slurm/slurm.conf"
+  if pgrep -f "$pattern" >/dev/null; then
+    pkill -f "$pattern" 2>/dev/null || true
+    for i in $(seq 1 50); do pgrep -f "$pattern" >/dev/null || break; sleep 0.1; done
+    pkill -9 -f "$pattern" 2>/dev/null || true
+  fi
   for f in "$C"/nodes/*/run-slurm-imex/nvidia-imex.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")

@@ -407,6 +407,19 @@ test_span_refuse_fails_a_job_across_two_blocks_before_any_daemon_starts() {
   done
 }
 
+# While a 4-node job over racks n[1-2] and n[3-4] runs: each node's
+# nodes_config holds exactly its own rack's addresses.
+expect_rack_nodes_configs() {
+  local i want
+  for i in 1 2 3 4; do
+    case $i in
+      1|2) want=$(printf '%s\n%s' "$(node_ip 1)" "$(node_ip 2)");;
+      *) want=$(printf '%s\n%s' "$(node_ip 3)" "$(node_ip 4)");;
+    esac
+    expect_eq "$(cat "$C/nodes/n$i/etc-imex/nodes_config.cfg")" "$want" "n$i nodes_config.cfg holds its own rack"
+  done
+}
+
 # span = "split" (the default): one IMEX domain per rack, one channel.
 test_imex_job_across_two_blocks_forms_one_domain_per_block() {
   local id
@@ -415,13 +428,9 @@ $started_marker
 $hold_until_released") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started its step"
   local ch; ch=$(channel_for "$id")
-  local i want js
+  expect_rack_nodes_configs
+  local i js
   for i in 1 2 3 4; do
-    case $i in
-      1|2) want=$(printf '%s\n%s' "$(node_ip 1)" "$(node_ip 2)");;
-      *) want=$(printf '%s\n%s' "$(node_ip 3)" "$(node_ip 4)");;
-    esac
-    expect_eq "$(cat "$C/nodes/n$i/etc-imex/nodes_config.cfg")" "$want" "n$i nodes_config.cfg holds its own rack"
     js=$(in_node "$i" "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)
     expect_contains "$js" '"status":"UP"' "n$i domain state"
     expect_eq "$(grep -o '"status":"READY"' <<<"$js" | wc -l)" 2 "n$i sees its rack's 2 READY nodes"
@@ -477,13 +486,7 @@ test_published_cliques_split_a_job_without_a_topology_file() {
 $started_marker
 $hold_until_released") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started its step"
-  for i in 1 2 3 4; do
-    case $i in
-      1|2) want=$(printf '%s\n%s' "$(node_ip 1)" "$(node_ip 2)");;
-      *) want=$(printf '%s\n%s' "$(node_ip 3)" "$(node_ip 4)");;
-    esac
-    expect_eq "$(cat "$C/nodes/n$i/etc-imex/nodes_config.cfg")" "$want" "n$i nodes_config.cfg holds the nodes of its clique"
-  done
+  expect_rack_nodes_configs
   release "$id"
   expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
   out=$(cat "$C/out/$id.out")

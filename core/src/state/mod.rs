@@ -13,6 +13,7 @@
 //! node-metrics.json           this node's standing for the export (node.rs)
 //! published-clique            the NVLink clique last published in Slurm (published.rs)
 //! extra-left-alone            Extra held someone else's text (said once)
+//! no-nvidia-gpu               a gate found no NVIDIA GPU here (published.rs)
 //! ```
 
 mod domain;
@@ -113,6 +114,10 @@ impl StateDir {
         self.root.join("extra-left-alone")
     }
 
+    fn no_gpu_path(&self) -> PathBuf {
+        self.root.join("no-nvidia-gpu")
+    }
+
     /// The root and `jobs/`, created when missing and held to the trust
     /// boundary.
     pub fn ensure(&self) -> Result<()> {
@@ -199,6 +204,7 @@ mod tests {
             state.node_state_path(),
             state.published_clique_path(),
             state.extra_left_alone_path(),
+            state.no_gpu_path(),
         ] {
             assert!(
                 dirs.iter().any(|d| file.parent() == Some(d.as_path())),

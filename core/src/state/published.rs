@@ -1,7 +1,9 @@
-//! What this node last told Slurm about itself: the NVLink clique it
+//! What this node has learned about itself since boot: the NVLink clique it
 //! published in its Extra field (so a prolog pays an RPC only when the
-//! clique changed), and whether it has already said once that Extra holds
-//! someone else's text. Both on the tmpfs: a reboot publishes afresh.
+//! clique changed), whether it has already said once that Extra holds
+//! someone else's text, and that it has no NVIDIA GPU at all (so the common
+//! CPU job's prolog does not scan the PCI bus and try NVML every time). All
+//! on the tmpfs: a reboot learns afresh.
 
 use super::StateDir;
 use crate::fsutil::{ensure_dir, read_bounded_text, write_atomic};
@@ -38,5 +40,20 @@ impl StateDir {
         }
         let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(&path, b"", 0o644));
         true
+    }
+
+    /// The gate found no NVIDIA GPU here: NVML not loadable and no NVIDIA
+    /// device on the PCI bus. A GPU cannot appear without a reboot, which
+    /// clears the note.
+    pub fn note_no_gpu(&self) {
+        let path = self.no_gpu_path();
+        if !path.exists() {
+            let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(&path, b"", 0o644));
+        }
+    }
+
+    /// Whether a gate since boot found no NVIDIA GPU here.
+    pub fn knows_no_gpu(&self) -> bool {
+        self.no_gpu_path().exists()
     }
 }

@@ -430,3 +430,29 @@ fn corrupt_start_snapshot_and_checkpoint_are_set_aside_and_noted() {
         "{notes:?}"
     );
 }
+
+#[test]
+fn a_node_without_nvidia_gpus_skips_the_gate_until_reboot() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let mut cfg = node.cfg.clone();
+    cfg.gpu.nvml_library = node.path("missing.so");
+    cfg.health.pci_devices = node.path("empty");
+    std::fs::create_dir(node.path("empty")).unwrap();
+    let job = node.job(81, None);
+    let skipped = GpuOutcome::Skipped("no NVIDIA GPU on this node");
+    assert_eq!(gpu_job::prolog(&job, &cfg), skipped);
+    let note = node.path("state/no-nvidia-gpu");
+    assert!(note.exists(), "the first gate notes that there is no GPU");
+    // With the note, no gate runs: even a bus that now lists GPUs and a
+    // loadable NVML would need a reboot to appear, which clears the note.
+    cfg.health.pci_devices = node.path("pci");
+    cfg.gpu.nvml_library = node.cfg.gpu.nvml_library.clone();
+    assert_eq!(gpu_job::prolog(&job, &cfg), skipped);
+    assert_eq!(gpu_job::epilog(&job, &cfg, None), (skipped.clone(), None));
+    std::fs::remove_file(&note).unwrap();
+    assert!(matches!(
+        gpu_job::prolog(&job, &cfg),
+        GpuOutcome::Done { .. }
+    ));
+}

@@ -1,0 +1,2 @@
+//! Does nothing: what starting a Rust program costs, for comparison.
+fn main() {}
