@@ -6,13 +6,25 @@
 #   prolog_ms  the whole prolog's wall time on that node;
 #   waited_ms  daemon start to domain UP (readiness latency).
 # Prints p50/p95/max per job size over every node of every job.
-# Usage: benches/rack-bench.sh [jobs per size]   (default 5). Root, release build.
+# RACKS=2: 36 nodes in two racks of 18 (a topology.conf beside slurm.conf,
+# which the prolog reads; Slurm 22.05 itself has no topology/block), and jobs
+# of 18 nodes (one rack) and 36 (both: one IMEX domain per rack).
+# RACKS=2 ONE_DOMAIN=1: the same 36 nodes with no racks known (no topology
+# file, one clique), so the 36-node job is one domain: what splitting costs
+# beside the extra nodes themselves.
+# Usage: [RACKS=1|2] [ONE_DOMAIN=1] benches/rack-bench.sh [jobs per size]   (default 5).
+# Root, release build.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/.." && pwd)
 BIN=${BIN:-$REPO/target/release}
 JOBS=${1:-5}
-E2E_NODES=18
+RACKS=${RACKS:-1}
+case $RACKS in 1) SIZES="4 8 18";; 2) SIZES="18 36";; *) echo "RACKS is 1 or 2" >&2; exit 2;; esac
+E2E_NODES=$((18 * RACKS))
+# Each rack's fake GPUs report their own NVLink clique (tests/e2e/cluster.sh).
+ONE_DOMAIN=${ONE_DOMAIN:-0}
+[ "$RACKS" = 2 ] && [ "$ONE_DOMAIN" != 1 ] && E2E_RACK_SIZE=18
 E2E_PLUGIN=${E2E_PLUGIN:-$REPO/target/slurm-plugins/22.05/libspank_imex.so}
 source "$REPO/tests/e2e/cluster.sh"
 
@@ -26,10 +38,13 @@ cluster_install "$BIN" || exit 1
 start=$SECONDS
 cluster_up || { cluster_down; exit 1; }
 trap 'cluster_down >/dev/null 2>&1' EXIT
-echo "slurm-imex rack benchmark: $E2E_NODES namespaced nodes up in $((SECONDS - start)) s, $(sinfo -V), $(nproc) cores, $JOBS jobs per size"
+if [ "$RACKS" = 2 ] && [ "$ONE_DOMAIN" != 1 ]; then
+  printf 'BlockName=rack1 Nodes=n[1-18]\nBlockName=rack2 Nodes=n[19-36]\n' > "$C/etc-slurm/topology.conf"
+fi
+echo "slurm-imex rack benchmark: $RACKS rack(s)$([ "$ONE_DOMAIN" = 1 ] && echo ", one domain"), $E2E_NODES namespaced nodes up in $((SECONDS - start)) s, $(sinfo -V), $(nproc) cores, $JOBS jobs per size"
 
 failed=0
-for size in 4 8 18; do
+for size in $SIZES; do
   : > "$C/out/prolog-$size"; : > "$C/out/ready-$size"
   for j in $(seq 1 "$JOBS"); do
     script=$(mktemp "$C/out/rack.XXXXXX.sh")

@@ -210,11 +210,13 @@ write_scenario() {
 }
 
 # The NVLink clique id node N's GPUs report: the file nodes/nN/clique when a
-# test writes one, else its rack's (racks of two) in the topology phase, else 1.
+# test writes one, else its rack's when there are racks (of E2E_RACK_SIZE
+# nodes; 2 in the topology phase), else 1.
 CLUSTER_UUID=dc6e40c4-d722-4357-9ba6-5291dd461278
 clique_of() {
+  local size=${E2E_RACK_SIZE:-2}
   if [ -s "$C/nodes/n$1/clique" ]; then cat "$C/nodes/n$1/clique"
-  elif [ -n "${E2E_TOPOLOGY:-}" ]; then echo $(( ($1 - 1) / 2 + 1 ))
+  elif [ -n "${E2E_TOPOLOGY:-}${E2E_RACK_SIZE:-}" ]; then echo $(( ($1 - 1) / size + 1 ))
   else echo 1; fi
 }
 

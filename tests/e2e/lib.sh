@@ -93,6 +93,16 @@ reset_nodes() {
   for i in $(seq 1 "$E2E_NODES"); do wait_node_free "n$i" 30 || echo "    (n$i not free: $(node_state "n$i"))"; done
 }
 
+# What a job's own failure must leave: every node free, none drained, idle.
+expect_nodes_up_and_idle() {
+  local i
+  for i in $(seq 1 "$E2E_NODES"); do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
+    expect_idle "$i"
+  done
+}
+
 # The idle contract of the epilog on node N.
 expect_idle() {
   local n=$1 d=$C/nodes/n$1

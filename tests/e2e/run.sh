@@ -454,7 +454,7 @@ $hold_until_released") || { fail "sbatch failed"; return; }
 
 test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing() {
   echo "MODE=unreachable" > "$C/nodes/n4/run-imex/fake-fault"
-  local id err i
+  local id err
   # The batch step runs on n1, whose rack b1 is fine: the step that touches
   # rack b2 is what fails.
   id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
@@ -463,11 +463,7 @@ test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing() {
   expect_contains "$err" "n4 ($(node_ip 4))" "message names the peer"
   expect_contains "$err" "in NVLink block b2" "message names its rack"
   expect_not_contains "$err" "SHOULD-NOT-RUN" "nothing ran after the failed step"
-  for i in 1 2 3 4; do
-    wait_node_free "n$i"
-    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
-    expect_idle "$i"
-  done
+  expect_nodes_up_and_idle
 }
 
 # Every node publishes its NVLink clique (the HealthCheckProgram path).
@@ -510,11 +506,9 @@ test_a_topology_file_that_contradicts_the_fabric_fails_the_job_and_check_lists_i
   expect_contains "$err" "block b1 holds 2 NVLink cliques: n1 (clique $CLUSTER_UUID.1), n2 (clique $CLUSTER_UUID.2)" "the message names the nodes and their cliques"
   expect_contains "$err" "topology." "the message names the topology file"
   expect_not_contains "$err" "SHOULD-NOT-RUN" "the job did not run"
+  expect_nodes_up_and_idle
   for i in 1 2 3 4; do
-    wait_node_free "n$i"
-    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
     [ -e "$C/nodes/n$i/run-imex/nvidia-imex.log" ] && fail "an IMEX daemon started on n$i"
-    expect_idle "$i"
   done
   check=$(cli 1 topology --check); rc=$?
   sed 's/^/      | /' <<<"$check"
