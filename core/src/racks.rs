@@ -102,51 +102,61 @@ impl RackSources {
 
 /// Blocks whose nodes report more than one clique.
 fn split_blocks(both: &[(&str, &str, &str)]) -> Vec<String> {
-    let mut by_block: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (_, block, clique) in both {
-        by_block.entry(block).or_default().insert(clique);
-    }
-    by_block
-        .into_iter()
-        .filter(|(_, cliques)| cliques.len() > 1)
-        .map(|(block, cliques)| {
-            let members: Vec<String> = both
-                .iter()
-                .filter(|(_, b, _)| *b == block)
-                .map(|(n, _, c)| format!("{n} (clique {c})"))
-                .collect();
-            format!(
-                "block {block} holds {} NVLink cliques: {}",
-                cliques.len(),
-                cap(&members.join(", "), PIECE_MAX)
-            )
-        })
-        .collect()
+    conflicts(
+        both,
+        |(_, block, clique)| (block, clique),
+        |block, n| {
+            let members = member_list(both, |(node, b, c)| {
+                (b == block).then(|| format!("{node} (clique {c})"))
+            });
+            format!("block {block} holds {n} NVLink cliques: {members}")
+        },
+    )
 }
 
 /// Cliques whose nodes lie in more than one block.
 fn spanning_cliques(both: &[(&str, &str, &str)]) -> Vec<String> {
-    let mut by_clique: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (_, block, clique) in both {
-        by_clique.entry(clique).or_default().insert(block);
-    }
-    by_clique
-        .into_iter()
-        .filter(|(_, blocks)| blocks.len() > 1)
-        .map(|(clique, blocks)| {
-            let members: Vec<String> = both
-                .iter()
-                .filter(|(_, _, c)| *c == clique)
-                .map(|(n, b, _)| format!("{n} (block {b})"))
-                .collect();
+    conflicts(
+        both,
+        |(_, block, clique)| (clique, block),
+        |clique, n| {
+            let members = member_list(both, |(node, b, c)| {
+                (c == clique).then(|| format!("{node} (block {b})"))
+            });
             format!(
-                "NVLink clique {} spans {} blocks: {}",
-                cap(clique, 80),
-                blocks.len(),
-                cap(&members.join(", "), PIECE_MAX)
+                "NVLink clique {} spans {n} blocks: {members}",
+                cap(clique, 80)
             )
-        })
+        },
+    )
+}
+
+/// Group (node, block, clique) by one side; for each group that holds more
+/// than one value of the other side, `describe(group, how many)`.
+fn conflicts<'a>(
+    both: &[(&'a str, &'a str, &'a str)],
+    sides: impl Fn((&'a str, &'a str, &'a str)) -> (&'a str, &'a str),
+    describe: impl Fn(&str, usize) -> String,
+) -> Vec<String> {
+    let mut groups: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for entry in both {
+        let (group, other) = sides(*entry);
+        groups.entry(group).or_default().insert(other);
+    }
+    groups
+        .into_iter()
+        .filter(|(_, others)| others.len() > 1)
+        .map(|(group, others)| describe(group, others.len()))
         .collect()
+}
+
+/// The members a `pick` names, joined and bounded.
+fn member_list(
+    both: &[(&str, &str, &str)],
+    pick: impl Fn((&str, &str, &str)) -> Option<String>,
+) -> String {
+    let members: Vec<String> = both.iter().filter_map(|e| pick(*e)).collect();
+    cap(&members.join(", "), PIECE_MAX)
 }
 
 #[cfg(test)]

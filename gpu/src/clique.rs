@@ -11,19 +11,18 @@
 
 use crate::nvml::snapshot::FabricInfo;
 use crate::nvml::GpuSnapshot;
+use slurm_imex_core::clique::is_clique;
 
-/// One GPU's clique, when its fabric info can be trusted.
+/// One GPU's clique, when its fabric info can be trusted: registration
+/// COMPLETED and successful, and the value in the shape Slurm may be told
+/// (`slurm_imex_core::clique::is_clique`, the one owner of that rule).
 pub fn gpu_clique(fabric: &FabricInfo) -> Option<String> {
+    if fabric.state != "COMPLETED" || fabric.status != 0 {
+        return None;
+    }
     let uuid = fabric.cluster_uuid.trim().to_ascii_lowercase();
-    let hex: String = uuid.chars().filter(|c| *c != '-').collect();
-    let well_formed = hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit());
-    let trusted = fabric.state == "COMPLETED"
-        && fabric.status == 0
-        && well_formed
-        && hex.chars().any(|c| c != '0')
-        && fabric.clique_id != 0
-        && fabric.clique_id != u32::MAX;
-    trusted.then(|| format!("{uuid}.{}", fabric.clique_id))
+    let clique = format!("{uuid}.{}", fabric.clique_id);
+    is_clique(&clique).then_some(clique)
 }
 
 /// The node's clique: the one every GPU with fabric info reports. None when
