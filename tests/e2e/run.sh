@@ -185,10 +185,12 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
   # has no daemon), then the epilog: the node must return to idle.
   # Not through in_node: a backgrounded shell function is a subshell, and $!
   # would not be the prolog. nsenter execs its command, so $! is the prolog.
+  # SLURM_CONF as slurmd gives it to a prolog: without it the prolog's
+  # scontrol would look for a configless controller through DNS.
   nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 \
-    SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
+    SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 SLURM_CONF="$SLURM_CONF" "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
   local pid=$! i
-  for i in $(seq 1 50); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
+  for i in $(seq 1 200); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
   [ -s "$C/nodes/n1/etc-imex/nodes_config.cfg" ] || fail "prolog did not get as far as writing nodes_config"
   expect_eq "$(tr '\0' ' ' < "/proc/$pid/cmdline" | awk '{print $1}')" "$C/bin/slurm-imex-prolog" "the process killed is the prolog"
   kill -9 "$pid"; wait "$pid" 2>/dev/null
