@@ -26,7 +26,7 @@ PROBE
 }
 
 imex_env() { # job nodelist -> env -i arguments of an --imex job on n1
-  echo "env -i SLURM_JOB_ID=$1 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=$2 SLURM_JOB_USER=$TEST_USER SPANK_IMEX=1 SLURM_JOB_GPUS=0"
+  echo "env -i SLURM_JOB_ID=$1 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=$2 SLURM_JOB_USER=$TEST_USER SPANK_IMEX=1 SLURM_JOB_GPUS=0 SLURM_CONF=$SLURM_CONF"
 }
 
 # Nothing of job $2 is left on node $1: files, records, and no daemon
