@@ -10,6 +10,7 @@
 # (E2E_INSTALL=package); configs are rendered from conf-examples/.
 # E2E_SWITCH=1 turns on Slurm's own switch/nvidia_imex; E2E_TOPOLOGY=conf or
 # yaml describes two racks (blocks) of two nodes with topology/block.
+# E2E_CONTAINERS=1 gives each node its own enroot and pyxis runtime paths.
 # Everything started here is stopped by PID in cluster_down.
 
 E2E_NODES=${E2E_NODES:-3}
@@ -282,6 +283,7 @@ cluster_up() {
       mount --bind '$d/dev-channels' /dev/nvidia-caps-imex-channels
       mount --bind '$d/hw' /run/fakehw
       mount --bind '$C/etc-hosts' /etc/hosts
+      $(container_binds "$d")
       hostname n$i
       exec slurmd -f '$SLURM_CONF'"
   done
@@ -294,6 +296,15 @@ cluster_up() {
   return 1
 }
 
+# E2E_CONTAINERS=1: each node its own enroot and pyxis runtime directories
+# (the nodes share the rootfs's /run); the mount command lines for cluster_up.
+container_binds() { # node-dir
+  [ "${E2E_CONTAINERS:-0}" = 1 ] || return 0
+  mkdir -p "$1/run-enroot" "$1/run-pyxis" /run/enroot /run/pyxis
+  chmod 1777 "$1/run-enroot"
+  echo "mount --bind '$1/run-enroot' /run/enroot; mount --bind '$1/run-pyxis' /run/pyxis"
+}
+
 # Stop what cluster_up started, by PID, and say if anything was left over.
 cluster_down() {
   local f pid i leftovers=0
@@ -302,8 +313,8 @@ cluster_down() {
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
   done
   for f in "$C"/run/slurmd-*.pid "$C/run/slurmctld.pid"; do
-    [ -f "$f" ] || continue
-    pid=$(cat "$f")
+    # (slurmd removes its pid file as it exits)
+    pid=$(cat "$f" 2>/dev/null) || continue
     for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   done

@@ -17,11 +17,29 @@ root=$(cd "${1:?usage: in-rootfs.sh ROOTFS COMMAND...}" && pwd); shift
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 exec unshare --mount --propagation private -- /bin/bash -c '
   set -e
-  root=$1 repo=$2; shift 2
+  root=$1 repo=$2 pivot=$3; shift 3
   mount --bind "$root" "$root"
   mount -t proc proc "$root/proc"
   mount --rbind /sys "$root/sys"
-  mount --rbind /dev "$root/dev"
+  if [ "$pivot" = 1 ]; then
+    # A container-style /dev: a tmpfs holding the host'"'"'s basic nodes,
+    # its own devpts, shm and mqueue, and a /dev/log for binds to land on.
+    mount -t tmpfs -o mode=0755,nosuid tmpfs "$root/dev"
+    for n in null zero full random urandom tty fuse; do
+      [ -e "/dev/$n" ] || continue
+      touch "$root/dev/$n"; mount --bind "/dev/$n" "$root/dev/$n"
+    done
+    mkdir "$root/dev/pts" "$root/dev/shm" "$root/dev/mqueue"
+    mount -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$root/dev/pts"
+    ln -s pts/ptmx "$root/dev/ptmx"
+    mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs "$root/dev/shm"
+    mount -t mqueue mqueue "$root/dev/mqueue"
+    touch "$root/dev/log"
+    ln -s /proc/self/fd "$root/dev/fd"
+    for i in 0:stdin 1:stdout 2:stderr; do ln -s "/proc/self/fd/${i%%:*}" "$root/dev/${i#*:}"; done
+  else
+    mount --rbind /dev "$root/dev"
+  fi
   mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
   mount -t tmpfs -o mode=0755 tmpfs "$root/run"
   # The host'"'"'s /etc/hosts, plus its own name if that file lacks it (the
@@ -33,6 +51,14 @@ exec unshare --mount --propagation private -- /bin/bash -c '
   mount --bind "$root/run/hosts" "$root/etc/hosts"
   mkdir -p "$root$repo"
   mount --bind "$repo" "$root$repo"
+  env=(/usr/bin/env -i -C "$repo" PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8)
+  if [ "$pivot" = 1 ]; then
+    mkdir -p "$root/.in-rootfs-old"
+    cd "$root"
+    pivot_root . .in-rootfs-old
+    cd /
+    umount -l /.in-rootfs-old
+    exec "${env[@]}" "$@"
+  fi
   cd "$repo"
-  exec chroot "$root" /usr/bin/env -i -C "$repo" PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
-    "$@"' in-rootfs "$root" "$REPO" "$@"
+  exec chroot "$root" "${env[@]}" "$@"' in-rootfs "$root" "$REPO" "${IN_ROOTFS_PIVOT:-0}" "$@"

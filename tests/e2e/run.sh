@@ -3,7 +3,8 @@
 # (tests/e2e/cluster.sh), whichever Slurm this machine (or rootfs) has.
 # tests/e2e/versions.sh runs it on every supported Slurm. Needs root.
 # E2E_PHASE picks the tests: base (default), switch (beside Slurm's
-# switch/nvidia_imex) or topology (topology/block racks). Prints
+# switch/nvidia_imex), topology (topology/block racks) or containers
+# (pyxis + enroot; tests/e2e/containers.sh). Prints
 # "e2e: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -16,11 +17,14 @@ case "$E2E_PHASE" in
   topology) export E2E_NODES=4 E2E_TOPOLOGY=${E2E_TOPOLOGY:-conf};;
   # One NVL72 rack: 18 trays.
   rack) export E2E_NODES=18;;
+  # pyxis + enroot (tests/e2e/containers.sh).
+  containers) export E2E_NODES=2 E2E_CONTAINERS=1;;
 esac
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
 source "$HERE/faults.sh"
 source "$HERE/fleet.sh"
+source "$HERE/containers.sh"
 
 # The script every test task runs: one line of facts (cluster.sh).
 REPORT=$C/bin/imex-report
@@ -560,6 +564,7 @@ main() {
   done
   cluster_down >/dev/null 2>&1 || true
   cluster_install "$BIN" || exit 1
+  if [ "$E2E_PHASE" = containers ]; then containers_setup || exit 1; fi
   local t0=$SECONDS
   if ! cluster_up; then cluster_down; exit 1; fi
   echo "cluster of $E2E_NODES nodes up in $((SECONDS - t0)) s: $(sinfo -V), phase $E2E_PHASE, from $E2E_INSTALL"
@@ -616,7 +621,13 @@ main() {
       test_a_topology_file_that_contradicts_the_fabric_fails_the_job_and_check_lists_it
       test_slurm_accepts_the_topology_the_fabric_describes
     );;
-    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet or rack)" >&2; exit 2;;
+    containers) tests=(
+      test_container_sees_only_its_channel_with_enroots_default_dev
+      test_plugin_order_does_not_matter
+      test_restricted_dev_loses_the_channel_without_the_shipped_fstab
+      test_restricted_dev_with_the_shipped_fstab_gives_back_exactly_the_channel
+    );;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet, rack or containers)" >&2; exit 2;;
   esac
   local t
   for t in "${tests[@]}"; do

@@ -8,7 +8,10 @@
 #                                     strace, sqlite3 and python3; fleet
 #                                     node_exporter and promtool; rack is
 #                                     one 18-node --imex job)
-#   24.11  base, switch, topology    (from the installed .deb; topology.conf)
+#   24.11  base, switch, topology,   (from the installed .deb; topology.conf;
+#          containers                 pyxis + enroot from ../shared/vendor, built
+#                                     by tests/e2e/containers-build.sh; shown
+#                                     as skipped when those snapshots are absent)
 #   26.05  base, switch, topology    (from the build tree; topology.yaml)
 # Prints a table of Slurm version x phase x tests x wall time, then
 # "e2e: N passed, M failed". Needs root; run after cargo build --release.
@@ -62,6 +65,14 @@ main() {
   local t0=$SECONDS trixie sid
   trixie=$(scripts/slurm-rootfs.sh trixie) || exit 1
   sid=$(scripts/slurm-rootfs.sh sid) || exit 1
+  echo "== enroot and pyxis in the Slurm $(upstream_version "$trixie") rootfs (tests/e2e/containers-build.sh)"
+  local containers=yes rc=0
+  tests/e2e/containers-build.sh "$trixie" || rc=$?
+  case $rc in
+    0) ;;
+    3) containers=no;;   # no source snapshots on this machine: said above, shown in the table
+    *) exit 1;;
+  esac
   echo "== plugins, one per Slurm (each stamped from its own headers)"
   scripts/build-plugins.sh host "$trixie" "$sid" || exit 1
   echo "== packages"
@@ -88,6 +99,10 @@ main() {
   run_phase "$trixie" package base
   run_phase "$trixie" package switch
   run_phase "$trixie" package topology E2E_TOPOLOGY=conf
+  # enroot needs user namespaces: this phase enters the rootfs with pivot_root.
+  if [ "$containers" = yes ]; then IN_ROOTFS_PIVOT=1 run_phase "$trixie" package containers
+  else ROWS+=("$(printf '| %-8s | %-8s | %-7s | %6s | %6s | %7s |' "$(upstream_version "$trixie")" containers package - - skipped)")
+  fi
   tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
   run_phase "$sid" target base
   run_phase "$sid" target switch
