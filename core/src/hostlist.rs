@@ -237,6 +237,35 @@ fn render_group((prefix, width, ranges): Group) -> String {
     }
 }
 
+/// Sort host names as people number racks: digit runs compare as numbers
+/// (`n2` before `n10`), the rest as text. A rack's nodes_config must be the
+/// same on every node of the rack, whichever source listed them.
+pub fn sort_natural(hosts: &mut [String]) {
+    hosts.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)).then_with(|| a.cmp(b)));
+}
+
+/// Runs of digits and of other characters; a digit run as (length without
+/// leading zeros, digits), so numbers of any size compare by value.
+fn natural_key(host: &str) -> Vec<(bool, usize, &str)> {
+    let mut key = Vec::new();
+    let mut rest = host;
+    while let Some(first) = rest.chars().next() {
+        let digits = first.is_ascii_digit();
+        let end = rest
+            .find(|c: char| c.is_ascii_digit() != digits)
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(end);
+        if digits {
+            let value = run.trim_start_matches('0');
+            key.push((true, value.len(), value));
+        } else {
+            key.push((false, 0, run));
+        }
+        rest = tail;
+    }
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +358,18 @@ mod tests {
         assert!(e.to_string().contains("more than"));
         assert!(expand("n[1-4096]", 4096).is_ok());
         assert!(expand("n[1-4096],m1", 4096).is_err());
+    }
+
+    #[test]
+    fn natural_sort_orders_numbers_by_value() {
+        let mut hosts: Vec<String> = ["n10", "n2", "gb-r2-01", "n1", "gb-r10-01", "gb-r2-001", "x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        sort_natural(&mut hosts);
+        assert_eq!(
+            hosts,
+            ["gb-r2-001", "gb-r2-01", "gb-r10-01", "n1", "n2", "n10", "x"]
+        );
     }
 }

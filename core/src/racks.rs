@@ -67,6 +67,30 @@ impl RackSources {
         }
     }
 
+    /// `node`'s whole rack (`[imex] domain = "rack"`): its block in the
+    /// topology file, else every node that publishes `node`'s NVLink clique
+    /// (one scontrol call for all nodes), in natural order. None when
+    /// neither source places `node`.
+    pub fn whole_rack(&self, cfg: &Config, node: &str) -> Result<Option<NvlinkDomain>> {
+        if let Some(rack) = self.blocks.as_ref().and_then(|b| b.rack_of(node)) {
+            return Ok(Some(rack));
+        }
+        let everyone = crate::clique::published(&cfg.health, None)?;
+        let Some(mine) = everyone.get(node) else {
+            return Ok(None);
+        };
+        let mut nodes: Vec<String> = everyone
+            .iter()
+            .filter(|(_, c)| *c == mine)
+            .map(|(n, _)| n.clone())
+            .collect();
+        crate::hostlist::sort_natural(&mut nodes);
+        Ok(Some(NvlinkDomain {
+            name: Some(mine.clone()),
+            nodes,
+        }))
+    }
+
     /// The one line that fails the job when the topology file and the
     /// published cliques disagree about its nodes.
     pub fn disagreement(&self, nodes: &[String]) -> Option<String> {

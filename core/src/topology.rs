@@ -160,6 +160,27 @@ impl Blocks {
     }
 }
 
+impl Blocks {
+    /// Every node of `node`'s block, in natural order, from the first block
+    /// topology that lists `node` (`[imex] domain = "rack"`); None when no
+    /// topology lists it.
+    pub fn rack_of(&self, node: &str) -> Option<NvlinkDomain> {
+        self.topologies.iter().find_map(|(_, node_block)| {
+            let block = node_block.get(node)?;
+            let mut nodes: Vec<String> = node_block
+                .iter()
+                .filter(|(_, b)| *b == block)
+                .map(|(n, _)| n.clone())
+                .collect();
+            crate::hostlist::sort_natural(&mut nodes);
+            Some(NvlinkDomain {
+                name: Some(block.clone()),
+                nodes,
+            })
+        })
+    }
+}
+
 /// `a,b,c,… (N more)` for lists that may be long.
 fn summarize(items: &[&str], keep: usize) -> String {
     let shown = items

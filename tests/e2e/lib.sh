@@ -81,7 +81,7 @@ wait_node_free() { # node timeout
 
 reset_nodes() {
   local i
-  sed -i -e 's/^channels = .*/channels = "auto"/' -e 's/^span = .*/span = "split"/' \
+  sed -i -e 's/^channels = .*/channels = "auto"/' -e 's/^span = .*/span = "split"/' -e 's/^domain = .*/domain = "job"/' \
       -e 's/^topology = .*/topology = "auto"/' "$C/etc-slurm/imex.toml"
   for i in $(seq 1 "$E2E_NODES"); do
     rm -f "$C/nodes/n$i/run-imex/fake-fault" "$C/nodes/n$i/clique"

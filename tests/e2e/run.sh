@@ -557,6 +557,63 @@ test_imex_job_inside_one_block_runs() {
   local i; for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
 }
 
+daemon_pid_of() { cut -d' ' -f1 "$C/nodes/n$1/run-slurm-imex/nvidia-imex.pid" 2>/dev/null; }
+
+# [imex] domain = "rack": one long-lived daemon per rack with the whole rack
+# in nodes_config, started by the first job that needs it, kept by every
+# epilog; jobs are kept apart by channel alone, even on one node.
+test_rack_wide_domains_outlive_jobs_and_share_a_node_by_channel() {
+  sed -i 's/^domain = .*/domain = "rack"/' "$C/etc-slurm/imex.toml"
+  grep -q '^domain = "rack"' "$C/etc-slurm/imex.toml" || { fail "imex.toml has no domain key"; return; }
+  local id out i pid1
+  # A job on n1 alone: n1 gets its whole rack; n2's daemon is not needed.
+  id=$(submit -N1 -w n1 --imex "srun -N1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id (n1) final state"
+  expect_eq "$(cat "$C/nodes/n1/etc-imex/nodes_config.cfg")" "$(printf '%s\n%s' "$(node_ip 1)" "$(node_ip 2)")" \
+    "n1 nodes_config holds its whole rack after the job"
+  in_node 1 "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -q >/dev/null 2>&1 \
+    || fail "n1: the rack daemon did not outlive the job"
+  pid1=$(daemon_pid_of 1)
+  expect_contains "$(grep '^NODE=n1 ' "$C/out/$id.out")" "DOM=b1 DOMN=n1" "n1's task names its rack and the job's nodes in it"
+  # Two jobs on one node at once (the shared partition): one daemon, two channels.
+  local a b
+  a=$(submit -p shared -n1 -w n1 --imex "srun -n1 $REPORT
+$started_marker
+$hold_until_released") || { fail "sbatch a failed"; return; }
+  wait_started "$a" || fail "job $a never started its step"
+  b=$(submit -p shared -n1 -w n1 --imex "srun -n1 $REPORT") || { fail "sbatch b failed"; return; }
+  expect_eq "$(wait_done "$b")" COMPLETED "job $b, beside job $a on n1"
+  release "$a"
+  expect_eq "$(wait_done "$a")" COMPLETED "job $a final state"
+  expect_contains "$(cat "$C/out/$a.out")" "LS=[channel$(channel_for "$a") ]" "job $a sees only its channel"
+  expect_contains "$(cat "$C/out/$b.out")" "LS=[channel$(channel_for "$b") ]" "job $b sees only its channel"
+  # The whole 4 nodes: n2 and n4 start their rack daemons, n1's keeps running.
+  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id (4 nodes) final state"
+  expect_eq "$(daemon_pid_of 1)" "$pid1" "n1's rack daemon was never restarted"
+  local js; js=$(in_node 1 "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)
+  expect_contains "$js" '"status":"UP"' "rack b1 is UP once both its nodes run daemons"
+  expect_nodes_up_and_idle_but_rack_daemons
+  # Back to per-job domains: the next --imex job takes the daemons over, its
+  # epilogs return every node to idle.
+  sed -i 's/^domain = .*/domain = "job"/' "$C/etc-slurm/imex.toml"
+  id=$(submit -N4 --imex "srun -N4 true") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id after switching back to domain = job"
+  for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
+}
+
+# No node drained, and each node's rack daemon up.
+expect_nodes_up_and_idle_but_rack_daemons() {
+  local i
+  for i in 1 2 3 4; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
+    in_node "$i" "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -q >/dev/null 2>&1 || fail "n$i: no rack daemon"
+    [ -n "$(ls -A "$C/nodes/n$i/run-slurm-imex/jobs" 2>/dev/null)" ] && fail "n$i still has job records"
+  done
+  return 0
+}
+
 main() {
   [ "$(id -u)" = 0 ] || { echo "e2e: must run as root" >&2; exit 1; }
   for f in slurm-imex-prolog slurm-imex-epilog slurm-imex nvidia-imex nvidia-imex-ctl libnvidia_ml.so; do
@@ -620,6 +677,7 @@ main() {
       test_published_cliques_split_a_job_without_a_topology_file
       test_a_topology_file_that_contradicts_the_fabric_fails_the_job_and_check_lists_it
       test_slurm_accepts_the_topology_the_fabric_describes
+      test_rack_wide_domains_outlive_jobs_and_share_a_node_by_channel
     );;
     containers) tests=(
       test_container_sees_only_its_channel_with_enroots_default_dev

@@ -106,6 +106,8 @@ pub struct ImexConfig {
     pub channels: ChannelMode,
     /// What an `--imex` job whose nodes lie in several NVLink domains gets.
     pub span: Span,
+    /// Who an IMEX domain belongs to: one job, or the whole rack.
+    pub domain: DomainScope,
     pub port_base: u16,
     pub port_span: PortSpan,
     pub ready_timeout: HumanDuration,
@@ -129,6 +131,7 @@ impl Default for ImexConfig {
             hide_channels_from_other_jobs: true,
             channels: ChannelMode::Auto,
             span: Span::Split,
+            domain: DomainScope::Job,
             port_base: 33792,
             port_span: PortSpan(16384),
             ready_timeout: HumanDuration(Duration::from_secs(60)),
@@ -153,6 +156,19 @@ pub enum Span {
     /// Today's rule for rack-local sites: such a job fails before any daemon
     /// starts, with one line naming the racks.
     Refuse,
+}
+
+/// Who an IMEX domain belongs to (docs/imex.md §5).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DomainScope {
+    /// A domain per job: nodes_config holds the job's nodes in the rack, the
+    /// daemon is restarted for each job and stopped after it.
+    Job,
+    /// One long-lived domain per rack: nodes_config holds every node of the
+    /// rack, the daemon is started once and kept running, and jobs are kept
+    /// apart by their channels alone.
+    Rack,
 }
 
 /// Who hands out IMEX channels to jobs.

@@ -196,6 +196,21 @@ pub struct NotReady {
 /// index `local`: UP, every configured node READY, and (where the daemon
 /// lists them) every connection of this node CONNECTED.
 pub fn assess(status: &DomainStatus, node_count: usize, local: usize) -> Readiness {
+    let everyone: Vec<usize> = (0..node_count).collect();
+    assess_members(status, &everyone, local, true)
+}
+
+/// Readiness of the configured nodes at `members` (indexes; this node is
+/// `local`): each READY, and each CONNECTED to this node where it lists
+/// connections. `need_up`: the domain itself must say UP, as a per-job
+/// domain must; a rack-wide domain may be DEGRADED by a node no job of
+/// ours uses.
+pub fn assess_members(
+    status: &DomainStatus,
+    members: &[usize],
+    local: usize,
+    need_up: bool,
+) -> Readiness {
     let is_ready = |i: &usize| {
         status
             .nodes
@@ -203,15 +218,18 @@ pub fn assess(status: &DomainStatus, node_count: usize, local: usize) -> Readine
             .and_then(|n| n.status.as_deref())
             .is_some_and(|s| s == "READY")
     };
-    let not_ready: Vec<usize> = (0..node_count).filter(|i| !is_ready(i)).collect();
+    let not_ready: Vec<usize> = members.iter().copied().filter(|i| !is_ready(i)).collect();
     let not_connected: Vec<usize> = match status.nodes.get(&local) {
-        Some(n) if !n.connections.is_empty() => (0..node_count)
+        Some(n) if !n.connections.is_empty() => members
+            .iter()
+            .copied()
             .filter(|p| *p != local)
             .filter(|p| n.connections.get(p).map(String::as_str) != Some("CONNECTED"))
             .collect(),
         _ => Vec::new(),
     };
-    if status.domain == "UP" && not_ready.is_empty() && not_connected.is_empty() {
+    let up = status.domain == "UP" || !need_up;
+    if up && not_ready.is_empty() && not_connected.is_empty() {
         Readiness::Ready
     } else {
         Readiness::NotReady(NotReady {

@@ -7,15 +7,16 @@
 use crate::addresses;
 use crate::bail;
 use crate::channel::{channel_for_job, channel_major};
-use crate::config::{ChannelMode, Config, DaemonManager, Span};
+use crate::config::{ChannelMode, Config, DaemonManager, DomainScope, Span};
 use crate::error::{Error, Result};
 use crate::fsutil::{remove_if_exists, write_atomic};
 use crate::hostlist;
-use crate::imex::ctl::{assess, Ctl, NotReady, Readiness};
+use crate::imex::ctl::{assess_members, Ctl, NotReady, Readiness};
 use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
 use crate::imex::job_record::{JobRecord, Outcome};
 use crate::imex::manager::{Liveness, Manager};
 use crate::imex::port::server_port;
+use crate::imex::rack_domain;
 use crate::racks::RackSources;
 use crate::slurm_conf;
 use crate::slurm_env::JobEnv;
@@ -105,10 +106,13 @@ fn setup_inner(
     let node = &job.node_name;
     channel_major(&cfg.imex.proc_devices)
         .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))?;
-    let domain = match nvlink_domain(job, cfg)? {
-        Ok(domain) => domain,
+    let (racks, domain) = match nvlink_domain(job, cfg)? {
+        Ok(found) => found,
         Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
     };
+    if cfg.imex.domain == DomainScope::Rack {
+        return rack_domain::join(job, cfg, state, record, &racks, domain);
+    }
     if let Some(cause) = claim_domain(job, cfg, state)? {
         return Ok(SetupOutcome::JobFailure(cause));
     }
@@ -124,16 +128,30 @@ fn setup_inner(
             )))
         }
     };
-    let plan = DomainPlan::write(job, cfg, &addrs)?;
+    let port = server_port(
+        job.job_id,
+        cfg.imex.port_base,
+        cfg.imex.port_span.0,
+        Some(DomainPlan::base(cfg)?.cmd_port(&cfg.imex.daemon.base_config)?),
+    );
+    let plan = DomainPlan::render(cfg, &addrs, Some(port))?;
+    plan.write(cfg)?;
     record.server_port = plan.port;
-    plan.start_and_wait(job, cfg, state, &domain, &addrs)
+    let mut manager = Manager::new(&cfg.imex.daemon, state);
+    let started = Instant::now();
+    plan.start(&mut manager, &job.node_name)?;
+    let everyone: Vec<usize> = (0..domain.nodes.len()).collect();
+    plan.wait_ready(&mut manager, job, cfg, started, &domain, &addrs, &everyone)
 }
 
 /// The job's hosts that form this node's IMEX domain, in Slurm's order: a
 /// valid hostlist that holds this node, cut to this node's NVLink block
 /// (`[imex] span = "split"`), or refused when it spans blocks (`"refuse"`).
 /// The inner `Err` is the job's problem.
-fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<NvlinkDomain, String>> {
+fn nvlink_domain(
+    job: &JobEnv,
+    cfg: &Config,
+) -> Result<std::result::Result<(RackSources, NvlinkDomain), String>> {
     let node = &job.node_name;
     let nodes = match hostlist::expand(&job.node_list, cfg.imex.max_nodes) {
         Ok(n) => n,
@@ -150,7 +168,7 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Nvlin
         return Ok(Err(cause));
     }
     let domain = racks.domain_of(node, &nodes);
-    Ok(match (cfg.imex.span, &racks.blocks) {
+    let chosen = match (cfg.imex.span, &racks.blocks) {
         (Span::Split, _) => Ok(domain),
         (Span::Refuse, Some(blocks)) => blocks
             .check_one_block(&nodes)
@@ -162,7 +180,8 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Result<std::result::Result<Nvlin
             domain.name.as_deref().unwrap_or("none")
         )),
         (Span::Refuse, None) => Ok(NvlinkDomain::whole_job(nodes)),
-    })
+    };
+    Ok(chosen.map(|domain| (racks, domain)))
 }
 
 /// Make this job the owner of the node's daemon, unless another job's
@@ -200,30 +219,42 @@ fn claim_domain(job: &JobEnv, cfg: &Config, state: &StateDir) -> Result<Option<S
     }
 }
 
-/// The per-job daemon config as written to disk.
-struct DomainPlan {
-    port: u16,
+/// The daemon's two files for one domain, rendered from the admin's base
+/// config, and what failure lines need to know about them.
+pub(super) struct DomainPlan {
+    pub(super) port: u16,
     /// Appended to failure lines: an unreserved port is a likely cause.
     port_hint: String,
     log_file: Option<String>,
+    nodes_config: String,
+    job_config: String,
 }
 
 impl DomainPlan {
-    /// Render nodes_config.cfg and the job's daemon config from the admin's
-    /// base config, atomically.
-    fn write(job: &JobEnv, cfg: &Config, addrs: &[String]) -> Result<DomainPlan> {
-        let imex = &cfg.imex;
-        let daemon = &imex.daemon;
-        let base = DaemonConfigFile::read(&daemon.base_config)?;
-        let cmd_port = base.cmd_port(&daemon.base_config)?;
+    /// The admin's base daemon config, which must let the ctl answer.
+    pub(super) fn base(cfg: &Config) -> Result<DaemonConfigFile> {
+        let path = &cfg.imex.daemon.base_config;
+        let base = DaemonConfigFile::read(path)?;
         if let Some(v) = base.get("IMEX_CMD_ENABLED").filter(|v| *v != "1") {
             bail!(
                 "{}: IMEX_CMD_ENABLED={v}, but readiness is checked through nvidia-imex-ctl: \
                  set IMEX_CMD_ENABLED=1",
-                daemon.base_config.display()
+                path.display()
             );
         }
-        let port = server_port(job.job_id, imex.port_base, imex.port_span.0, Some(cmd_port));
+        Ok(base)
+    }
+
+    /// Render nodes_config.cfg for `addrs` and the daemon config: the base
+    /// config with our nodes config, and `port` as SERVER_PORT (None: the
+    /// base config's own, default 50000).
+    pub(super) fn render(cfg: &Config, addrs: &[String], port: Option<u16>) -> Result<DomainPlan> {
+        let daemon = &cfg.imex.daemon;
+        let base = Self::base(cfg)?;
+        let port = match port {
+            Some(p) => p,
+            None => base_server_port(&base, &daemon.base_config)?,
+        };
         let port_hint = match crate::imex::port::check_ephemeral(port) {
             Some(w) => {
                 tracing::warn!("{w}");
@@ -243,46 +274,61 @@ impl DomainPlan {
             overrides.push(("DAEMONIZE", "0".to_string()));
         }
         let rendered = base.with_overrides(&overrides);
-        let nodes_config = render_nodes_config(addrs);
-        write_config_file(
-            &daemon.nodes_config,
-            nodes_config.as_bytes(),
-            "nodes_config",
-        )?;
-        write_config_file(
-            &daemon.job_config,
-            rendered.render().as_bytes(),
-            "job_config",
-        )?;
         Ok(DomainPlan {
             port,
             port_hint,
             log_file: rendered.log_file(),
+            nodes_config: render_nodes_config(addrs),
+            job_config: rendered.render(),
         })
     }
 
-    /// (Re)start the daemon and poll until the domain is UP, or say who is
-    /// to blame.
-    fn start_and_wait(
+    /// Both files, atomically.
+    pub(super) fn write(&self, cfg: &Config) -> Result<()> {
+        let daemon = &cfg.imex.daemon;
+        write_config_file(
+            &daemon.nodes_config,
+            self.nodes_config.as_bytes(),
+            "nodes_config",
+        )?;
+        write_config_file(&daemon.job_config, self.job_config.as_bytes(), "job_config")
+    }
+
+    /// Both files already hold exactly this plan.
+    pub(super) fn is_written(&self, cfg: &Config) -> bool {
+        let daemon = &cfg.imex.daemon;
+        let holds = |path: &std::path::Path, want: &str| {
+            std::fs::read(path).is_ok_and(|have| have == want.as_bytes())
+        };
+        holds(&daemon.nodes_config, &self.nodes_config)
+            && holds(&daemon.job_config, &self.job_config)
+    }
+
+    /// (Re)start the daemon on the written files; failing is this node's fault.
+    pub(super) fn start(&self, manager: &mut Manager, node: &str) -> Result<()> {
+        manager.start().map_err(|e| {
+            e.context(format!("nvidia-imex could not start on {node}"))
+                .with_log(manager, self.log_file.as_deref())
+        })
+    }
+
+    /// Poll until the domain's `members` (indexes into `domain.nodes`; all
+    /// of a per-job domain, the job's nodes of a rack-wide one) are ready,
+    /// or say who is to blame.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn wait_ready(
         &self,
+        manager: &mut Manager,
         job: &JobEnv,
         cfg: &Config,
-        state: &StateDir,
+        started: Instant,
         domain: &NvlinkDomain,
         addrs: &[String],
+        members: &[usize],
     ) -> Result<SetupOutcome> {
-        let nodes = &domain.nodes;
         let imex = &cfg.imex;
         let daemon = &imex.daemon;
         let node = &job.node_name;
-        let log_file = self.log_file.as_deref();
-        let local_index = nodes.iter().position(|n| n == node).unwrap_or(0);
-        let mut manager = Manager::new(daemon, state);
-        let started = Instant::now();
-        manager.start().map_err(|e| {
-            e.context(format!("nvidia-imex could not start on {node}"))
-                .with_log(&manager, log_file)
-        })?;
         let ctl = Ctl {
             program: &daemon.ctl,
             config: &daemon.job_config,
@@ -290,17 +336,18 @@ impl DomainPlan {
         };
         let wait = ReadyWait {
             node,
-            node_count: nodes.len(),
-            local_index,
+            members,
+            whole_domain: members.len() == domain.nodes.len(),
+            local_index: domain.nodes.iter().position(|n| n == node).unwrap_or(0),
             started,
             deadline: started + imex.ready_timeout.0,
             poll_max: imex.ready_poll_max.0,
         };
-        let (last, last_error) = match self.poll_until_ready(&mut manager, &ctl, &wait)? {
+        let (last, last_error) = match self.poll_until_ready(manager, &ctl, &wait)? {
             Polled::Ready(waited) => return Ok(SetupOutcome::Ready { waited }),
             Polled::TimedOut { last, last_error } => (last, last_error),
         };
-        self.blame_not_ready(job, cfg, &manager, &ctl, last, last_error, domain, addrs)
+        self.blame_not_ready(job, cfg, manager, &ctl, last, last_error, domain, addrs)
     }
 
     /// Ask the ctl until the domain is UP or the deadline passes. Polls
@@ -326,10 +373,13 @@ impl DomainPlan {
                 .with_log(manager, self.log_file.as_deref()));
             }
             match ctl.domain_status() {
-                Ok(status) => match assess(&status, wait.node_count, wait.local_index) {
-                    Readiness::Ready => return Ok(Polled::Ready(wait.started.elapsed())),
-                    Readiness::NotReady(n) => last = Some(n),
-                },
+                Ok(status) => {
+                    match assess_members(&status, wait.members, wait.local_index, wait.whole_domain)
+                    {
+                        Readiness::Ready => return Ok(Polled::Ready(wait.started.elapsed())),
+                        Readiness::NotReady(n) => last = Some(n),
+                    }
+                }
                 Err(e) => last_error = Some(e),
             }
             let now = Instant::now();
@@ -412,10 +462,28 @@ fn write_config_file(path: &std::path::Path, contents: &[u8], key: &str) -> Resu
     })
 }
 
+/// The base config's SERVER_PORT (IMEX's default 50000 when unset): the
+/// port of a rack-wide domain, which every job of the rack shares.
+fn base_server_port(base: &DaemonConfigFile, origin: &std::path::Path) -> Result<u16> {
+    match base.get("SERVER_PORT") {
+        None => Ok(50000),
+        Some(v) => v.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| {
+            Error::new(format!(
+                "{}: SERVER_PORT={} is not a port: use 1..=65535",
+                origin.display(),
+                crate::text::cap(v, crate::text::PIECE_MAX)
+            ))
+        }),
+    }
+}
+
 /// What waiting for the domain needs to know.
 struct ReadyWait<'a> {
     node: &'a str,
-    node_count: usize,
+    /// The nodes that must be ready (indexes into the domain's list).
+    members: &'a [usize],
+    /// `members` is the whole domain, which must then also say UP.
+    whole_domain: bool,
     /// This node's place in the domain's node list.
     local_index: usize,
     started: Instant,
@@ -454,6 +522,11 @@ impl WithLog for Error {
 /// is left alone.
 pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
     let state = StateDir::of(cfg);
+    if cfg.imex.domain == DomainScope::Rack {
+        // The rack's daemon serves the rack's other jobs: it stays up.
+        state.remove_record(job_id)?;
+        return Ok(TeardownOutcome::RackDomainKept);
+    }
     let daemon = &cfg.imex.daemon;
     let outcome = {
         let lock = state.lock()?;
@@ -482,6 +555,8 @@ pub enum TeardownOutcome {
     AlreadyIdle,
     /// Another job owns this node's domain; it was not touched.
     LeftToOwner(u32),
+    /// `[imex] domain = "rack"`: the rack's daemon keeps running.
+    RackDomainKept,
 }
 
 /// Stop this node's daemon and prove it gone (no process of ours, nothing

@@ -447,3 +447,108 @@ fn a_missing_nodes_config_directory_names_the_key_and_the_file() {
     assert!(msg.contains("its directory does not exist"), "{msg}");
     teardown(4345, &node.config).unwrap();
 }
+
+#[test]
+fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46011, "");
+    let topo = node.path("topology.conf");
+    // n2 is in the rack but runs no daemon: a rack is often DEGRADED.
+    std::fs::write(&topo, "BlockName=rack7 Nodes=n[1-2]\n").unwrap();
+    node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
+    node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
+    let state = StateDir::of(&node.config);
+    let ready = |id: u32, nodes: &str| {
+        let outcome = setup(&node.job(id, nodes), &node.config);
+        assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+    };
+    ready(700, "n1");
+    // The whole rack, at the base config's port, whatever the job.
+    assert_eq!(
+        std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
+        "127.0.0.1\n127.0.0.2\n"
+    );
+    let rendered = std::fs::read_to_string(node.path("job.cfg")).unwrap();
+    assert!(rendered.contains("SERVER_PORT=50000\n"), "{rendered}");
+    let record = state.read_record(700).unwrap().unwrap();
+    assert_eq!(
+        (record.nodes, record.domain),
+        (vec!["n1".to_string()], Some("rack7".into()))
+    );
+    let daemon = std::fs::read_to_string(state.pid_file()).unwrap();
+
+    // A second job on the same node shares the daemon: no refusal, no restart.
+    ready(701, "n1");
+    assert_eq!(std::fs::read_to_string(state.pid_file()).unwrap(), daemon);
+    assert_eq!(
+        state.read_record(701).unwrap().unwrap().channel,
+        Some(702) // its own channel: 1 + 701 mod 2047
+    );
+
+    // The epilog leaves the rack's daemon up.
+    assert_eq!(
+        teardown(700, &node.config).unwrap(),
+        TeardownOutcome::RackDomainKept
+    );
+    assert!(
+        node.daemon_answers(),
+        "the rack daemon was stopped by a job's epilog"
+    );
+    assert_eq!(state.read_record(700).unwrap(), None);
+    assert!(state.read_record(701).unwrap().is_some());
+
+    // A job that needs n2, whose daemon never connects: the job's failure, naming it.
+    let SetupOutcome::JobFailure(msg) = setup(&node.job(702, "n[1-2]"), &node.config) else {
+        panic!("a peer that is not ready is the job's problem");
+    };
+    assert!(
+        msg.contains("n2 (127.0.0.2)") && msg.contains("rack7"),
+        "{msg}"
+    );
+
+    // A daemon that died is started again by the next prolog.
+    let pid: i32 = daemon.split_whitespace().next().unwrap().parse().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    for _ in 0..100 {
+        if !node.daemon_answers() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    ready(703, "n1");
+    assert_ne!(std::fs::read_to_string(state.pid_file()).unwrap(), daemon);
+
+    // Back to per-job domains: the next epilog stops the daemon.
+    node.config.imex.domain = slurm_imex_core::config::DomainScope::Job;
+    for id in [701, 702, 703] {
+        teardown(id, &node.config).unwrap();
+    }
+    node.assert_idle();
+}
+
+#[test]
+fn a_rack_wide_domain_without_a_rack_fails_the_job_before_starting_anything() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46012, "");
+    let topo = node.path("topology.conf");
+    std::fs::write(&topo, "BlockName=rack9 Nodes=n5\n").unwrap();
+    node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
+    node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
+    // Slurm knows no published clique either (an scontrol that lists no node).
+    node.config.health.scontrol = "/bin/true".into();
+    let SetupOutcome::JobFailure(cause) = setup(&node.job(710, "n1"), &node.config) else {
+        panic!("a node in no rack is the job's problem, not the node's");
+    };
+    assert!(
+        cause.contains("nothing places n1 in a rack") && cause.contains("topology.conf"),
+        "{cause}"
+    );
+    let state = StateDir::of(&node.config);
+    assert!(!state.pid_file().exists(), "a daemon was started");
+    assert!(!node.daemon_answers());
+    teardown(710, &node.config).unwrap();
+}

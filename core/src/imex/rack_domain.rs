@@ -1,0 +1,123 @@
+//! The rack-wide IMEX domain (`[imex] domain = "rack"`, docs/imex.md §5):
+//! one long-lived daemon per NVLink domain, whose nodes_config holds every
+//! node of the rack, as Slurm's switch/nvidia_imex and the cloud IMEX guides
+//! assume. The prolog makes sure this node's daemon runs on the rack's files
+//! (it starts the daemon only when it is down or the rack changed) and then
+//! waits for the job's nodes of the rack to be READY and connected; the
+//! epilog leaves the daemon up (`domain::teardown`). Jobs are kept apart by
+//! their channels alone. Blame is the per-job domain's: this node's daemon
+//! that cannot start or become READY is this node's fault, a peer that never
+//! becomes ready is the job's.
+
+use super::domain::{DomainPlan, SetupOutcome};
+use super::job_record::JobRecord;
+use super::manager::{Liveness, Manager};
+use crate::addresses;
+use crate::config::Config;
+use crate::error::Result;
+use crate::racks::RackSources;
+use crate::slurm_env::JobEnv;
+use crate::state::StateDir;
+use crate::text::{cap, summarize_list, PIECE_MAX};
+use crate::topology::NvlinkDomain;
+use std::time::Instant;
+
+/// Make sure this node's rack daemon runs, then gate on the job's nodes of
+/// the rack (`domain`: the job's nodes in this node's NVLink domain).
+pub(super) fn join(
+    job: &JobEnv,
+    cfg: &Config,
+    state: &StateDir,
+    record: &mut JobRecord,
+    racks: &RackSources,
+    domain: NvlinkDomain,
+) -> Result<SetupOutcome> {
+    let rack = match rack_of(job, cfg, racks, &domain) {
+        Ok(rack) => rack,
+        Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
+    };
+    record.nodes = domain.nodes.clone();
+    record.domain = rack.name.clone();
+    let addrs = match addresses::resolve_all(&rack.nodes, &cfg.imex.addresses)? {
+        Ok(a) => a,
+        Err(u) => {
+            return Ok(SetupOutcome::JobFailure(format!(
+                "no IMEX address for node(s) {} of rack {}: {} (fix [imex.addresses])",
+                summarize_list(&u.nodes, PIECE_MAX),
+                rack.name.as_deref().unwrap_or("?"),
+                cap(&u.detail, PIECE_MAX)
+            )))
+        }
+    };
+    let plan = DomainPlan::render(cfg, &addrs, None)?;
+    record.server_port = plan.port;
+    let mut manager = Manager::new(&cfg.imex.daemon, state);
+    let started = Instant::now();
+    {
+        // Two prologs on one node (jobs share nodes in this mode) must not
+        // both restart the daemon.
+        let _lock = state.lock()?;
+        let running = manager.liveness() == Liveness::Running;
+        if !(running && plan.is_written(cfg)) {
+            if running {
+                tracing::warn!(
+                    "the rack's IMEX files changed (its nodes or the base config): restarting \
+                     the rack daemon on {}",
+                    job.node_name
+                );
+            }
+            plan.write(cfg)?;
+            plan.start(&mut manager, &job.node_name)?;
+        }
+    }
+    let members: Vec<usize> = domain
+        .nodes
+        .iter()
+        .filter_map(|n| rack.nodes.iter().position(|r| r == n))
+        .collect();
+    plan.wait_ready(&mut manager, job, cfg, started, &rack, &addrs, &members)
+}
+
+/// This node's whole rack, which must hold the job's nodes of its NVLink
+/// domain; `Err` is the job's failure line.
+fn rack_of(
+    job: &JobEnv,
+    cfg: &Config,
+    racks: &RackSources,
+    domain: &NvlinkDomain,
+) -> std::result::Result<NvlinkDomain, String> {
+    let node = &job.node_name;
+    let rack = match racks.whole_rack(cfg, node) {
+        Ok(Some(rack)) => rack,
+        Ok(None) => {
+            return Err(format!(
+                "[imex] domain = \"rack\", but nothing places {node} in a rack: no Slurm \
+                 topology file lists it and it publishes no NVLink clique (run `slurm-imex \
+                 check` on it, or describe the racks in topology.conf or topology.yaml)"
+            ))
+        }
+        Err(e) => return Err(format!("cannot learn the rack of {node}: {e}")),
+    };
+    if rack.nodes.len() > cfg.imex.max_nodes {
+        return Err(format!(
+            "the rack of {node} has {} nodes, more than [imex] max_nodes = {}",
+            rack.nodes.len(),
+            cfg.imex.max_nodes
+        ));
+    }
+    let outside: Vec<String> = domain
+        .nodes
+        .iter()
+        .filter(|n| !rack.nodes.contains(n))
+        .cloned()
+        .collect();
+    if !outside.is_empty() {
+        return Err(format!(
+            "the job's nodes {} share {node}'s NVLink domain but are not in its rack {}: \
+             the rack sources disagree (`slurm-imex topology --check`)",
+            summarize_list(&outside, PIECE_MAX),
+            rack.name.as_deref().unwrap_or("?")
+        ));
+    }
+    Ok(rack)
+}
