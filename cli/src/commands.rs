@@ -492,6 +492,11 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
         return Ok(0);
     }
     out!("IMEX owner job:   {}", opt(s.owner));
+    if s.owner.is_none() {
+        if let Some(serves) = &s.serves {
+            out!("daemon serves:    {serves} ([imex] domain = \"rack\")");
+        }
+    }
     out!("daemon:           {}", s.daemon);
     out!("local state:      {}", s.local_state);
     if let Some(d) = &s.domain {

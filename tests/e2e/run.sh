@@ -593,6 +593,8 @@ $hold_until_released") || { fail "sbatch a failed"; return; }
   expect_eq "$(daemon_pid_of 1)" "$pid1" "n1's rack daemon was never restarted"
   local js; js=$(in_node 1 "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)
   expect_contains "$js" '"status":"UP"' "rack b1 is UP once both its nodes run daemons"
+  expect_contains "$(cli 1 status)" "daemon serves:    the rack" "slurm-imex status names the rack daemon"
+  expect_not_contains "$(cli 1 check 2>&1)" "imex" "the health check finds the READY rack daemon healthy"
   expect_nodes_up_and_idle_but_rack_daemons
   # Back to per-job domains: the next --imex job takes the daemons over, its
   # epilogs return every node to idle.

@@ -1,9 +1,10 @@
 //! This node's IMEX state as an admin asks for it (`slurm-imex status`):
-//! which job owns the daemon, what the prolog recorded, whether the daemon
-//! lives and answers, and the domain it reports. The health check built on
+//! which job owns the daemon (or that it serves the rack, with `[imex]
+//! domain = "rack"`), what the prolog recorded, whether the daemon lives and
+//! answers, and the domain it reports. The health check built on
 //! it is `slurm_imex_gpu::health::checks::imex`.
 
-use crate::config::Config;
+use crate::config::{Config, DomainScope};
 use crate::imex::ctl::Ctl;
 use crate::imex::job_record::JobRecord;
 use crate::imex::manager::{Liveness, Manager};
@@ -14,6 +15,9 @@ use serde::Serialize;
 pub struct NodeImexStatus {
     /// The job whose domain the daemon serves; None when idle.
     pub owner: Option<u32>,
+    /// Whom the daemon serves: "job N", "the rack" (a running rack-wide
+    /// daemon), or None when the node is idle.
+    pub serves: Option<String>,
     pub record: Option<JobRecord>,
     /// "running", or why not.
     pub daemon: String,
@@ -38,11 +42,17 @@ pub fn node_status(cfg: &Config) -> NodeImexStatus {
             None
         })
     });
-    let daemon = match Manager::new(&cfg.imex.daemon, &state).liveness() {
+    let liveness = Manager::new(&cfg.imex.daemon, &state).liveness();
+    let rack_daemon = cfg.imex.domain == DomainScope::Rack && liveness == Liveness::Running;
+    let serves = match owner {
+        Some(job) => Some(format!("job {job}")),
+        None => rack_daemon.then(|| "the rack".to_string()),
+    };
+    let daemon = match liveness {
         Liveness::Running => "running".to_string(),
         Liveness::Exited(how) => how,
     };
-    let (local_state, domain, nodes_ready) = if owner.is_some() {
+    let (local_state, domain, nodes_ready) = if serves.is_some() {
         let ctl = Ctl {
             program: &cfg.imex.daemon.ctl,
             config: &cfg.imex.daemon.job_config,
@@ -68,6 +78,7 @@ pub fn node_status(cfg: &Config) -> NodeImexStatus {
     };
     NodeImexStatus {
         owner,
+        serves,
         record,
         daemon,
         local_state,
