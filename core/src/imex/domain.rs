@@ -118,23 +118,11 @@ fn setup_inner(
     }
     record.nodes = domain.nodes.clone();
     record.domain = domain.name.clone();
-    let addrs = match addresses::resolve_all(&domain.nodes, &cfg.imex.addresses)? {
+    let addrs = match domain_addresses(cfg, &domain)? {
         Ok(a) => a,
-        Err(u) => {
-            return Ok(SetupOutcome::JobFailure(format!(
-                "no IMEX address for node(s) {}: {} (fix [imex.addresses])",
-                crate::text::summarize_list(&u.nodes, crate::text::PIECE_MAX),
-                crate::text::cap(&u.detail, crate::text::PIECE_MAX)
-            )))
-        }
+        Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
     };
-    let port = server_port(
-        job.job_id,
-        cfg.imex.port_base,
-        cfg.imex.port_span.0,
-        Some(DomainPlan::base(cfg)?.cmd_port(&cfg.imex.daemon.base_config)?),
-    );
-    let plan = DomainPlan::render(cfg, &addrs, Some(port))?;
+    let plan = DomainPlan::render(cfg, &addrs, Port::PerJob(job.job_id))?;
     plan.write(cfg)?;
     record.server_port = plan.port;
     let mut manager = Manager::new(&cfg.imex.daemon, state);
@@ -142,6 +130,28 @@ fn setup_inner(
     plan.start(&mut manager, &job.node_name)?;
     let everyone: Vec<usize> = (0..domain.nodes.len()).collect();
     plan.wait_ready(&mut manager, job, cfg, started, &domain, &addrs, &everyone)
+}
+
+/// The IMEX addresses of a domain's nodes, in its order; the inner `Err` is
+/// the job's failure line naming the nodes without one (per-job and
+/// rack-wide domains alike).
+pub(super) fn domain_addresses(
+    cfg: &Config,
+    domain: &NvlinkDomain,
+) -> Result<std::result::Result<Vec<String>, String>> {
+    Ok(
+        addresses::resolve_all(&domain.nodes, &cfg.imex.addresses)?.map_err(|u| {
+            let rack = match &domain.name {
+                Some(name) => format!(" of {name}"),
+                None => String::new(),
+            };
+            format!(
+                "no IMEX address for node(s) {}{rack}: {} (fix [imex.addresses])",
+                crate::text::summarize_list(&u.nodes, crate::text::PIECE_MAX),
+                crate::text::cap(&u.detail, crate::text::PIECE_MAX)
+            )
+        }),
+    )
 }
 
 /// The job's hosts that form this node's IMEX domain, in Slurm's order: a
@@ -219,6 +229,16 @@ fn claim_domain(job: &JobEnv, cfg: &Config, state: &StateDir) -> Result<Option<S
     }
 }
 
+/// Which SERVER_PORT a domain's daemon listens on.
+pub(super) enum Port {
+    /// A per-job domain: `port_base + job_id mod port_span`, skipping
+    /// IMEX_CMD_PORT (`imex::port`).
+    PerJob(u32),
+    /// A rack-wide domain, shared by every job: the base config's own
+    /// (IMEX's default 50000 when unset).
+    Base,
+}
+
 /// The daemon's two files for one domain, rendered from the admin's base
 /// config, and what failure lines need to know about them.
 pub(super) struct DomainPlan {
@@ -246,14 +266,19 @@ impl DomainPlan {
     }
 
     /// Render nodes_config.cfg for `addrs` and the daemon config: the base
-    /// config with our nodes config, and `port` as SERVER_PORT (None: the
-    /// base config's own, default 50000).
-    pub(super) fn render(cfg: &Config, addrs: &[String], port: Option<u16>) -> Result<DomainPlan> {
-        let daemon = &cfg.imex.daemon;
+    /// config (read once) with our nodes config and `port` as SERVER_PORT.
+    pub(super) fn render(cfg: &Config, addrs: &[String], port: Port) -> Result<DomainPlan> {
+        let imex = &cfg.imex;
+        let daemon = &imex.daemon;
         let base = Self::base(cfg)?;
         let port = match port {
-            Some(p) => p,
-            None => base_server_port(&base, &daemon.base_config)?,
+            Port::PerJob(job_id) => server_port(
+                job_id,
+                imex.port_base,
+                imex.port_span.0,
+                Some(base.cmd_port(&daemon.base_config)?),
+            ),
+            Port::Base => base_server_port(&base, &daemon.base_config)?,
         };
         let port_hint = match crate::imex::port::check_ephemeral(port) {
             Some(w) => {

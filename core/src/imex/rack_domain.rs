@@ -9,16 +9,15 @@
 //! that cannot start or become READY is this node's fault, a peer that never
 //! becomes ready is the job's.
 
-use super::domain::{DomainPlan, SetupOutcome};
+use super::domain::{domain_addresses, DomainPlan, Port, SetupOutcome};
 use super::job_record::JobRecord;
 use super::manager::{Liveness, Manager};
-use crate::addresses;
 use crate::config::Config;
 use crate::error::Result;
 use crate::racks::RackSources;
 use crate::slurm_env::JobEnv;
 use crate::state::StateDir;
-use crate::text::{cap, summarize_list, PIECE_MAX};
+use crate::text::{summarize_list, PIECE_MAX};
 use crate::topology::NvlinkDomain;
 use std::time::Instant;
 
@@ -38,18 +37,11 @@ pub(super) fn join(
     };
     record.nodes = domain.nodes.clone();
     record.domain = rack.name.clone();
-    let addrs = match addresses::resolve_all(&rack.nodes, &cfg.imex.addresses)? {
+    let addrs = match domain_addresses(cfg, &rack)? {
         Ok(a) => a,
-        Err(u) => {
-            return Ok(SetupOutcome::JobFailure(format!(
-                "no IMEX address for node(s) {} of rack {}: {} (fix [imex.addresses])",
-                summarize_list(&u.nodes, PIECE_MAX),
-                rack.name.as_deref().unwrap_or("?"),
-                cap(&u.detail, PIECE_MAX)
-            )))
-        }
+        Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
     };
-    let plan = DomainPlan::render(cfg, &addrs, None)?;
+    let plan = DomainPlan::render(cfg, &addrs, Port::Base)?;
     record.server_port = plan.port;
     let mut manager = Manager::new(&cfg.imex.daemon, state);
     let started = Instant::now();
