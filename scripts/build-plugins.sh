@@ -4,6 +4,8 @@
 # headers. Arguments name where each Slurm's headers come from:
 #   host        this machine's /usr/include (Debian 12: Slurm 22.05)
 #   ROOTFS      a root filesystem with libslurm-dev (scripts/slurm-rootfs.sh)
+#   prefix=DIR  a Slurm built into a prefix (DIR/include/slurm), such as
+#               /opt/slurm: for a Slurm version the release has no plugin for
 # Output: target/slurm-plugins/<major.minor>/{libspank_imex.so,slurm-version}
 # and one line per plugin: "<major.minor> <full version> <bindings> <path>".
 set -euo pipefail
@@ -14,9 +16,13 @@ out_root=$REPO/target/slurm-plugins
 header_number() { sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]*\).*/\1/p' "$1"; }
 
 for source in "$@"; do
-  if [ "$source" = host ]; then root=/; else root=$(cd "$source" && pwd); fi
-  header=$root/usr/include/slurm/slurm_version.h
-  [ -f "$header" ] || { echo "build-plugins: $header missing: install libslurm-dev there" >&2; exit 1; }
+  case $source in
+    host) slurm_inc=/usr/include/slurm;;
+    prefix=/*) slurm_inc=${source#prefix=}/include/slurm;;
+    *) slurm_inc=$(cd "$source" && pwd)/usr/include/slurm;;
+  esac
+  header=$slurm_inc/slurm_version.h
+  [ -f "$header" ] || { echo "build-plugins: $header missing: install libslurm-dev there (or Slurm's headers in the prefix)" >&2; exit 1; }
   hex=$(header_number "$header")
   [ -n "$hex" ] || { echo "build-plugins: no SLURM_VERSION_NUMBER in $header" >&2; exit 1; }
   major=$((16#${hex:0:2})); minor=$((16#${hex:2:2})); micro=$((16#${hex:4:2}))
@@ -24,7 +30,7 @@ for source in "$@"; do
   full=$(printf '%d.%02d.%d' "$major" "$minor" "$micro")
   # Only the slurm/ directory of that root: clang keeps this machine's libc headers.
   inc=$REPO/target/slurm-headers/$mm
-  mkdir -p "$inc"; ln -sfn "$root/usr/include/slurm" "$inc/slurm"
+  mkdir -p "$inc"; ln -sfn "$slurm_inc" "$inc/slurm"
   target=$REPO/target/plugin-build/$mm
   if [ $((16#$hex)) -ge $((16#170b00)) ]; then
     bindings=generated

@@ -19,6 +19,7 @@ macro_rules! out_raw {
 }
 
 mod commands;
+mod doctor;
 mod man;
 mod table;
 mod topology;
@@ -34,7 +35,8 @@ use std::process::ExitCode;
     about = "Per-job IMEX domains and GPU health history for Slurm"
 )]
 pub struct Cli {
-    /// Config file (default: $SLURM_IMEX_CONFIG, else /etc/slurm/imex.toml).
+    /// Config file (default: $SLURM_IMEX_CONFIG, else imex.toml beside $SLURM_CONF
+    /// when there, else /etc/slurm/imex.toml).
     #[arg(long, global = true)]
     pub config: Option<PathBuf>,
     /// Job database (default: [database] path of the config).
@@ -99,6 +101,10 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Preflight this node's installation: one PASS, WARN or FAIL line per
+    /// check (Slurm wiring, plugin, config, IMEX daemon and channels, ports,
+    /// systemd, NVML, database) with the exact remedy. Exit 1 on any FAIL.
+    Doctor,
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]
     Man { dir: PathBuf },

@@ -94,18 +94,11 @@ fn disagreements(
     cliques: std::collections::BTreeMap<String, String>,
     names: &[String],
 ) -> Vec<String> {
-    let sources = RackSources {
+    RackSources {
         blocks: Some(blocks),
         cliques,
-    };
-    let mut found = sources.disagreements(names);
-    let node_block = sources.blocks.as_ref().and_then(|b| b.block_of(names));
-    for (node, clique) in &sources.cliques {
-        if !node_block.is_some_and(|m| m.contains_key(node)) {
-            found.push(format!("{node} (clique {clique}) is in no block"));
-        }
     }
-    found
+    .check_file(names)
 }
 
 fn print_conf(report: &Report) -> Result<()> {

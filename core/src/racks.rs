@@ -104,6 +104,20 @@ impl RackSources {
         ))
     }
 
+    /// What `slurm-imex topology --check` and `doctor` list: every
+    /// [`Self::disagreements`] about `nodes`, and each node that publishes a
+    /// clique but is in no block of the topology file.
+    pub fn check_file(&self, nodes: &[String]) -> Vec<String> {
+        let mut found = self.disagreements(nodes);
+        let node_block = self.blocks.as_ref().and_then(|b| b.block_of(nodes));
+        for (node, clique) in &self.cliques {
+            if !node_block.is_some_and(|m| m.contains_key(node)) {
+                found.push(format!("{node} (clique {clique}) is in no block"));
+            }
+        }
+        found
+    }
+
     /// Every disagreement between the topology file and the published
     /// cliques about `nodes`: a block holding two cliques, a clique spanning
     /// two blocks. Nodes one source does not know are not compared.

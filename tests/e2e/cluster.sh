@@ -7,7 +7,10 @@
 # /dev/nvidia-caps-imex-channels and fake hardware files (/run/fakehw).
 # Plugin, prolog and epilog come from the build (E2E_INSTALL=target, the
 # plugin from $E2E_PLUGIN) or from the installed Debian package
-# (E2E_INSTALL=package); configs are rendered from conf-examples/.
+# (E2E_INSTALL=package), or from the release tarball by its install.sh
+# into a Slurm built into /opt/slurm (E2E_INSTALL=prefix, run inside
+# tests/e2e/in-prefix.sh: slurm.conf then lives in /opt/slurm/etc and every
+# Slurm program comes from /opt/slurm); configs are rendered from conf-examples/.
 # E2E_SWITCH=1 turns on Slurm's own switch/nvidia_imex; E2E_TOPOLOGY=conf or
 # yaml describes two racks (blocks) of two nodes with topology/block.
 # E2E_CONTAINERS=1 gives each node its own enroot and pyxis runtime paths.
@@ -28,12 +31,43 @@ NET=10.77.0
 CHANNEL_MAJOR=507
 TEST_USER=imexuser
 export SLURM_CONF=$C/etc-slurm/slurm.conf
+SLURM_PREFIX=/opt/slurm
+if [ "$E2E_INSTALL" = prefix ]; then
+  # $C/etc-slurm is bound on /opt/slurm/etc (cluster_install), where this
+  # Slurm was built to look; its programs come first on PATH.
+  export SLURM_CONF=$SLURM_PREFIX/etc/slurm.conf
+  export PATH=$SLURM_PREFIX/bin:$SLURM_PREFIX/sbin:$PATH
+fi
 
 node_ip() { echo "$NET.$((10 + $1))"; }
 slurmd_pid() { cat "$C/run/slurmd-n$1.pid"; }
 # Run a command inside node N's namespaces (net, mount, UTS).
 in_node() { local n=$1; shift; nsenter -t "$(slurmd_pid "$n")" -n -m -u -r -w -- "$@"; }
 as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
+
+# E2E_INSTALL=prefix: the documented procedure for a Slurm in a prefix.
+# The release tarball (scripts/release.sh) is unpacked and its install.sh
+# run against /opt/slurm, with $C/etc-slurm bound on /opt/slurm/etc; what
+# it printed is kept in $C/install.out for the plugstack and slurm.conf lines.
+prefix_install() {
+  local tarball
+  tarball=$(ls "$REPO"/target/release-tarball/slurm-imex-*-x86_64-linux.tar.gz 2>/dev/null | head -1)
+  [ -n "$tarball" ] || { echo "cluster_install: no release tarball: run scripts/release.sh" >&2; return 1; }
+  [ -x "$SLURM_PREFIX/sbin/slurmctld" ] || { echo "cluster_install: no Slurm in $SLURM_PREFIX (run inside tests/e2e/in-prefix.sh)" >&2; return 1; }
+  umount "$SLURM_PREFIX/etc" 2>/dev/null || true
+  mount --bind "$C/etc-slurm" "$SLURM_PREFIX/etc"
+  mkdir -p "$C/release"
+  tar -xzf "$tarball" -C "$C/release"
+  "$C"/release/slurm-imex-*/install.sh --slurm-prefix "$SLURM_PREFIX" > "$C/install.out" 2>&1 ||
+    { echo "cluster_install: install.sh failed:" >&2; cat "$C/install.out" >&2; return 1; }
+  ln -s /usr/local/sbin/slurm-imex-prolog /usr/local/sbin/slurm-imex-epilog /usr/local/bin/slurm-imex "$C/bin/"
+}
+
+# The imex.toml the test config is rendered from: the one install.sh put
+# beside slurm.conf (prefix), else the shipped example.
+imex_toml_source() {
+  if [ "$E2E_INSTALL" = prefix ]; then echo "$C/etc-slurm/imex.toml"; else echo "$REPO/conf-examples/imex.toml"; fi
+}
 
 # Copy the built artifacts and render every config from conf-examples.
 cluster_install() {
@@ -45,6 +79,8 @@ cluster_install() {
     # What dpkg installed; the tests call them through $C/bin as well.
     ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex "$C/bin/"
     [ -f "$PLUGIN_DIR/spank_imex.so" ] || { echo "cluster_install: the package's $PLUGIN_DIR/spank_imex.so is missing" >&2; return 1; }
+  elif [ "$E2E_INSTALL" = prefix ]; then
+    prefix_install || return 1
   else
     for f in slurm-imex-prolog slurm-imex-epilog slurm-imex; do cp "$bin/$f" "$C/bin/"; done
     cp "${E2E_PLUGIN:-$bin/libspank_imex.so}" "$C/bin/spank_imex.so"
@@ -70,6 +106,10 @@ REPORT
     # The one line README.Debian tells the admin to write: the plugin by
     # name, found in Slurm's PluginDir where the package put it.
     echo "required spank_imex.so config=$C/etc-slurm/imex.toml" > "$C/etc-slurm/plugstack.conf"
+  elif [ "$E2E_INSTALL" = prefix ]; then
+    # The line install.sh printed, as printed (Slurm's default PlugStackConfig).
+    grep '^required .*spank_imex.so' "$C/install.out" > "$C/etc-slurm/plugstack.conf" ||
+      { echo "cluster_install: install.sh printed no plugstack line" >&2; return 1; }
   else
     sed -e "s#$PLUGIN_DIR/spank_imex.so#$C/bin/spank_imex.so#" \
         -e "s#config=/etc/slurm/imex.toml#config=$C/etc-slurm/imex.toml#" \
@@ -89,7 +129,8 @@ REPORT
       -e "s#^expected_gpus = .*#expected_gpus = $E2E_GPUS#" \
       -e "s#^set_drain_reason = .*#set_drain_reason = true#" \
       -e "s#^textfile_dir = .*#textfile_dir = \"/run/fakehw/textfile\"#" \
-      "$REPO/conf-examples/imex.toml" > "$C/etc-slurm/imex.toml"
+      "$(imex_toml_source)" > "$C/etc-slurm/imex.toml.new"
+  mv "$C/etc-slurm/imex.toml.new" "$C/etc-slurm/imex.toml"
   for key in 'manager = "process"' "binary = \"$C" 'proc_devices = "/run/fakehw' 'source = "map"'; do
     grep -qF "$key" "$C/etc-slurm/imex.toml" || { echo "cluster_install: imex.toml override '$key' did not apply" >&2; return 1; }
   done
@@ -129,17 +170,25 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 MailProg=/bin/true
-PlugStackConfig=$C/etc-slurm/plugstack.conf
 SchedulerParameters=sched_interval=1
 CONF
+    # A prefix Slurm finds plugstack.conf beside slurm.conf by default.
+    [ "$E2E_INSTALL" = prefix ] || echo "PlugStackConfig=$C/etc-slurm/plugstack.conf"
     for i in $(seq 1 "$E2E_NODES"); do
       echo "NodeName=n$i NodeAddr=$(node_ip "$i") CPUs=2 RealMemory=1000 State=UNKNOWN"
     done
     # The shipped fragment, with this cluster's paths and nodes.
     local prolog_dir=$C/bin/
     [ "$E2E_INSTALL" = package ] && prolog_dir=/usr/sbin/
-    sed -e "s#/usr/sbin/slurm-imex-#${prolog_dir}slurm-imex-#" -e "s#Nodes=[^ ]*#Nodes=n[1-$E2E_NODES]#" \
-      "$REPO/conf-examples/slurm.conf.fragment" | grep -v '^#'
+    if [ "$E2E_INSTALL" = prefix ]; then
+      # The lines install.sh printed (but the periodic health check, which
+      # would drain and resume nodes under the tests), and the partition.
+      grep -E '^(PrologFlags|Prolog|Epilog)=' "$C/install.out"
+      sed -e "s#Nodes=[^ ]*#Nodes=n[1-$E2E_NODES]#" "$REPO/conf-examples/slurm.conf.fragment" | grep '^PartitionName='
+    else
+      sed -e "s#/usr/sbin/slurm-imex-#${prolog_dir}slurm-imex-#" -e "s#Nodes=[^ ]*#Nodes=n[1-$E2E_NODES]#" \
+        "$REPO/conf-examples/slurm.conf.fragment" | grep -v '^#'
+    fi
     # A partition that lets two jobs share a node (the busy-node test).
     echo "PartitionName=shared Nodes=n[1-$E2E_NODES] OverSubscribe=NO MaxTime=INFINITE State=UP"
   } > "$C/etc-slurm/slurm.conf"
@@ -275,7 +324,7 @@ cluster_up() {
     mkdir -p "$C/spool/n$i"
     nsenter --net="/run/netns/imex-n$i" -- unshare --mount --uts --propagation private -- /bin/sh -c "
       set -e
-      mount --bind '$C/etc-slurm' /etc/slurm
+      $([ "$E2E_INSTALL" = prefix ] || echo "mount --bind '$C/etc-slurm' /etc/slurm")
       mount --bind '$d/etc-imex' /etc/nvidia-imex
       mount --bind '$d/run-imex' /run/nvidia-imex
       mount --bind '$d/run-slurm-imex' /run/slurm-imex

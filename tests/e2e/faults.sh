@@ -80,7 +80,7 @@ test_64_concurrent_prolog_epilog_pairs() {
   local j db=$C/nodes/n1/var-lib/jobs.db
   for j in $(seq 1 64); do
     (
-      e="env -i SLURM_JOB_ID=$((61000 + j)) SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=pairs SLURM_JOB_GPUS=$((j % E2E_GPUS))"
+      e="env -i SLURM_CONF=$SLURM_CONF SLURM_JOB_ID=$((61000 + j)) SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=pairs SLURM_JOB_GPUS=$((j % E2E_GPUS))"
       in_node 1 $e "$C/bin/slurm-imex-prolog" > "$C/out/pair-$j.log" 2>&1 || echo "prolog rc $?" >> "$C/out/pair-$j.log"
       in_node 1 $e "$C/bin/slurm-imex-epilog" >> "$C/out/pair-$j.log" 2>&1 || echo "epilog rc $?" >> "$C/out/pair-$j.log"
     ) &

@@ -47,7 +47,7 @@ test_node_exporter_serves_what_the_cli_reports() {
 
 test_epilog_logs_one_structured_journal_event() {
   local job=62001 env out
-  env="env -i SLURM_JOB_ID=$job SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=journaluser SLURM_JOB_GPUS=0,1"
+  env="env -i SLURM_CONF=$SLURM_CONF SLURM_JOB_ID=$job SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=journaluser SLURM_JOB_GPUS=0,1"
   in_node 1 $env "$C/bin/slurm-imex-prolog" || { fail "prolog"; return; }
   kmsg_append 1 "NVRM: Xid (PCI:0000:1b:00): 13, pid=77, name=train, Graphics SM Warp Exception"
   # A private mount namespace of n1 where a stand-in journald listens on

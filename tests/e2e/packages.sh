@@ -54,3 +54,67 @@ test_package_for_another_slurm_is_refused() { # rootfs wrong-deb
   [ -e "$root/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so" ] && fail "the refused package's plugin is still there"
   return 0
 }
+
+# SchedMD's own Debian packages (slurm-smd, from the upstream tarball's
+# debian/) stand in as equivs packages carrying only their names, versions
+# and conflicts: what apt and dpkg judge a dependency by. They go into an
+# overlay of the trixie root filesystem whose Debian Slurm is purged and
+# whose apt lists are emptied (a SchedMD site's archive offers no Debian
+# Slurm of the release, or apt would "solve" a refusal by swapping Slurms),
+# so the cached rootfs is untouched. Prints the overlay's root;
+# smd_root_done ends it.
+smd_root() { # rootfs smd-version
+  local root=$1 version=$2 work
+  work=$(mktemp -d /var/tmp/slurm-imex-smd.XXXXXX)
+  mkdir -p "$work"/{upper,work,root,pkg}
+  mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/upper,workdir=$work/work" "$work/root" || return 1
+  cat > "$work/pkg/slurm-smd" <<CTL
+Section: admin
+Priority: optional
+Standards-Version: 4.6.2
+Package: slurm-smd
+Version: $version
+Maintainer: slurm-imex tests <tests@slurm-imex.invalid>
+Architecture: amd64
+Conflicts: slurm-wlm, slurm-wlm-basic-plugins
+Description: stand-in for SchedMD's slurm-smd $version (names and version only)
+CTL
+  (cd "$work/pkg" && equivs-build slurm-smd >/dev/null 2>&1) || { echo "smd_root: equivs-build failed" >&2; return 1; }
+  local debian_slurm
+  debian_slurm=$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${Package}\n' | grep -E '^(slurm|libslurm|slurmd|slurmctld)' | tr '\n' ' ')
+  # shellcheck disable=SC2086
+  "$REPO/tests/e2e/in-rootfs.sh" "$work/root" dpkg --purge --force-depends $debian_slurm >/dev/null 2>&1
+  rm -rf "$work"/root/var/lib/apt/lists/*
+  cp "$work"/pkg/slurm-smd_*.deb "$work/root/srv/"
+  "$REPO/tests/e2e/in-rootfs.sh" "$work/root" sh -c 'dpkg -i /srv/slurm-smd_*.deb' >/dev/null || { echo "smd_root: the stand-in did not install" >&2; return 1; }
+  echo "$work"
+}
+
+smd_root_done() { umount "$1/root" 2>/dev/null; rm -rf "$1"; }
+
+test_package_installs_beside_schedmd_packages() { # rootfs deb smd-version
+  local work out
+  work=$(smd_root "$1" "$3") || { fail "cannot make a root filesystem with slurm-smd $3"; return; }
+  cp "$2" "$work/root/srv/"
+  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" apt-get install -y -q "/srv/$(basename "$2")" 2>&1) ||
+    fail "apt refused $(basename "$2") beside slurm-smd $3: $(tail -3 <<<"$out")"
+  expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${db:Status-Abbrev}' slurm-imex 2>&1)" "ii " "slurm-imex installed and configured beside slurm-smd $3"
+  expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${Package} ${Version}' slurm-smd)" "slurm-smd $3" "SchedMD's package is the Slurm it sits beside"
+  [ -f "$work/root/usr/lib/x86_64-linux-gnu/slurm/spank_imex.so" ] || fail "no plugin in slurm-smd's PluginDir"
+  smd_root_done "$work"
+}
+
+test_package_for_another_schedmd_slurm_is_refused() { # rootfs deb smd-version
+  local work out rc
+  work=$(smd_root "$1" "$3") || { fail "cannot make a root filesystem with slurm-smd $3"; return; }
+  cp "$2" "$work/root/srv/"
+  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" apt-get install -s -q "/srv/$(basename "$2")" 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "apt accepted $(basename "$2") beside slurm-smd $3"
+  expect_contains "$out" "slurm-smd (<" "apt names SchedMD's package and the range"
+  echo "    apt says: $(grep -m1 'Depends:' <<<"$out" | sed 's/^ *//')"
+  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" dpkg -i "/srv/$(basename "$2")" 2>&1); rc=$?
+  [ $rc -ne 0 ] || fail "dpkg -i accepted it"
+  expect_contains "$out" "dependency problems" "dpkg refuses to configure it"
+  echo "    dpkg says: $(grep -m1 'depends on' <<<"$out" | sed 's/^ *//')"
+  smd_root_done "$work"
+}

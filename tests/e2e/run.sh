@@ -173,11 +173,48 @@ test_srun_imex_inside_salloc() {
   local i; for i in 1 2 3; do wait_node_free "n$i"; expect_idle "$i"; done
 }
 
+# slurm-imex doctor on a healthy node: no FAIL, exit 0; then one thing at a
+# time broken on n1 (and put back), each named by its own FAIL line.
+test_doctor_passes_then_names_each_break() {
+  local out rc d=$C/nodes/n1
+  out=$(cli 1 doctor 2>&1); rc=$?
+  echo "$out" | sed 's/^/       /'
+  expect_eq "$rc" 0 "doctor exit status on a healthy node"
+  expect_not_contains "$out" "FAIL  " "no FAIL on a healthy node"
+  expect_contains "$out" "PASS  plugin          " "the plugin loads and is stamped for this Slurm"
+  expect_contains "$out" "PASS  prolog-flags    PrologFlags=Alloc" "PrologFlags"
+  doctor_break_shows channel-device "grep -v nvidia-caps-imex-channels $d/hw/proc-devices > $d/hw/pd && mv $d/hw/proc-devices $d/hw/pd.ok && mv $d/hw/pd $d/hw/proc-devices" \
+    "mv $d/hw/pd.ok $d/hw/proc-devices"
+  doctor_break_shows imex-config "sed -i 's/^IMEX_CMD_ENABLED=.*/IMEX_CMD_ENABLED=0/' $d/etc-imex/config.cfg" \
+    "sed -i 's/^IMEX_CMD_ENABLED=.*/IMEX_CMD_ENABLED=1/' $d/etc-imex/config.cfg"
+  doctor_break_shows channel-dir "chmod 0777 $d/dev-channels" "chmod 0755 $d/dev-channels"
+  doctor_break_shows database "chmod 0777 $d/var-lib" "chmod 0755 $d/var-lib"
+  doctor_break_shows config "chmod 0666 $C/etc-slurm/imex.toml" "chmod 0644 $C/etc-slurm/imex.toml"
+  doctor_break_shows nvml "sed -i 's/^expected_gpus = .*/expected_gpus = 9/' $C/etc-slurm/imex.toml" \
+    "sed -i 's/^expected_gpus = .*/expected_gpus = $E2E_GPUS/' $C/etc-slurm/imex.toml"
+  doctor_break_shows ports "nsenter --net=/run/netns/imex-n1 sysctl -qw net.ipv4.ip_local_reserved_ports=" \
+    "nsenter --net=/run/netns/imex-n1 sysctl -qw net.ipv4.ip_local_reserved_ports=33792-50175"
+  out=$(cli 1 doctor 2>&1); rc=$?
+  expect_eq "$rc" 0 "doctor after every break was put back"
+}
+
+# Break (shell, run by the harness as root), run doctor on n1, expect its
+# FAIL line and exit 1, put it back.
+doctor_break_shows() { # check break restore
+  local out rc
+  bash -c "$2" || { fail "could not break $1: $2"; return; }
+  out=$(cli 1 doctor 2>&1); rc=$?
+  bash -c "$3"
+  echo "$out" | grep "^FAIL  $1 " | sed 's/^/       /'
+  expect_eq "$rc" 1 "doctor exit status with $1 broken"
+  expect_contains "$out" "FAIL  $1 " "a FAIL line for $1"
+}
+
 test_epilog_is_idempotent_without_prolog() {
   # The epilog on a node where no prolog ran, twice: succeeds and stays idle.
   local i rc
   for i in 1 2; do
-    in_node 1 env -i SLURM_JOB_ID=999999 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SPANK_IMEX=1 \
+    in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=999999 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SPANK_IMEX=1 \
       "$C/bin/slurm-imex-epilog" >/dev/null 2>&1; rc=$?
     expect_eq "$rc" 0 "epilog run $i exit code"
   done
@@ -191,7 +228,7 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
   # would not be the prolog. nsenter execs its command, so $! is the prolog.
   # SLURM_CONF as slurmd gives it to a prolog: without it the prolog's
   # scontrol would look for a configless controller through DNS.
-  nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 \
+  nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 \
     SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 SLURM_CONF="$SLURM_CONF" "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
   local pid=$! i
   for i in $(seq 1 200); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
@@ -199,7 +236,7 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
   expect_eq "$(tr '\0' ' ' < "/proc/$pid/cmdline" | awk '{print $1}')" "$C/bin/slurm-imex-prolog" "the process killed is the prolog"
   kill -9 "$pid"; wait "$pid" 2>/dev/null
   kill -0 "$pid" 2>/dev/null && fail "prolog $pid survived SIGKILL"
-  in_node 1 env -i SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
+  in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
     "$C/bin/slurm-imex-epilog"
   expect_eq "$?" 0 "epilog exit code"
   expect_idle 1
@@ -290,11 +327,11 @@ test_xid_during_job_is_recorded_with_its_class() {
 test_64_concurrent_epilogs_lose_no_rows() {
   local j envs
   for j in $(seq 1 64); do
-    in_node 1 env -i SLURM_JOB_ID=$((60000 + j)) SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=load \
+    in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=$((60000 + j)) SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=load \
       SLURM_JOB_GPUS=$((j % E2E_GPUS)) "$C/bin/slurm-imex-prolog" 2>/dev/null || fail "prolog $j"
   done
   for j in $(seq 1 64); do
-    in_node 1 env -i SLURM_JOB_ID=$((60000 + j)) SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=load \
+    in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=$((60000 + j)) SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=load \
       SLURM_JOB_GPUS=$((j % E2E_GPUS)) "$C/bin/slurm-imex-epilog" > "$C/out/epilog-$j.log" 2>&1 &
   done
   wait
@@ -639,6 +676,7 @@ main() {
       test_peer_that_never_connects_fails_job_without_draining
       test_local_daemon_crash_drains_only_its_node
       test_epilog_is_idempotent_without_prolog
+      test_doctor_passes_then_names_each_break
       test_prolog_killed_midway_then_epilog_restores_idle
       test_gpu_history_recorded_on_every_node
       test_pending_row_remap_drains_with_our_reason_and_requeues

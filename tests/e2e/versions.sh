@@ -12,6 +12,9 @@
 #          containers                 pyxis + enroot from ../shared/vendor, built
 #                                     by tests/e2e/containers-build.sh; shown
 #                                     as skipped when those snapshots are absent)
+#   24.11  base                      (SchedMD's tarball built into /opt/slurm
+#                                     by scripts/slurm-prefix.sh; slurm-imex
+#                                     from the release tarball's install.sh)
 #   26.05  base, switch, topology    (from the build tree; topology.yaml)
 # Prints a table of Slurm version x phase x tests x wall time, then
 # "e2e: N passed, M failed". Needs root; run after cargo build --release.
@@ -26,19 +29,31 @@ ROWS=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
 
-upstream_version() { dpkg-query --admindir="$1/var/lib/dpkg" -W -f='${Version}' slurmd | sed 's/-[^-]*$//'; }
+# The Slurm version of a root filesystem (its slurmd package), or of a
+# prefix build (its slurm_version.h).
+upstream_version() {
+  local h=$1/include/slurm/slurm_version.h hex
+  if [ -f "$h" ]; then
+    hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]\{6\}\).*/\1/p' "$h")
+    printf '%d.%02d.%d\n' "$((16#${hex:0:2}))" "$((16#${hex:2:2}))" "$((16#${hex:4:2}))"
+    return
+  fi
+  dpkg-query --admindir="$1/var/lib/dpkg" -W -f='${Version}' slurmd | sed 's/-[^-]*$//'
+}
 
 # One phase of run.sh; on the host when rootfs is "/".
 run_phase() { # rootfs install phase [env...]
   local root=$1 install=$2 phase=$3; shift 3
   local version mm log start rc line passed failed
   version=$(upstream_version "$root"); mm=${version%.*}
-  log=$LOGS/slurm-$mm-$phase.log
+  log=$LOGS/slurm-$mm-$phase-$install.log
   start=$SECONDS
   local cmd=(env E2E_PHASE="$phase" E2E_INSTALL="$install" E2E_SLURM_VERSION="$version"
              E2E_PLUGIN="$REPO/target/slurm-plugins/$mm/libspank_imex.so" "$@" bash tests/e2e/run.sh)
   echo "== Slurm $version: phase $phase (from $install) -> $log"
-  if [ "$root" = / ]; then "${cmd[@]}" > "$log" 2>&1; else tests/e2e/in-rootfs.sh "$root" "${cmd[@]}" > "$log" 2>&1; fi
+  if [ "$root" = / ]; then "${cmd[@]}" > "$log" 2>&1
+  elif [ "$install" = prefix ]; then tests/e2e/in-prefix.sh "$root" "${cmd[@]}" > "$log" 2>&1
+  else tests/e2e/in-rootfs.sh "$root" "${cmd[@]}" > "$log" 2>&1; fi
   rc=$?
   line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   passed=$(sed -n 's/^e2e: \([0-9]*\) passed.*/\1/p' <<<"$line"); failed=$(sed -n 's/.* \([0-9]*\) failed$/\1/p' <<<"$line")
@@ -65,6 +80,9 @@ main() {
   local t0=$SECONDS trixie sid
   trixie=$(scripts/slurm-rootfs.sh trixie) || exit 1
   sid=$(scripts/slurm-rootfs.sh sid) || exit 1
+  echo "== Slurm from the upstream tarball in /opt/slurm (scripts/slurm-prefix.sh)"
+  local prefix_tree
+  prefix_tree=$(scripts/slurm-prefix.sh) || exit 1
   echo "== enroot and pyxis in the Slurm $(upstream_version "$trixie") rootfs (tests/e2e/containers-build.sh)"
   local containers=yes rc=0
   tests/e2e/containers-build.sh "$trixie" || rc=$?
@@ -75,8 +93,9 @@ main() {
   esac
   echo "== plugins, one per Slurm (each stamped from its own headers)"
   scripts/build-plugins.sh host "$trixie" "$sid" || exit 1
-  echo "== packages"
+  echo "== packages and the release tarball"
   scripts/package.sh || exit 1
+  scripts/release.sh || exit 1
   local deb2205 deb2411 deb2605
   deb2205=$(ls "$REPO"/target/debian/slurm-imex_*+slurm22.05_amd64.deb)
   deb2411=$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_amd64.deb)
@@ -89,6 +108,8 @@ main() {
   run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$trixie" "$deb2411"
   run_package_test test_package_for_another_slurm_is_refused "$trixie" "$deb2205"
   run_package_test test_package_for_another_slurm_is_refused "$sid" "$deb2411"
+  run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$deb2411" 24.11.5-1
+  run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$deb2411" 25.05.3-1
 
   run_phase / target base
   run_phase / target faults
@@ -104,6 +125,8 @@ main() {
   else ROWS+=("$(printf '| %-8s | %-8s | %-7s | %6s | %6s | %7s |' "$(upstream_version "$trixie")" containers package - - skipped)")
   fi
   tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
+  # A Slurm built into /opt/slurm, slurm-imex from the release tarball's install.sh.
+  run_phase "$prefix_tree" prefix base
   run_phase "$sid" target base
   run_phase "$sid" target switch
   run_phase "$sid" target topology E2E_TOPOLOGY=yaml

@@ -22,6 +22,23 @@ pub const CONFIG_ENV: &str = "SLURM_IMEX_CONFIG";
 /// The driver's hard limit on IMEX channels (20-bit dev_t minor).
 pub const MAX_CHANNEL_COUNT: u32 = 1 << 20;
 
+/// Where the config is read when nobody names it: `imex.toml` beside the
+/// slurm.conf in `$SLURM_CONF` when one is there (slurmd gives a prolog its
+/// SLURM_CONF; a Slurm built into a prefix keeps both in `<prefix>/etc`),
+/// else [`DEFAULT_CONFIG_PATH`].
+pub fn default_config_path() -> PathBuf {
+    let slurm_conf = std::env::var_os("SLURM_CONF")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    if let Some(dir) = slurm_conf.as_deref().and_then(Path::parent) {
+        let beside = dir.join("imex.toml");
+        if std::fs::symlink_metadata(&beside).is_ok() {
+            return beside;
+        }
+    }
+    PathBuf::from(DEFAULT_CONFIG_PATH)
+}
+
 #[derive(Debug, Clone, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -577,17 +594,23 @@ impl Config {
         Ok(())
     }
 
+    /// The file [`Config::load`] reads, and whether it must exist: an
+    /// explicit path or `$SLURM_IMEX_CONFIG` must, the default may be absent.
+    pub fn path_to_load(explicit: Option<&Path>) -> (PathBuf, bool) {
+        let from_env = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty());
+        match (explicit, from_env) {
+            (Some(p), _) => (p.to_path_buf(), true),
+            (None, Some(p)) => (PathBuf::from(p), true),
+            (None, None) => (default_config_path(), false),
+        }
+    }
+
     /// Load from an explicit path (must exist), or else from `$SLURM_IMEX_CONFIG`
-    /// (must exist), or else from the default path (may be absent: defaults).
+    /// (must exist), or else from [`default_config_path`] (may be absent: defaults).
     /// The file is held to the trust boundary ([`crate::trust`]) and read
     /// without blocking, so a FIFO in its place cannot hang anyone.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, PathBuf)> {
-        let from_env = std::env::var_os(CONFIG_ENV).filter(|v| !v.is_empty());
-        let (path, must_exist) = match (explicit, from_env) {
-            (Some(p), _) => (p.to_path_buf(), true),
-            (None, Some(p)) => (PathBuf::from(p), true),
-            (None, None) => (PathBuf::from(DEFAULT_CONFIG_PATH), false),
-        };
+        let (path, must_exist) = Config::path_to_load(explicit);
         if !must_exist && std::fs::symlink_metadata(&path).is_err() {
             return Ok((Config::default(), path));
         }

@@ -1,0 +1,66 @@
+//! `slurm-imex doctor`: runs the checks of the doctor crate and prints one
+//! line each (or --json); exit 1 on any FAIL. It runs on a config that
+//! fails to load too (with defaults), so that FAIL is one line among the rest.
+
+use crate::Cli;
+use serde::Serialize;
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_doctor::{examine, Finding, Patient, Verdict};
+use std::path::PathBuf;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    config: String,
+    checks: &'a [Finding],
+    fail: usize,
+    warn: usize,
+}
+
+pub fn doctor(cli: &Cli) -> Result<u8> {
+    let (path, _) = Config::path_to_load(cli.config.as_deref());
+    let (config, loaded) = match Config::load(cli.config.as_deref()) {
+        Ok((config, _)) => (config, Ok(())),
+        Err(e) => (Config::default(), Err(e.to_string())),
+    };
+    let patient = Patient {
+        config: &config,
+        config_path: &path,
+        loaded,
+        sbin: sbin_dir(),
+    };
+    let found = examine(&patient);
+    let count = |v: Verdict| found.iter().filter(|f| f.verdict == v).count();
+    let (fail, warn) = (count(Verdict::Fail), count(Verdict::Warn));
+    if cli.json {
+        let report = Report {
+            config: path.display().to_string(),
+            checks: &found,
+            fail,
+            warn,
+        };
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?;
+        out!("{text}");
+    } else {
+        for f in &found {
+            out!("{}", f.line());
+        }
+        out!(
+            "doctor: {} checks, {fail} FAIL, {warn} WARN ({})",
+            found.len(),
+            path.display()
+        );
+    }
+    Ok(u8::from(fail > 0))
+}
+
+/// Where the prolog and epilog are installed beside this CLI: ../sbin of
+/// its bin directory (/usr/bin -> /usr/sbin, /usr/local/bin -> /usr/local/sbin).
+fn sbin_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("sbin")))
+        .filter(|d| d.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin"))
+}

@@ -1,0 +1,247 @@
+//! This node's IMEX side: the daemon and its ctl, the admin's base daemon
+//! config, the channel device in /proc/devices and the channel directory,
+//! the SERVER_PORT span against the ephemeral ports, and the systemd unit.
+
+use crate::finding::Finding;
+use slurm_imex_core::config::{Config, DaemonManager, DomainScope};
+use slurm_imex_core::imex::daemon_config::DaemonConfigFile;
+use slurm_imex_core::trust::{self, Expect};
+use std::time::Duration;
+
+pub fn programs(config: &Config) -> Vec<Finding> {
+    let d = &config.imex.daemon;
+    [
+        ("imex-daemon", "[imex.daemon] binary", &d.binary),
+        ("imex-ctl", "[imex.daemon] ctl", &d.ctl),
+    ]
+    .into_iter()
+    .map(
+        |(check, what, program)| match trust::trusted_program(program, what) {
+            Ok(found) => Finding::pass(check, found.display().to_string()),
+            Err(e) => Finding::fail(
+                check,
+                e.to_string(),
+                format!(
+                    "install NVIDIA's nvidia-imex package (the driver's version), or set {what}"
+                ),
+            ),
+        },
+    )
+    .collect()
+}
+
+pub fn base_config(config: &Config) -> Finding {
+    let path = &config.imex.daemon.base_config;
+    let file = match DaemonConfigFile::read(path) {
+        Ok(f) => f,
+        Err(e) => {
+            return Finding::fail(
+                "imex-config",
+                e.to_string(),
+                "install NVIDIA's config.cfg there, or set [imex.daemon] base_config",
+            )
+        }
+    };
+    if file.get("IMEX_CMD_ENABLED") != Some("1") {
+        return Finding::fail("imex-config",
+            format!("{}: IMEX_CMD_ENABLED is {}: the prolog cannot ask the daemon whether the domain is UP", path.display(), file.get("IMEX_CMD_ENABLED").unwrap_or("unset")),
+            format!("set IMEX_CMD_ENABLED=1 in {}", path.display()));
+    }
+    match file.cmd_port(path) {
+        Ok(port) => Finding::pass(
+            "imex-config",
+            format!(
+                "{}: IMEX_CMD_ENABLED=1, IMEX_CMD_PORT={port}, SERVER_PORT={}",
+                path.display(),
+                file.get("SERVER_PORT").unwrap_or("50000")
+            ),
+        ),
+        Err(e) => Finding::fail(
+            "imex-config",
+            e.to_string(),
+            format!("set IMEX_CMD_PORT in {}", path.display()),
+        ),
+    }
+}
+
+pub fn channel_device(config: &Config) -> Finding {
+    match slurm_imex_core::channel::channel_major(&config.imex.proc_devices) {
+        Ok(major) => Finding::pass("channel-device", format!("nvidia-caps-imex-channels is major {major} ({})", config.imex.proc_devices.display())),
+        Err(e) => Finding::fail("channel-device", e.to_string(),
+            "load the NVIDIA driver with IMEX channels (modprobe nvidia NVreg_ImexChannelCount=2048, the driver's default)"),
+    }
+}
+
+pub fn channel_dir(config: &Config) -> Finding {
+    let dir = &config.imex.channel_dir;
+    if std::fs::symlink_metadata(dir).is_err() {
+        return match dir
+            .parent()
+            .map(|p| trust::check(p, Expect::Dir, "[imex] channel_dir's parent"))
+        {
+            Some(Ok(())) => Finding::pass(
+                "channel-dir",
+                format!("{} absent: the prolog makes it", dir.display()),
+            ),
+            Some(Err(e)) => Finding::fail(
+                "channel-dir",
+                e.to_string(),
+                "make the parent directory root's, mode 0755",
+            ),
+            None => Finding::fail(
+                "channel-dir",
+                format!("{} has no parent", dir.display()),
+                "set [imex] channel_dir to a path under /dev",
+            ),
+        };
+    }
+    match trust::check(dir, Expect::Dir, "[imex] channel_dir") {
+        Ok(()) => Finding::pass(
+            "channel-dir",
+            format!("{} is root's and only root can write it", dir.display()),
+        ),
+        Err(e) => Finding::fail(
+            "channel-dir",
+            e.to_string(),
+            format!("chown root:root {0}; chmod 0755 {0}", dir.display()),
+        ),
+    }
+}
+
+/// Every per-job SERVER_PORT (or the rack daemon's one) out of the
+/// ephemeral range or reserved.
+pub fn ports(config: &Config) -> Finding {
+    let read =
+        |f: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}")).unwrap_or_default();
+    let (range, reserved) = (read("ip_local_port_range"), read("ip_local_reserved_ports"));
+    let (lo, span) = (config.imex.port_base, config.imex.port_span.0);
+    let hi = (u32::from(lo) + u32::from(span) - 1).min(65535) as u16;
+    if config.imex.domain == DomainScope::Rack {
+        return Finding::pass(
+            "ports",
+            "[imex] domain = \"rack\": one daemon on the base config's SERVER_PORT",
+        );
+    }
+    let exposed: Vec<u16> = (lo..=hi)
+        .filter(|&p| {
+            slurm_imex_core::imex::port::ephemeral_conflict(p, &range, &reserved).is_some()
+        })
+        .collect();
+    match exposed.first() {
+        None => Finding::pass("ports", format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
+        Some(first) => Finding::fail("ports",
+            format!("{} ports of the SERVER_PORT span {lo}-{hi} are ephemeral and not reserved (first {first}): any outgoing connection can take a job's port", exposed.len()),
+            format!("sysctl -w net.ipv4.ip_local_reserved_ports={lo}-{hi}, kept in /etc/sysctl.d/90-slurm-imex.conf")),
+    }
+}
+
+/// With `manager = "systemd"`: the unit exists and starts the daemon on
+/// our per-job config (the drop-in).
+pub fn systemd_unit(config: &Config) -> Finding {
+    let d = &config.imex.daemon;
+    if d.manager == DaemonManager::Process {
+        return Finding::pass(
+            "systemd",
+            "[imex.daemon] manager = \"process\": slurm-imex runs the daemon itself",
+        );
+    }
+    let systemctl = match trust::trusted_program(&d.systemctl, "[imex.daemon] systemctl") {
+        Ok(p) => p,
+        Err(e) => {
+            return Finding::fail(
+                "systemd",
+                e.to_string(),
+                "install systemd, or set [imex.daemon] manager = \"process\"",
+            )
+        }
+    };
+    let unit = format!("{}.service", d.unit.trim_end_matches(".service"));
+    let shown = slurm_imex_core::process::run_bounded(
+        &systemctl,
+        &["cat", "--", &unit],
+        Duration::from_secs(10),
+    );
+    let text = match shown {
+        Ok(out) if out.success() => out.stdout,
+        Ok(out) => {
+            return Finding::fail(
+                "systemd",
+                format!("systemctl cat {unit}: {}", out.one_line()),
+                format!("install NVIDIA's {unit} (nvidia-imex package), or set [imex.daemon] unit"),
+            )
+        }
+        Err(e) => return Finding::fail("systemd", e.to_string(), "check systemd on this node"),
+    };
+    let job_config = d.job_config.display().to_string();
+    if text
+        .lines()
+        .any(|l| l.trim_start().starts_with("ExecStart=") && l.contains(&job_config))
+    {
+        Finding::pass(
+            "systemd",
+            format!("{unit} starts the daemon with -c {job_config}"),
+        )
+    } else {
+        Finding::fail("systemd", format!("{unit} does not start the daemon with -c {job_config}: it would serve the base config, not the job's domain"),
+            format!("install conf-examples/nvidia-imex.service.d/slurm-imex.conf as /etc/systemd/system/{unit}.d/slurm-imex.conf, then systemctl daemon-reload"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Verdict;
+
+    #[test]
+    fn systemd_without_systemctl_or_unit_fails() {
+        let mut config = Config::default();
+        config.imex.daemon.manager = DaemonManager::Systemd;
+        config.imex.daemon.systemctl = "/nonexistent/systemctl".into();
+        let f = systemd_unit(&config);
+        assert_eq!((f.check, f.verdict), ("systemd", Verdict::Fail));
+        config.imex.daemon.manager = DaemonManager::Process;
+        assert_eq!(systemd_unit(&config).verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn missing_daemon_programs_and_base_config_fail() {
+        let mut config = Config::default();
+        config.imex.daemon.binary = "/nonexistent/nvidia-imex".into();
+        config.imex.daemon.ctl = "/nonexistent/nvidia-imex-ctl".into();
+        config.imex.daemon.base_config = "/nonexistent/config.cfg".into();
+        let found = programs(&config);
+        assert!(
+            found.iter().all(|f| f.verdict == Verdict::Fail),
+            "{found:?}"
+        );
+        assert_eq!(found[0].check, "imex-daemon");
+        assert_eq!(base_config(&config).verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn base_config_needs_the_command_interface() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = d.path().join("config.cfg");
+        std::fs::write(
+            &cfg,
+            "SERVER_PORT=50000\nIMEX_CMD_PORT=50005\nIMEX_CMD_ENABLED=0\n",
+        )
+        .unwrap();
+        let mut config = Config::default();
+        config.imex.daemon.base_config = cfg.clone();
+        let f = base_config(&config);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(f.remedy.contains("IMEX_CMD_ENABLED=1"), "{}", f.remedy);
+        std::fs::write(
+            &cfg,
+            "SERVER_PORT=50000\nIMEX_CMD_PORT=50005\nIMEX_CMD_ENABLED=1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            base_config(&config).verdict,
+            Verdict::Pass,
+            "{}",
+            base_config(&config).line()
+        );
+    }
+}

@@ -1,0 +1,336 @@
+//! The plugstack.conf line that registers our plugin, and the plugin it
+//! names: present, trusted, loadable, and stamped for the running Slurm.
+//!
+//! plugstack.conf is split by hand (no crate reads it): each line is
+//! `required|optional path [args]` or `include glob`, `#` starts a comment.
+
+use crate::finding::Finding;
+use crate::slurm_view::{major_minor, SlurmView};
+use slurm_imex_core::fsutil::read_bounded_text;
+use std::path::{Path, PathBuf};
+
+const MAX_FILE_BYTES: u64 = 1 << 20;
+const MAX_INCLUDE_DEPTH: usize = 4;
+const PLUGIN_FILE: &str = "spank_imex.so";
+
+/// Our plugin's line: how it is registered, its path and its config= arg.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PluginLine {
+    pub origin: String,
+    pub required: bool,
+    pub path: String,
+    pub config: Option<String>,
+}
+
+/// Find our line in `file` and what it includes.
+pub fn find_line(file: &Path, depth: usize) -> std::result::Result<Option<PluginLine>, String> {
+    let text = read_bounded_text(file, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
+    for (n, line) in text.lines().enumerate() {
+        let mut words = line.split('#').next().unwrap_or("").split_whitespace();
+        match words.next() {
+            Some("include") if depth < MAX_INCLUDE_DEPTH => {
+                for included in words.flat_map(|pattern| glob(file, pattern)) {
+                    if let Some(found) = find_line(&included, depth + 1)? {
+                        return Ok(Some(found));
+                    }
+                }
+            }
+            Some(kind @ ("required" | "optional")) => {
+                let Some(path) = words.next().filter(|p| p.ends_with(PLUGIN_FILE)) else {
+                    continue;
+                };
+                let config = words
+                    .find_map(|arg| arg.strip_prefix("config="))
+                    .map(str::to_string);
+                return Ok(Some(PluginLine {
+                    origin: format!("{}:{}", file.display(), n + 1),
+                    required: kind == "required",
+                    path: path.to_string(),
+                    config,
+                }));
+            }
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
+/// The files an `include` names: a path or a `dir/*.conf`-style pattern
+/// (only the last component may hold `*`), relative to the including file.
+fn glob(from: &Path, pattern: &str) -> Vec<PathBuf> {
+    let pattern = match (Path::new(pattern).is_absolute(), from.parent()) {
+        (false, Some(dir)) => dir.join(pattern),
+        _ => PathBuf::from(pattern),
+    };
+    let (Some(dir), Some(name)) = (
+        pattern.parent(),
+        pattern.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return Vec::new();
+    };
+    let Some((prefix, suffix)) = name.split_once('*') else {
+        return vec![pattern.clone()];
+    };
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().into_string().ok()?;
+            (n.starts_with(prefix) && n.ends_with(suffix) && n.len() >= prefix.len() + suffix.len())
+                .then(|| e.path())
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Where Slurm finds the plugin a line names: an absolute path as is, a
+/// bare name in PluginDir.
+pub fn resolve(line: &PluginLine, slurm: &SlurmView) -> Option<PathBuf> {
+    let path = Path::new(&line.path);
+    if path.is_absolute() {
+        return Some(path.to_path_buf());
+    }
+    slurm
+        .plugin_dirs()
+        .into_iter()
+        .map(|d| d.join(path))
+        .find(|p| p.exists())
+}
+
+/// The plugstack and plugin checks.
+pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> Vec<Finding> {
+    let Some(stack) = slurm.plugstack() else {
+        return vec![Finding::fail(
+            "plugstack",
+            "Slurm names no plugstack.conf (no PlugStackConfig, no SLURM_CONF)",
+            "set PlugStackConfig in slurm.conf",
+        )];
+    };
+    let add_line = format!(
+        "add `required {suggested_plugin} config={}` to {}",
+        config_path.display(),
+        stack.display()
+    );
+    let line = match find_line(&stack, 0) {
+        Err(e) => {
+            return vec![Finding::fail(
+                "plugstack",
+                format!("cannot read {}: {e}", stack.display()),
+                add_line,
+            )]
+        }
+        Ok(None) => {
+            return vec![Finding::fail(
+                "plugstack",
+                format!(
+                    "no line of {} (or what it includes) names {PLUGIN_FILE}",
+                    stack.display()
+                ),
+                add_line,
+            )]
+        }
+        Ok(Some(line)) => line,
+    };
+    let mut found = vec![registration(&line, config_path)];
+    found.push(plugin_file(&line, slurm, suggested_plugin));
+    found
+}
+
+fn registration(line: &PluginLine, config_path: &Path) -> Finding {
+    if !line.required {
+        return Finding::warn("plugstack", format!("{}: optional {}", line.origin, line.path),
+            "write `required`: with `optional`, a node where the plugin fails to load runs --imex jobs without their channel");
+    }
+    match &line.config {
+        Some(c) if !same_file(Path::new(c), config_path) => Finding::warn("plugstack",
+            format!("{}: the plugin reads {c}, this node's prolog and CLI read {}", line.origin, config_path.display()),
+            "point config= and the prolog at one file (imex.toml beside slurm.conf, or $SLURM_IMEX_CONFIG)"),
+        _ => Finding::pass("plugstack", format!("{}: required {}", line.origin, line.path)),
+    }
+}
+
+/// One file under two names (a bind mount, a symlink), or the same path.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+        _ => a == b,
+    }
+}
+
+fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> Finding {
+    let Some(path) = resolve(line, slurm) else {
+        return Finding::fail(
+            "plugin",
+            format!(
+                "{} names {}, which is in no PluginDir ({})",
+                line.origin,
+                line.path,
+                slurm.get("PluginDir").unwrap_or("unset")
+            ),
+            format!(
+                "install the plugin for Slurm {} as {suggested_plugin}",
+                slurm.major_minor()
+            ),
+        );
+    };
+    let release_hint = format!("install the plugin built for Slurm {} (the slurm-imex package +slurm{}, or plugins/{} of the release tarball)", slurm.major_minor(), slurm.major_minor(), slurm.major_minor());
+    if let Err(e) =
+        slurm_imex_core::trust::check(&path, slurm_imex_core::trust::Expect::File, "plugin")
+    {
+        return Finding::fail("plugin", e.to_string(), release_hint);
+    }
+    match crate::plugin_stamp::read(&path, &slurm.plugin_dirs()) {
+        Err(e) => Finding::fail(
+            "plugin",
+            format!("{} does not load: {e}", path.display()),
+            release_hint,
+        ),
+        Ok(stamp) if major_minor(&stamp) != slurm.major_minor() => Finding::fail(
+            "plugin",
+            format!(
+                "{} is stamped for Slurm {stamp}, this Slurm is {}: slurmd refuses to load it",
+                path.display(),
+                slurm.version
+            ),
+            release_hint,
+        ),
+        Ok(stamp) => Finding::pass(
+            "plugin",
+            format!(
+                "{} loads, stamped for Slurm {stamp} (running {})",
+                path.display(),
+                slurm.version
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_line_through_an_include_and_reads_its_config() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("plugstack.conf.d")).unwrap();
+        std::fs::write(
+            d.path().join("plugstack.conf"),
+            "# stack\nrequired /x/pyxis.so\ninclude plugstack.conf.d/*.conf\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.path().join("plugstack.conf.d/imex.conf"),
+            "\noptional spank_imex.so config=/etc/slurm/imex.toml # ours\n",
+        )
+        .unwrap();
+        let line = find_line(&d.path().join("plugstack.conf"), 0)
+            .unwrap()
+            .unwrap();
+        assert!(!line.required);
+        assert_eq!(line.path, "spank_imex.so");
+        assert_eq!(line.config.as_deref(), Some("/etc/slurm/imex.toml"));
+        assert!(line.origin.ends_with("imex.conf:2"), "{}", line.origin);
+    }
+
+    #[test]
+    fn an_include_loop_ends() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("plugstack.conf"), "include plugstack.conf\n").unwrap();
+        assert_eq!(
+            find_line(&d.path().join("plugstack.conf"), 0).unwrap(),
+            None
+        );
+    }
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::*;
+    use crate::finding::Verdict;
+
+    /// A shared object carrying a SPANK plugin's stamp for Slurm 22.05,
+    /// built with the C compiler the Rust toolchain links with.
+    fn plugin_for_2205(dir: &Path) -> PathBuf {
+        let src = dir.join("p.c");
+        std::fs::write(
+            &src,
+            "const char plugin_name[] = \"imex\";\nconst char plugin_type[] = \"spank\";\n\
+                              const unsigned int plugin_version = 0x160508;\n",
+        )
+        .unwrap();
+        let so = dir.join("spank_imex.so");
+        let ok = std::process::Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(&so)
+            .arg(&src)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        so
+    }
+
+    #[test]
+    fn a_plugin_stamped_for_another_slurm_fails_and_a_missing_line_or_file_fails() {
+        let d = tempfile::tempdir().unwrap();
+        let so = plugin_for_2205(d.path());
+        assert_eq!(crate::plugin_stamp::read(&so, &[]).unwrap(), "22.05.8");
+        let stack = d.path().join("plugstack.conf");
+        let mut slurm = SlurmView::parse(&format!(
+            "PlugStackConfig = {}\nPluginDir = {}\n",
+            stack.display(),
+            d.path().display()
+        ));
+        slurm.version = "24.11.5".into();
+        let cfg = Path::new("/etc/slurm/imex.toml");
+
+        std::fs::write(&stack, "required /x/pyxis.so\n").unwrap();
+        let f = &check(&slurm, cfg, "/p/spank_imex.so")[0];
+        assert_eq!((f.check, f.verdict), ("plugstack", Verdict::Fail));
+        assert!(
+            f.remedy
+                .contains("required /p/spank_imex.so config=/etc/slurm/imex.toml"),
+            "{}",
+            f.remedy
+        );
+
+        std::fs::write(
+            &stack,
+            "required spank_imex.so config=/etc/slurm/imex.toml\n",
+        )
+        .unwrap();
+        let found = check(&slurm, cfg, "/p/spank_imex.so");
+        assert_eq!(found[0].verdict, Verdict::Pass);
+        assert_eq!(
+            (found[1].check, found[1].verdict),
+            ("plugin", Verdict::Fail),
+            "{}",
+            found[1].line()
+        );
+        assert!(
+            found[1]
+                .found
+                .contains("stamped for Slurm 22.05.8, this Slurm is 24.11.5"),
+            "{}",
+            found[1].found
+        );
+        assert!(found[1].remedy.contains("+slurm24.11"));
+
+        std::fs::remove_file(&so).unwrap();
+        let found = check(&slurm, cfg, "/p/spank_imex.so");
+        assert_eq!(found[1].verdict, Verdict::Fail);
+        assert!(
+            found[1].found.contains("in no PluginDir"),
+            "{}",
+            found[1].found
+        );
+
+        std::fs::write(&stack, "optional /x/spank_imex.so\n").unwrap();
+        assert_eq!(
+            check(&slurm, cfg, "/p/spank_imex.so")[0].verdict,
+            Verdict::Warn
+        );
+    }
+}

@@ -1,0 +1,244 @@
+//! slurm.conf as the controller runs it: PrologFlags, the Prolog and
+//! Epilog programs, HealthCheckProgram, and Slurm's own IMEX switch beside
+//! our channels mode.
+
+use crate::finding::Finding;
+use crate::slurm_view::SlurmView;
+use slurm_imex_core::config::{ChannelMode, Config};
+use std::path::Path;
+
+/// Largest wrapper script read when looking for our program in it.
+const MAX_WRAPPER_BYTES: u64 = 1 << 20;
+
+pub fn prolog_flags(slurm: &SlurmView) -> Finding {
+    let flags = slurm.get("PrologFlags").unwrap_or("");
+    if flags
+        .split(',')
+        .any(|f| f.trim().eq_ignore_ascii_case("Alloc"))
+    {
+        Finding::pass("prolog-flags", format!("PrologFlags={flags}"))
+    } else {
+        Finding::fail("prolog-flags",
+            format!("PrologFlags={} lacks Alloc: the prolog would run at the first step, after the batch script started", if flags.is_empty() { "(none)" } else { flags }),
+            "add Alloc to PrologFlags in slurm.conf (keep the flags you have), then restart slurmctld and slurmd")
+    }
+}
+
+/// `Prolog`/`Epilog` (`which`) runs `program` (slurm-imex-prolog), directly
+/// or from a wrapper script that names it.
+pub fn hook(slurm: &SlurmView, which: &'static str, program: &str, suggested: &Path) -> Finding {
+    let remedy = format!(
+        "set {which}={} in slurm.conf (or call it from your {which} script), then restart slurmd",
+        suggested.display()
+    );
+    let values = slurm.get_all(which);
+    if values.is_empty() {
+        return Finding::fail(
+            which_check(which),
+            format!("{which} is unset: slurm-imex never runs on this cluster"),
+            remedy,
+        );
+    }
+    let value = values.join(",");
+    for entry in values.iter().flat_map(|v| v.split(',')).map(str::trim) {
+        let path = Path::new(entry);
+        if path.file_name().is_some_and(|n| n == program) {
+            return match slurm_imex_core::trust::check(
+                path,
+                slurm_imex_core::trust::Expect::Program,
+                which,
+            ) {
+                Ok(()) => Finding::pass(which_check(which), format!("{which}={entry}")),
+                Err(e) => Finding::fail(
+                    which_check(which),
+                    e.to_string(),
+                    format!("install {program} there, owned by root, or fix {which}"),
+                ),
+            };
+        }
+        let script =
+            slurm_imex_core::fsutil::read_bounded_text(path, MAX_WRAPPER_BYTES).unwrap_or_default();
+        if script.contains(program) {
+            return Finding::pass(
+                which_check(which),
+                format!("{which}={entry}, a wrapper that runs {program}"),
+            );
+        }
+    }
+    Finding::fail(
+        which_check(which),
+        format!("{which}={value} does not run {program}"),
+        remedy,
+    )
+}
+
+fn which_check(which: &'static str) -> &'static str {
+    if which == "Prolog" {
+        "prolog"
+    } else {
+        "epilog"
+    }
+}
+
+pub fn health_check(slurm: &SlurmView) -> Finding {
+    let Some(program) = slurm.get("HealthCheckProgram") else {
+        return Finding::warn("healthcheck", "no HealthCheckProgram: an idle node's GPUs are checked only when a job starts",
+            "set HealthCheckProgram=<sbin>/slurm-imex-healthcheck and HealthCheckInterval=300 in slurm.conf");
+    };
+    let script = slurm_imex_core::fsutil::read_bounded_text(Path::new(program), MAX_WRAPPER_BYTES)
+        .unwrap_or_default();
+    if program.ends_with("slurm-imex-healthcheck")
+        || (script.contains("slurm-imex") && script.contains("check"))
+    {
+        if !Path::new(program).exists() {
+            return Finding::fail("healthcheck", format!("HealthCheckProgram={program} does not exist: slurmd drains nothing, checks nothing"),
+                "install slurm-imex-healthcheck there or fix HealthCheckProgram");
+        }
+        return Finding::pass(
+            "healthcheck",
+            format!(
+                "HealthCheckProgram={program} (every {}s)",
+                slurm.get("HealthCheckInterval").unwrap_or("0")
+            ),
+        );
+    }
+    Finding::warn("healthcheck", format!("HealthCheckProgram={program} does not run `slurm-imex check`"),
+        "call `slurm-imex check --drain --undrain` from it (e.g. from NHC) so idle nodes are gated too")
+}
+
+/// Our channels mode against Slurm's SwitchType.
+pub fn switch(slurm: &SlurmView, config: &Config) -> Finding {
+    let switch = slurm.get("SwitchType").unwrap_or("switch/none");
+    let slurm_channels = switch.eq_ignore_ascii_case("switch/nvidia_imex");
+    match (config.imex.channels, slurm_channels) {
+        (ChannelMode::Slurm, false) => Finding::fail("switch",
+            format!("[imex] channels = \"slurm\" but SwitchType={switch}: no job would get a channel"),
+            "set SwitchType=switch/nvidia_imex in slurm.conf, or [imex] channels = \"auto\""),
+        (ChannelMode::Plugin, true) => Finding::pass("switch",
+            format!("SwitchType={switch}, [imex] channels = \"plugin\": slurm-imex replaces Slurm's channel in --imex jobs")),
+        (mode, _) => Finding::pass("switch", format!("SwitchType={switch}, [imex] channels = \"{}\"{}", mode.as_str(),
+            if mode == ChannelMode::Auto { if slurm_channels { " (Slurm's channels)" } else { " (slurm-imex's channels)" } } else { "" })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Verdict;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn view(lines: &str) -> SlurmView {
+        SlurmView::parse(lines)
+    }
+
+    #[test]
+    fn prolog_flags_without_alloc_fail() {
+        assert_eq!(
+            prolog_flags(&view("PrologFlags = Alloc,Contain\n")).verdict,
+            Verdict::Pass
+        );
+        let f = prolog_flags(&view("PrologFlags = Contain,X11\n"));
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            f.line()
+                .starts_with("FAIL  prolog-flags    PrologFlags=Contain,X11 lacks Alloc"),
+            "{}",
+            f.line()
+        );
+        assert!(f.remedy.contains("add Alloc to PrologFlags"));
+        assert_eq!(
+            prolog_flags(&view("PrologFlags = (null)\n")).verdict,
+            Verdict::Fail
+        );
+    }
+
+    #[test]
+    fn prolog_unset_other_program_wrapper_and_missing_binary() {
+        let d = tempfile::tempdir().unwrap();
+        let sbin = d.path().join("slurm-imex-prolog");
+        let suggested = Path::new("/usr/sbin/slurm-imex-prolog");
+        let unset = hook(
+            &view("Prolog = (null)\n"),
+            "Prolog",
+            "slurm-imex-prolog",
+            suggested,
+        );
+        assert_eq!((unset.check, unset.verdict), ("prolog", Verdict::Fail));
+        assert!(
+            unset.remedy.contains("Prolog=/usr/sbin/slurm-imex-prolog"),
+            "{}",
+            unset.remedy
+        );
+
+        let other = d.path().join("site-prolog.sh");
+        std::fs::write(&other, "#!/bin/sh\nexit 0\n").unwrap();
+        let f = hook(
+            &view(&format!("Prolog = {}\n", other.display())),
+            "Prolog",
+            "slurm-imex-prolog",
+            suggested,
+        );
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            f.found.contains("does not run slurm-imex-prolog"),
+            "{}",
+            f.found
+        );
+
+        std::fs::write(&other, "#!/bin/sh\n/usr/sbin/slurm-imex-prolog || exit 1\n").unwrap();
+        let f = hook(
+            &view(&format!("Prolog = /x/a.sh,{}\n", other.display())),
+            "Prolog",
+            "slurm-imex-prolog",
+            suggested,
+        );
+        assert_eq!(f.verdict, Verdict::Pass, "{}", f.line());
+
+        let missing = hook(
+            &view(&format!("Prolog = {}\n", sbin.display())),
+            "Prolog",
+            "slurm-imex-prolog",
+            suggested,
+        );
+        assert_eq!(missing.verdict, Verdict::Fail);
+        assert!(
+            missing.found.contains("does not exist"),
+            "{}",
+            missing.found
+        );
+        std::fs::write(&sbin, "").unwrap();
+        std::fs::set_permissions(&sbin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let present = hook(
+            &view(&format!("Prolog = {}\n", sbin.display())),
+            "Prolog",
+            "slurm-imex-prolog",
+            suggested,
+        );
+        assert_eq!(present.verdict, Verdict::Pass, "{}", present.line());
+    }
+
+    #[test]
+    fn channels_slurm_without_the_switch_fails() {
+        let mut config = Config::default();
+        config.imex.channels = ChannelMode::Slurm;
+        let f = switch(&view("SwitchType = switch/none\n"), &config);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(f.remedy.contains("SwitchType=switch/nvidia_imex"));
+        assert_eq!(
+            switch(&view("SwitchType = switch/nvidia_imex\n"), &config).verdict,
+            Verdict::Pass
+        );
+    }
+
+    #[test]
+    fn health_check_unset_warns_and_a_missing_wrapper_fails() {
+        assert_eq!(
+            health_check(&view("HealthCheckProgram = (null)\n")).verdict,
+            Verdict::Warn
+        );
+        let f = health_check(&view(
+            "HealthCheckProgram = /nonexistent/slurm-imex-healthcheck\n",
+        ));
+        assert_eq!(f.verdict, Verdict::Fail, "{}", f.line());
+    }
+}
