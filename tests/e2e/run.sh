@@ -173,6 +173,25 @@ test_srun_imex_inside_salloc() {
   local i; for i in 1 2 3; do wait_node_free "n$i"; expect_idle "$i"; done
 }
 
+# E2E_INSTALL=prefix: install.sh --dry-run changes nothing, and
+# --uninstall removes every file it installed but the admin's imex.toml
+# (as dpkg keeps a conffile); a second install puts them back.
+test_install_sh_uninstall_keeps_only_the_config() {
+  local sh out f files
+  sh=$(ls "$C"/release/slurm-imex-*/install.sh)
+  files=$(cat /usr/local/share/slurm-imex/installed-files)
+  expect_contains "$files" "/opt/slurm/lib/slurm/spank_imex.so" "the manifest lists the plugin"
+  out=$("$sh" --slurm-prefix /opt/slurm --dry-run 2>&1) || fail "install.sh --dry-run: $out"
+  expect_contains "$out" "kept /opt/slurm/etc/imex.toml" "a second install keeps the admin's imex.toml"
+  out=$("$sh" --uninstall 2>&1) || fail "install.sh --uninstall: $out"
+  for f in $files; do [ -e "$f" ] && fail "$f left after --uninstall"; done
+  [ -f /opt/slurm/etc/imex.toml ] || fail "--uninstall removed the admin's imex.toml"
+  out=$("$sh" --slurm-prefix /opt/slurm 2>&1) || fail "install.sh again: $out"
+  for f in $files; do [ -e "$f" ] || fail "$f missing after installing again"; done
+  out=$("$sh" --slurm-prefix relative/path 2>&1) && fail "install.sh took a relative prefix"
+  expect_eq "$(grep -c . <<<"$out")" 1 "a bad option is one line"
+}
+
 # slurm-imex doctor on a healthy node: no FAIL, exit 0; then one thing at a
 # time broken on n1 (and put back), each named by its own FAIL line.
 test_doctor_passes_then_names_each_break() {
@@ -727,6 +746,7 @@ main() {
     );;
     *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet, rack or containers)" >&2; exit 2;;
   esac
+  [ "$E2E_INSTALL" = prefix ] && tests+=(test_install_sh_uninstall_keeps_only_the_config)
   local t
   for t in "${tests[@]}"; do
     if [ -n "${E2E_ONLY:-}" ] && [[ "$t" != *"$E2E_ONLY"* ]]; then continue; fi
