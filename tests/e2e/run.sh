@@ -25,6 +25,7 @@ source "$HERE/lib.sh"
 source "$HERE/faults.sh"
 source "$HERE/fleet.sh"
 source "$HERE/containers.sh"
+source "$HERE/upgrade.sh"
 
 # The script every test task runs: one line of facts (cluster.sh).
 REPORT=$C/bin/imex-report
@@ -744,7 +745,10 @@ main() {
       test_restricted_dev_loses_the_channel_without_the_shipped_fstab
       test_restricted_dev_with_the_shipped_fstab_gives_back_exactly_the_channel
     );;
-    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet, rack or containers)" >&2; exit 2;;
+    upgrade) tests=(
+      test_upgrade_with_a_running_imex_job
+    );;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet, rack, containers or upgrade)" >&2; exit 2;;
   esac
   [ "$E2E_INSTALL" = prefix ] && tests+=(test_install_sh_uninstall_keeps_only_the_config)
   local t

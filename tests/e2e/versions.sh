@@ -8,6 +8,8 @@
 #                                     strace, sqlite3 and python3; fleet
 #                                     node_exporter and promtool; rack is
 #                                     one 18-node --imex job)
+#   24.11  upgrade                   (the previous release's .deb, then this one
+#                                     over it with an --imex job running)
 #   24.11  base, switch, topology,   (from the installed .deb; topology.conf;
 #          containers                 pyxis + enroot from ../shared/vendor, built
 #                                     by tests/e2e/containers-build.sh; shown
@@ -115,6 +117,16 @@ main() {
   run_phase / target faults
   run_phase / target fleet
   run_phase / target rack
+  # The previous release's package, then the current one over it with a job running.
+  local previous prc=0
+  previous=$(tests/e2e/previous-release.sh "$trixie") || prc=$?
+  if [ $prc = 0 ]; then
+    tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$previous" >/dev/null || { echo "versions: dpkg -i $previous failed" >&2; exit 1; }
+    run_phase "$trixie" package upgrade E2E_UPGRADE_TO="$deb2411"
+    tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
+  elif [ $prc = 3 ]; then ROWS+=("$(printf '| %-8s | %-8s | %-7s | %6s | %6s | %7s |' "$(upstream_version "$trixie")" upgrade package - - skipped)")
+  else exit 1
+  fi
   # 24.11 runs from the installed package.
   tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$deb2411" >/dev/null || { echo "versions: dpkg -i $deb2411 failed" >&2; exit 1; }
   run_phase "$trixie" package base
