@@ -34,6 +34,17 @@ pub fn config_file(path: &Path, loaded: &Result<(), String>, config: &Config) ->
 pub fn nvml(config: &Config) -> Finding {
     let library = &config.gpu.nvml_library;
     let expected = config.health.expected_gpus;
+    // Root loads only a library root alone can change (a bare soname is the
+    // loader's search path, as in the hooks).
+    if library.is_absolute() && library.exists() {
+        if let Err(e) = trust::check(library, Expect::File, "[gpu] nvml_library") {
+            return Finding::fail(
+                "nvml",
+                e.to_string(),
+                "make the library root's and writable by root only",
+            );
+        }
+    }
     match slurm_imex_gpu::nvml::GpuReader::open(library) {
         Ok(reader) => {
             let count = reader.device_count().unwrap_or(0);

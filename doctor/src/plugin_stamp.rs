@@ -17,6 +17,12 @@ pub fn read(path: &Path, plugin_dirs: &[PathBuf]) -> Result<String, String> {
         .map(|d| d.join("libslurmfull.so"))
         .find(|l| l.is_file())
     {
+        slurm_imex_core::trust::check(
+            &lib,
+            slurm_imex_core::trust::Expect::File,
+            "Slurm's library",
+        )
+        .map_err(|e| e.to_string())?;
         open_global(&lib)?;
     }
     let c_path =

@@ -203,6 +203,9 @@ test_doctor_passes_then_names_each_break() {
   expect_not_contains "$out" "FAIL  " "no FAIL on a healthy node"
   expect_contains "$out" "PASS  plugin          " "the plugin loads and is stamped for this Slurm"
   expect_contains "$out" "PASS  prolog-flags    PrologFlags=Alloc" "PrologFlags"
+  out=$(cli 1 --json doctor 2>&1)
+  expect_contains "$out" '"fail": 0' "doctor --json counts no FAIL"
+  expect_contains "$out" '"check": "plugin"' "doctor --json names each check"
   doctor_break_shows channel-device "grep -v nvidia-caps-imex-channels $d/hw/proc-devices > $d/hw/pd && mv $d/hw/proc-devices $d/hw/pd.ok && mv $d/hw/pd $d/hw/proc-devices" \
     "mv $d/hw/pd.ok $d/hw/proc-devices"
   doctor_break_shows imex-config "sed -i 's/^IMEX_CMD_ENABLED=.*/IMEX_CMD_ENABLED=0/' $d/etc-imex/config.cfg" \
