@@ -3,8 +3,9 @@
 # upgrade test. There are no release tags: the previous release is the
 # parent of the commit that last changed the workspace version line of
 # Cargo.toml. It is built in a git worktree with its own scripts, the plugin
-# from ROOTFS's Slurm headers, and cached by commit:
-#   tests/e2e/previous-release.sh ROOTFS      # prints the .deb's path
+# from ROOTFS's Slurm headers, and cached by commit; the .deb is copied into
+# target/previous-release/ (inside the checkout, so a rootfs sees it):
+#   tests/e2e/previous-release.sh ROOTFS      # prints the copy's path
 # Exit 3 when this checkout has no such commit (a shallow clone, or no bump yet).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,8 +19,14 @@ fi
 cache=${SLURM_IMEX_PREVIOUS_CACHE:-/var/cache/slurm-imex/previous}/$old
 mm=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]\{4\}\).*/\1/p' "$root/usr/include/slurm/slurm_version.h")
 mm=$(printf '%d.%02d' "$((16#${mm:0:2}))" "$((16#${mm:2:2}))")
-deb=$(ls "$cache"/slurm-imex_*+slurm"$mm"_amd64.deb 2>/dev/null | head -1 || true)
-if [ -n "$deb" ]; then echo "$deb"; exit 0; fi
+# The cached .deb, copied where a rootfs sees the checkout.
+publish() {
+  local deb; deb=$(ls "$cache"/slurm-imex_*+slurm"$mm"_amd64.deb)
+  mkdir -p "$REPO/target/previous-release"
+  cp "$deb" "$REPO/target/previous-release/"
+  echo "$REPO/target/previous-release/$(basename "$deb")"
+}
+if ls "$cache"/slurm-imex_*+slurm"$mm"_amd64.deb >/dev/null 2>&1; then publish; exit 0; fi
 wt=$cache.worktree
 rm -rf "$wt"; git -C "$REPO" worktree prune
 git -C "$REPO" worktree add --detach -f "$wt" "$old" >/dev/null 2>&1
@@ -34,4 +41,4 @@ mkdir -p "$cache"
 cp "$wt"/target/debian/slurm-imex_*+slurm"$mm"_amd64.deb "$cache/"
 git -C "$REPO" worktree remove --force "$wt"
 echo "previous-release: built in $((SECONDS - start)) s" >&2
-ls "$cache"/slurm-imex_*+slurm"$mm"_amd64.deb
+publish

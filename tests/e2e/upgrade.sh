@@ -32,7 +32,8 @@ srun -N2 --ntasks-per-node=1 $REPORT") || { fail "sbatch --imex failed"; return;
   expect_contains "$(cat /etc/slurm/imex.toml)" "# edited by the admin" "the edited conffile is kept"
   # The running job is untouched: its daemon (same process), domain and channel.
   expect_eq "$(cat "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" 2>/dev/null)" "$pid1" "n1 daemon pid file"
-  [ -n "$pid1" ] && ! kill -0 "$pid1" 2>/dev/null && fail "n1's daemon (pid $pid1) died in the upgrade"
+  # The pid file holds "pid start-time".
+  [ -n "$pid1" ] && ! kill -0 "${pid1%% *}" 2>/dev/null && fail "n1's daemon (pid ${pid1%% *}) died in the upgrade"
   expect_contains "$(in_node 1 "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)" '"status":"UP"' "the domain is still UP"
   release "$id"
   expect_eq "$(wait_done "$id")" COMPLETED "job $id, prolog on the old release, epilog on the new"
