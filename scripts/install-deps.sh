@@ -7,10 +7,14 @@ set -euo pipefail
 # libslurm-dev for 22.05's headers; dpkg-dev and lintian for the packages.
 # strace (kill -9 at each state change), sqlite3 (integrity_check) and
 # python3 (open(2) probes) for the fault tests; prometheus-node-exporter
-# and prometheus (promtool) for the metrics export tests.
+# and prometheus (promtool) for the metrics export tests; equivs for the
+# stand-in slurm-smd packages; systemd-container (systemd-nspawn) for the
+# nodes booted with real systemd; libmunge-dev, gcc and make for Slurm built
+# from SchedMD's tarball (scripts/slurm-prefix.sh).
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
-      strace sqlite3 python3 prometheus-node-exporter prometheus)
+      strace sqlite3 python3 prometheus-node-exporter prometheus
+      equivs systemd-container libmunge-dev gcc make pkg-config)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,18 +5,26 @@
 #
 #   scripts/slurm-rootfs.sh trixie     # Slurm 24.11 (Debian 13)
 #   scripts/slurm-rootfs.sh sid        # Slurm 26.05 (Debian unstable)
+#   scripts/slurm-rootfs.sh bookworm systemd
+#                                      # Slurm 22.05 with systemd 252 as an init,
+#                                      # for nodes booted by systemd-nspawn
 #
 # The rootfs is cached under $SLURM_IMEX_ROOTFS_CACHE (default
 # /var/cache/slurm-imex/rootfs): a machine that keeps it skips debootstrap.
 # A rootfs is used only once debootstrap finished (a stamp file says so), so
 # an interrupted run never leaves a half-made one in use.
 set -euo pipefail
-suite=${1:?usage: slurm-rootfs.sh SUITE}
+suite=${1:?usage: slurm-rootfs.sh SUITE [systemd]}
+flavor=${2:-}
 case "$suite" in *[!a-z0-9-]*|"") echo "slurm-rootfs: bad suite name '$suite'" >&2; exit 2;; esac
 cache=${SLURM_IMEX_ROOTFS_CACHE:-/var/cache/slurm-imex/rootfs}
-root=$cache/$suite
-stamp=$root/.slurm-imex-rootfs-complete
 packages=slurmd,slurmctld,slurm-client,munge,libslurm-dev,iproute2,procps,util-linux,passwd,ca-certificates
+case "$flavor" in
+  "") root=$cache/$suite;;
+  systemd) root=$cache/$suite-systemd; packages=$packages,systemd,systemd-sysv,dbus;;
+  *) echo "slurm-rootfs: unknown flavor '$flavor' (systemd)" >&2; exit 2;;
+esac
+stamp=$root/.slurm-imex-rootfs-complete
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$packages" ]; then
   echo "$root"; exit 0
@@ -33,9 +41,9 @@ mkdir -p "$cache"
 rm -rf "$root.tmp"
 start=$SECONDS
 if ! debootstrap --variant=minbase --include="$packages" "$suite" "$root.tmp" "$mirror" \
-     > "$cache/$suite.debootstrap.log" 2>&1; then
-  echo "slurm-rootfs: debootstrap $suite failed; last lines of $cache/$suite.debootstrap.log:" >&2
-  tail -5 "$cache/$suite.debootstrap.log" >&2
+     > "$root.debootstrap.log" 2>&1; then
+  echo "slurm-rootfs: debootstrap $suite failed; last lines of $root.debootstrap.log:" >&2
+  tail -5 "$root.debootstrap.log" >&2
   exit 1
 fi
 # The packages' services are never started in a chroot; our tests run their own daemons.

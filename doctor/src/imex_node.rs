@@ -172,25 +172,68 @@ pub fn systemd_unit(config: &Config) -> Finding {
         }
         Err(e) => return Finding::fail("systemd", e.to_string(), "check systemd on this node"),
     };
-    let job_config = d.job_config.display().to_string();
-    if text
+    judge_unit_text(&unit, &text, &d.job_config.display().to_string())
+}
+
+/// What `systemctl cat <unit>` says: the daemon must start on the per-job
+/// config, and the start limit must be off (every job restarts the unit).
+fn judge_unit_text(unit: &str, text: &str, job_config: &str) -> Finding {
+    let drop_in = format!("install conf-examples/nvidia-imex.service.d/slurm-imex.conf as /etc/systemd/system/{unit}.d/slurm-imex.conf, then systemctl daemon-reload");
+    let setting = |l: &str| l.trim_start().to_string();
+    if !text
         .lines()
-        .any(|l| l.trim_start().starts_with("ExecStart=") && l.contains(&job_config))
+        .map(setting)
+        .any(|l| l.starts_with("ExecStart=") && l.contains(job_config))
     {
-        Finding::pass(
-            "systemd",
-            format!("{unit} starts the daemon with -c {job_config}"),
-        )
-    } else {
-        Finding::fail("systemd", format!("{unit} does not start the daemon with -c {job_config}: it would serve the base config, not the job's domain"),
-            format!("install conf-examples/nvidia-imex.service.d/slurm-imex.conf as /etc/systemd/system/{unit}.d/slurm-imex.conf, then systemctl daemon-reload"))
+        return Finding::fail("systemd", format!("{unit} does not start the daemon with -c {job_config}: it would serve the base config, not the job's domain"), drop_in);
     }
+    if !text
+        .lines()
+        .map(setting)
+        .any(|l| l == "StartLimitIntervalSec=0")
+    {
+        return Finding::warn("systemd", format!("{unit} keeps systemd's start limit (5 starts in 10 s): a 6th back-to-back restart is refused and fails that prolog"), drop_in);
+    }
+    Finding::pass(
+        "systemd",
+        format!("{unit} starts the daemon with -c {job_config}, no start limit"),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::finding::Verdict;
+
+    #[test]
+    fn the_unit_must_run_the_job_config_without_a_start_limit() {
+        let cfg = "/run/slurm-imex/nvidia-imex.cfg";
+        let nvidia = "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg\n";
+        let f = judge_unit_text("nvidia-imex.service", nvidia, cfg);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(
+            f.remedy.contains("nvidia-imex.service.d/slurm-imex.conf"),
+            "{}",
+            f.remedy
+        );
+        let shipped = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../conf-examples/nvidia-imex.service.d/slurm-imex.conf"
+        ))
+        .unwrap();
+        let old_drop_in = shipped.replace("StartLimitIntervalSec=0", "");
+        assert_eq!(
+            judge_unit_text(
+                "nvidia-imex.service",
+                &format!("{nvidia}{old_drop_in}"),
+                cfg
+            )
+            .verdict,
+            Verdict::Warn
+        );
+        let f = judge_unit_text("nvidia-imex.service", &format!("{nvidia}{shipped}"), cfg);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", f.line());
+    }
 
     #[test]
     fn systemd_without_systemctl_or_unit_fails() {

@@ -14,6 +14,11 @@
 # E2E_SWITCH=1 turns on Slurm's own switch/nvidia_imex; E2E_TOPOLOGY=conf or
 # yaml describes two racks (blocks) of two nodes with topology/block.
 # E2E_CONTAINERS=1 gives each node its own enroot and pyxis runtime paths.
+# E2E_SYSTEMD_ROOTFS=DIR boots each node instead: systemd-nspawn --boot of
+# that Debian 12 root filesystem (scripts/slurm-rootfs.sh bookworm systemd)
+# in the node's network namespace, systemd 252 as its PID 1, slurmd as its
+# slurmd.service and nvidia-imex.service in NVIDIA's shape (Type=forking,
+# the fake daemon) with our drop-in; imex.toml says manager = "systemd".
 # Everything started here is stopped by PID in cluster_down.
 
 E2E_NODES=${E2E_NODES:-3}
@@ -40,9 +45,17 @@ if [ "$E2E_INSTALL" = prefix ]; then
 fi
 
 node_ip() { echo "$NET.$((10 + $1))"; }
-slurmd_pid() { cat "$C/run/slurmd-n$1.pid"; }
+# The process whose namespaces are node N's: its slurmd, or the init of its
+# booted container (E2E_SYSTEMD_ROOTFS).
+slurmd_pid() { if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then cat "$C/run/node-n$1.pid"; else cat "$C/run/slurmd-n$1.pid"; fi; }
 # Run a command inside node N's namespaces (net, mount, UTS).
-in_node() { local n=$1; shift; nsenter -t "$(slurmd_pid "$n")" -n -m -u -r -w -- "$@"; }
+# A booted node (E2E_SYSTEMD_ROOTFS) is entered whole, pid namespace too:
+# its systemd answers systemctl only from a peer in its own pid namespace.
+in_node() {
+  local n=$1; shift
+  if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then nsenter -t "$(slurmd_pid "$n")" -a -r -w -- "$@"
+  else nsenter -t "$(slurmd_pid "$n")" -n -m -u -r -w -- "$@"; fi
+}
 as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 
 # E2E_INSTALL=prefix: the documented procedure for a Slurm in a prefix.
@@ -131,7 +144,12 @@ REPORT
       -e "s#^textfile_dir = .*#textfile_dir = \"/run/fakehw/textfile\"#" \
       "$(imex_toml_source)" > "$C/etc-slurm/imex.toml.new"
   mv "$C/etc-slurm/imex.toml.new" "$C/etc-slurm/imex.toml"
-  for key in 'manager = "process"' "binary = \"$C" 'proc_devices = "/run/fakehw' 'source = "map"'; do
+  if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then
+    # The programs where NVIDIA's package puts them (bound there in each node).
+    sed -i -e 's#^manager = .*#manager = "systemd"#' -e 's#^binary = .*#binary = "/usr/bin/nvidia-imex"#' \
+        -e 's#^ctl = .*#ctl = "/usr/bin/nvidia-imex-ctl"#' "$C/etc-slurm/imex.toml"
+  fi
+  for key in "manager = \"$([ -n "${E2E_SYSTEMD_ROOTFS:-}" ] && echo systemd || echo process)\"" 'proc_devices = "/run/fakehw' 'source = "map"'; do
     grep -qF "$key" "$C/etc-slurm/imex.toml" || { echo "cluster_install: imex.toml override '$key' did not apply" >&2; return 1; }
   done
 
@@ -152,7 +170,7 @@ CredType=cred/munge
 StateSaveLocation=$C/state
 SlurmdSpoolDir=$C/spool/%n
 SlurmctldPidFile=$C/run/slurmctld.pid
-SlurmdPidFile=$C/run/slurmd-%n.pid
+SlurmdPidFile=$([ -n "${E2E_SYSTEMD_ROOTFS:-}" ] && echo /run/slurmd.pid || echo "$C/run/slurmd-%n.pid")
 SlurmctldLogFile=$C/log/slurmctld.log
 SlurmdLogFile=$C/log/slurmd-%n.log
 SlurmctldDebug=info
@@ -322,6 +340,7 @@ cluster_up() {
   for i in $(seq 1 "$E2E_NODES"); do
     local d=$C/nodes/n$i
     mkdir -p "$C/spool/n$i"
+    if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then boot_node "$i" || return 1; continue; fi
     nsenter --net="/run/netns/imex-n$i" -- unshare --mount --uts --propagation private -- /bin/sh -c "
       set -e
       $([ "$E2E_INSTALL" = prefix ] || echo "mount --bind '$C/etc-slurm' /etc/slurm")
@@ -345,6 +364,99 @@ cluster_up() {
   return 1
 }
 
+# NVIDIA's unit as its package installs it (Type=forking; the daemon forks
+# with DAEMONIZE=1), and the shipped drop-in that starts it on the per-job
+# config. Written once per cluster, bound into every booted node.
+write_systemd_units() {
+  mkdir -p "$C/systemd/nvidia-imex.service.d"
+  cat > "$C/systemd/nvidia-imex.service" <<'UNIT'
+[Unit]
+Description=NVIDIA IMEX service (the shape docs/imex.md records; the fake daemon)
+
+[Service]
+Type=forking
+TimeoutStartSec=infinity
+ExecStart=/usr/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg
+Restart=on-failure
+RestartSec=1s
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+  cp "$REPO/conf-examples/nvidia-imex.service.d/slurm-imex.conf" "$C/systemd/nvidia-imex.service.d/"
+  # The node's own users plus the test user, with the host's uid: a task's
+  # channel is owned by that uid, and `stat` in the node names it.
+  { cat "$E2E_SYSTEMD_ROOTFS/etc/passwd"; getent passwd "$TEST_USER"; } > "$C/systemd/passwd"
+  { cat "$E2E_SYSTEMD_ROOTFS/etc/group"; getent group "$TEST_USER"; } > "$C/systemd/group"
+  chmod -R go-w "$C/systemd"
+}
+
+# Boot node N: systemd-nspawn of E2E_SYSTEMD_ROOTFS (a throwaway overlay on
+# it) in the node's network namespace, with the node's files bound where
+# a real node has them. Its slurmd.service starts slurmd; munge comes from
+# the host's munged (its socket directory), so the node's own munge.service
+# is masked, as is slurmctld.service (the controller runs on the host).
+# Records the container's init (host pid) for in_node.
+boot_node() { # n
+  local n=$1 d=$C/nodes/n$1 pid init i
+  [ -f "$C/systemd/nvidia-imex.service" ] || write_systemd_units
+  echo "n$n" > "$d/hostname"
+  # Its own cgroup in the host's name=systemd and unified hierarchies (and
+  # every v1 controller but memory, which this machine's sandbox manages).
+  # Started from the root ones (no systemd on this host gives it a scope),
+  # every container's systemd would make the same /system.slice/... cgroups:
+  # each sees the others' daemons there as pid 0 ("Failed to dump process
+  # list: Input/output error"), loses a Type=forking daemon's main PID, and
+  # `systemctl stop` leaves the daemon running.
+  local h cgs=()
+  for h in /sys/fs/cgroup/*/; do
+    case $h in */memory/) continue;; esac
+    mkdir -p "${h}slurm-imex-e2e/n$n" 2>/dev/null && cgs+=("${h}slurm-imex-e2e/n$n")
+  done
+  setsid sh -c 'p=$1; shift; for g in $p; do echo $$ > "$g/cgroup.procs"; done; exec "$@"' boot "${cgs[*]}" systemd-nspawn --boot --register=no --keep-unit --quiet -D "$E2E_SYSTEMD_ROOTFS" --volatile=overlay \
+    --network-namespace-path="/run/netns/imex-n$n" --hostname="n$n" \
+    --bind="$C" --bind="$C/etc-slurm:/etc/slurm" --bind-ro="$d/hostname:/etc/hostname" \
+    --bind-ro="$C/etc-hosts:/etc/hosts" --bind=/run/munge \
+    --bind-ro="$C/systemd/passwd:/etc/passwd" --bind-ro="$C/systemd/group:/etc/group" \
+    --bind="$d/etc-imex:/etc/nvidia-imex" --bind="$d/run-imex:/run/nvidia-imex" \
+    --bind="$d/run-slurm-imex:/run/slurm-imex" --bind="$d/var-lib:/var/lib/slurm-imex" \
+    --bind="$d/dev-channels:/dev/nvidia-caps-imex-channels" --bind="$d/hw:/run/fakehw" \
+    --bind-ro="$C/bin/nvidia-imex:/usr/bin/nvidia-imex" --bind-ro="$C/bin/nvidia-imex-ctl:/usr/bin/nvidia-imex-ctl" \
+    --bind-ro="$C/systemd/nvidia-imex.service:/etc/systemd/system/nvidia-imex.service" \
+    --bind-ro="$C/systemd/nvidia-imex.service.d:/etc/systemd/system/nvidia-imex.service.d" \
+    --bind-ro=/dev/null:/etc/systemd/system/munge.service \
+    --bind-ro=/dev/null:/etc/systemd/system/slurmctld.service \
+    > "$C/log/nspawn-n$n.log" 2>&1 < /dev/null &
+  pid=$!
+  echo "$pid" > "$C/run/nspawn-n$n.pid"
+  # nspawn forks twice; the container's init is the child that runs systemd.
+  for i in $(seq 1 100); do
+    init=$(for c in $(pgrep -P "$pid"); do [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && echo "$c"; done | head -1)
+    [ -n "$init" ] && break
+    sleep 0.1
+  done
+  [ -n "$init" ] || { echo "boot_node: n$n did not start; see $C/log/nspawn-n$n.log" >&2; return 1; }
+  echo "$init" > "$C/run/node-n$n.pid"
+}
+
+# Power the booted nodes off (SIGRTMIN+4 to their systemd) and wait.
+halt_nodes() {
+  local f pid i
+  for f in "$C"/run/node-n*.pid; do [ -f "$f" ] && kill -s RTMIN+4 "$(cat "$f")" 2>/dev/null; done
+  for f in "$C"/run/nspawn-n*.pid; do
+    pid=$(cat "$f" 2>/dev/null) || continue
+    for i in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$f"
+  done
+  rm -f "$C"/run/node-n*.pid
+  local h
+  for h in /sys/fs/cgroup/*/slurm-imex-e2e; do
+    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+  return 0
+}
+
 # E2E_CONTAINERS=1: each node its own enroot and pyxis runtime directories
 # (the nodes share the rootfs's /run); the mount command lines for cluster_up.
 container_binds() { # node-dir
@@ -358,6 +470,7 @@ container_binds() { # node-dir
 cluster_down() {
   local f pid i leftovers=0
   squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null || true
+  halt_nodes
   for f in "$C"/run/slurmd-*.pid "$C/run/slurmctld.pid"; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
   done

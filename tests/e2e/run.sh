@@ -26,6 +26,7 @@ source "$HERE/faults.sh"
 source "$HERE/fleet.sh"
 source "$HERE/containers.sh"
 source "$HERE/upgrade.sh"
+source "$HERE/systemd.sh"
 
 # The script every test task runs: one line of facts (cluster.sh).
 REPORT=$C/bin/imex-report
@@ -251,13 +252,24 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
   # would not be the prolog. nsenter execs its command, so $! is the prolog.
   # SLURM_CONF as slurmd gives it to a prolog: without it the prolog's
   # scontrol would look for a configless controller through DNS.
-  nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 \
-    SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 SLURM_CONF="$SLURM_CONF" "$C/bin/slurm-imex-prolog" >/dev/null 2>&1 &
-  local pid=$! i
-  for i in $(seq 1 200); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
+  local pid i prolog_env=(env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1
+    SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 "$C/bin/slurm-imex-prolog")
+  if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then
+    # A booted node: its systemctl must be in its pid namespace, so nsenter
+    # forks; the prolog is nsenter's child. It is mid-start once the unit is up.
+    nsenter -t "$(slurmd_pid 1)" -a -r -w -- "${prolog_env[@]}" >/dev/null 2>&1 &
+    local ns=$!
+    for i in $(seq 1 100); do pid=$(pgrep -P "$ns"); [ -n "$pid" ] && break; sleep 0.02; done
+    for i in $(seq 1 200); do [ "$(in_node 1 systemctl is-active nvidia-imex)" = active ] && break; sleep 0.05; done
+  else
+    nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- "${prolog_env[@]}" >/dev/null 2>&1 &
+    pid=$!
+    for i in $(seq 1 200); do [ -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" ] && break; sleep 0.05; done
+  fi
   [ -s "$C/nodes/n1/etc-imex/nodes_config.cfg" ] || fail "prolog did not get as far as writing nodes_config"
   expect_eq "$(tr '\0' ' ' < "/proc/$pid/cmdline" | awk '{print $1}')" "$C/bin/slurm-imex-prolog" "the process killed is the prolog"
-  kill -9 "$pid"; wait "$pid" 2>/dev/null
+  kill -9 "$pid"; wait "$pid" ${ns:+"$ns"} 2>/dev/null
+  for i in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.02; done
   kill -0 "$pid" 2>/dev/null && fail "prolog $pid survived SIGKILL"
   in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
     "$C/bin/slurm-imex-epilog"
@@ -751,7 +763,19 @@ main() {
     upgrade) tests=(
       test_upgrade_with_a_running_imex_job
     );;
-    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet, rack, containers or upgrade)" >&2; exit 2;;
+    # Nodes booted with systemd 252 as PID 1 (E2E_SYSTEMD_ROOTFS), manager = "systemd".
+    systemd) tests=(
+      test_systemd_starts_the_unit_on_the_job_config_and_stops_it
+      test_imex_job_gets_private_channel_and_domain
+      test_job_without_imex_sees_no_channel
+      test_systemd_unit_that_fails_to_start_is_a_node_fault
+      test_systemd_runs_a_burst_of_short_imex_jobs
+      test_peer_that_never_connects_fails_job_without_draining
+      test_prolog_killed_midway_then_epilog_restores_idle
+      test_epilog_is_idempotent_without_prolog
+      test_gpu_history_recorded_on_every_node
+    );;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet, rack, containers, upgrade or systemd)" >&2; exit 2;;
   esac
   [ "$E2E_INSTALL" = prefix ] && tests+=(test_install_sh_uninstall_keeps_only_the_config)
   local t

@@ -4,6 +4,8 @@
 # and 26.05 (Debian unstable) in root filesystems made by
 # scripts/slurm-rootfs.sh. Builds one plugin per Slurm and the packages,
 # tests the packages, then runs the phases of tests/e2e/run.sh:
+#   22.05  systemd                   (each node a Debian 12 container booted by
+#                                     systemd-nspawn, systemd 252 as PID 1)
 #   22.05  base, faults, fleet, rack (from the build tree; faults needs
 #                                     strace, sqlite3 and python3; fleet
 #                                     node_exporter and promtool; rack is
@@ -79,9 +81,10 @@ run_package_test() {
 
 main() {
   [ "$(id -u)" = 0 ] || { echo "versions: must run as root" >&2; exit 1; }
-  local t0=$SECONDS trixie sid
+  local t0=$SECONDS trixie sid bookworm_systemd
   trixie=$(scripts/slurm-rootfs.sh trixie) || exit 1
   sid=$(scripts/slurm-rootfs.sh sid) || exit 1
+  bookworm_systemd=$(scripts/slurm-rootfs.sh bookworm systemd) || exit 1
   echo "== Slurm from the upstream tarball in /opt/slurm (scripts/slurm-prefix.sh)"
   local prefix_tree
   prefix_tree=$(scripts/slurm-prefix.sh) || exit 1
@@ -117,6 +120,9 @@ main() {
   run_phase / target faults
   run_phase / target fleet
   run_phase / target rack
+  # Nodes booted by systemd-nspawn (Debian 12, systemd 252 as PID 1),
+  # manager = "systemd" through the real systemctl.
+  run_phase / target systemd E2E_SYSTEMD_ROOTFS="$bookworm_systemd"
   # The previous release's package, then the current one over it with a job running.
   local previous prc=0
   previous=$(tests/e2e/previous-release.sh "$trixie") || prc=$?

@@ -51,7 +51,10 @@ impl<'a> Manager<'a> {
                     &["restart", &self.cfg.unit],
                     self.cfg.start_timeout.0,
                     &format!("systemctl restart {}", self.cfg.unit),
-                )?;
+                )
+                .map_err(|e| {
+                    Error::new(format!("{e} (journalctl -u {} says why)", self.cfg.unit))
+                })?;
                 Ok(())
             }
             DaemonManager::Process => {

@@ -377,6 +377,10 @@ esac
         msg.contains("exiting with status 4"),
         "log tail missing: {msg}"
     );
+    assert!(
+        msg.contains("(journalctl -u nvidia-imex says why)"),
+        "{msg}"
+    );
     teardown(501, &node.config).unwrap();
     node.assert_idle();
 }
