@@ -75,25 +75,13 @@ pub fn channel_device(config: &Config) -> Finding {
 pub fn channel_dir(config: &Config) -> Finding {
     let dir = &config.imex.channel_dir;
     if std::fs::symlink_metadata(dir).is_err() {
-        return match dir
-            .parent()
-            .map(|p| trust::check(p, Expect::Dir, "[imex] channel_dir's parent"))
-        {
-            Some(Ok(())) => Finding::pass(
-                "channel-dir",
-                format!("{} absent: the prolog makes it", dir.display()),
-            ),
-            Some(Err(e)) => Finding::fail(
-                "channel-dir",
-                e.to_string(),
-                "make the parent directory root's, mode 0755",
-            ),
-            None => Finding::fail(
-                "channel-dir",
-                format!("{} has no parent", dir.display()),
-                "set [imex] channel_dir to a path under /dev",
-            ),
-        };
+        return crate::node_state::made_on_first_use(
+            "channel-dir",
+            dir,
+            "[imex] channel_dir's parent",
+            "the prolog makes it",
+            "make the parent directory root's, mode 0755",
+        );
     }
     match trust::check(dir, Expect::Dir, "[imex] channel_dir") {
         Ok(()) => Finding::pass(

@@ -81,25 +81,13 @@ pub fn database(config: &Config) -> Finding {
         );
     }
     if std::fs::symlink_metadata(path).is_err() {
-        return match path
-            .parent()
-            .map(|p| trust::check(p, Expect::Dir, "[database] path's directory"))
-        {
-            Some(Ok(())) => Finding::pass(
-                "database",
-                format!("{} not made yet: the first epilog makes it", path.display()),
-            ),
-            Some(Err(e)) => Finding::fail(
-                "database",
-                e.to_string(),
-                "make the directory root's and not writable by others (chown root:root; chmod 0755)",
-            ),
-            None => Finding::fail(
-                "database",
-                format!("{} has no directory", path.display()),
-                "set [database] path",
-            ),
-        };
+        return made_on_first_use(
+            "database",
+            path,
+            "[database] path's directory",
+            "the first epilog makes it",
+            "make the directory root's and not writable by others (chown root:root; chmod 0755)",
+        );
     }
     match slurm_imex_jobdb::JobDb::open(path, config.database.busy_timeout.0) {
         Ok(_) => Finding::pass(
@@ -110,6 +98,32 @@ pub fn database(config: &Config) -> Finding {
             "database",
             e.to_string(),
             "fix what it names (the directory root's and not writable by others, the file 0600); a corrupt file: move it aside, the next epilog starts a new one",
+        ),
+    }
+}
+
+/// A path the hooks make on first use: fine while absent when the
+/// directory above it is root's and only root can write it.
+pub(crate) fn made_on_first_use(
+    check: &'static str,
+    path: &Path,
+    parent_what: &str,
+    who_makes_it: &str,
+    fix_parent: &str,
+) -> Finding {
+    match path
+        .parent()
+        .map(|p| trust::check(p, Expect::Dir, parent_what))
+    {
+        Some(Ok(())) => Finding::pass(
+            check,
+            format!("{} not made yet: {who_makes_it}", path.display()),
+        ),
+        Some(Err(e)) => Finding::fail(check, e.to_string(), fix_parent),
+        None => Finding::fail(
+            check,
+            format!("{} has no parent directory", path.display()),
+            format!("set {parent_what} to an absolute path"),
         ),
     }
 }
