@@ -24,8 +24,8 @@ pub fn run(cli: &Cli) -> Result<u8> {
     if let Command::Man { dir } = &cli.command {
         return crate::man::write_all(dir).map(|_| 0);
     }
-    if let Command::Doctor = &cli.command {
-        return crate::doctor::doctor(cli);
+    if let Command::Doctor { cluster } = &cli.command {
+        return crate::doctor::doctor(cli, *cluster);
     }
     let (config, _) = Config::load(cli.config.as_deref())?;
     match &cli.command {
@@ -46,7 +46,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         Command::Status => status(cli, &config),
         Command::Topology { yaml, check } => crate::topology::topology(cli, &config, *yaml, *check),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
-        Command::Man { .. } | Command::Doctor => Ok(0),
+        Command::Man { .. } | Command::Doctor { .. } => Ok(0),
     }
 }
 

@@ -17,7 +17,7 @@ struct Report<'a> {
     warn: usize,
 }
 
-pub fn doctor(cli: &Cli) -> Result<u8> {
+pub fn doctor(cli: &Cli, cluster_only: bool) -> Result<u8> {
     let (path, _) = Config::path_to_load(cli.config.as_deref());
     let (config, loaded) = match Config::load(cli.config.as_deref()) {
         Ok((config, _)) => (config, Ok(())),
@@ -28,6 +28,7 @@ pub fn doctor(cli: &Cli) -> Result<u8> {
         config_path: &path,
         loaded,
         sbin: sbin_dir(),
+        cluster_only,
     };
     let found = examine(&patient);
     let count = |v: Verdict| found.iter().filter(|f| f.verdict == v).count();

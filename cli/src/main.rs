@@ -104,7 +104,13 @@ pub enum Command {
     /// Preflight this node's installation: one PASS, WARN or FAIL line per
     /// check (Slurm wiring, plugin, config, IMEX daemon and channels, ports,
     /// systemd, NVML, database) with the exact remedy. Exit 1 on any FAIL.
-    Doctor,
+    Doctor {
+        /// Only the cluster-wide checks (Slurm's configuration, the plugin,
+        /// Prolog/Epilog, topology, the config): for the slurmctld host or a
+        /// login node, which run no IMEX daemon and have no GPUs.
+        #[arg(long)]
+        cluster: bool,
+    },
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]
     Man { dir: PathBuf },

@@ -26,6 +26,9 @@ pub struct Patient<'a> {
     pub loaded: Result<(), String>,
     /// Where slurm-imex-prolog and -epilog are installed (for remedies).
     pub sbin: PathBuf,
+    /// Only the cluster-wide checks: on the controller or a login node,
+    /// which have no IMEX daemon, channels or GPUs.
+    pub cluster_only: bool,
 }
 
 /// Every check, in the order an admin fixes them: Slurm's wiring, the
@@ -33,6 +36,9 @@ pub struct Patient<'a> {
 pub fn examine(p: &Patient) -> Vec<Finding> {
     let mut found = slurm_side(p);
     found.push(node_state::config_file(p.config_path, &p.loaded, p.config));
+    if p.cluster_only {
+        return found;
+    }
     found.extend(imex_node::programs(p.config));
     found.push(imex_node::base_config(p.config));
     found.push(imex_node::channel_device(p.config));

@@ -207,6 +207,11 @@ test_doctor_passes_then_names_each_break() {
   out=$(cli 1 --json doctor 2>&1)
   expect_contains "$out" '"fail": 0' "doctor --json counts no FAIL"
   expect_contains "$out" '"check": "plugin"' "doctor --json names each check"
+  # On the controller host (no IMEX daemon, no GPUs): the cluster-wide checks.
+  out=$("$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" doctor --cluster 2>&1); rc=$?
+  expect_eq "$rc" 0 "doctor --cluster on the controller host"
+  expect_contains "$out" "PASS  prolog-flags" "--cluster checks Slurm's configuration"
+  expect_not_contains "$out" "channel-device" "--cluster leaves the node checks out"
   doctor_break_shows channel-device "grep -v nvidia-caps-imex-channels $d/hw/proc-devices > $d/hw/pd && mv $d/hw/proc-devices $d/hw/pd.ok && mv $d/hw/pd $d/hw/proc-devices" \
     "mv $d/hw/pd.ok $d/hw/proc-devices"
   doctor_break_shows imex-config "sed -i 's/^IMEX_CMD_ENABLED=.*/IMEX_CMD_ENABLED=0/' $d/etc-imex/config.cfg" \
