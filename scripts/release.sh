@@ -36,6 +36,8 @@ cp -r conf-examples docs "$stage/"
 cp README.md "$stage/"
 install -m 0755 scripts/install.sh "$stage/install.sh"
 echo "$version" > "$stage/VERSION"
+# Only this version's tarball is left there (the e2e harness installs it).
+rm -rf target/release-tarball
 mkdir -p target/release-tarball
 out=target/release-tarball/$name.tar.gz
 # Owned by root, dates from the commit: the same tree gives the same bytes.

@@ -64,8 +64,10 @@ as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 # it printed is kept in $C/install.out for the plugstack and slurm.conf lines.
 prefix_install() {
   local tarball
-  tarball=$(ls "$REPO"/target/release-tarball/slurm-imex-*-x86_64-linux.tar.gz 2>/dev/null | head -1)
-  [ -n "$tarball" ] || { echo "cluster_install: no release tarball: run scripts/release.sh" >&2; return 1; }
+  local tarballs=("$REPO"/target/release-tarball/slurm-imex-*-x86_64-linux.tar.gz)
+  [ ${#tarballs[@]} = 1 ] && [ -f "${tarballs[0]}" ] ||
+    { echo "cluster_install: want one release tarball in target/release-tarball, found: ${tarballs[*]} (run scripts/release.sh)" >&2; return 1; }
+  tarball=${tarballs[0]}
   [ -x "$SLURM_PREFIX/sbin/slurmctld" ] || { echo "cluster_install: no Slurm in $SLURM_PREFIX (run inside tests/e2e/in-prefix.sh)" >&2; return 1; }
   umount "$SLURM_PREFIX/etc" 2>/dev/null || true
   mount --bind "$C/etc-slurm" "$SLURM_PREFIX/etc"
