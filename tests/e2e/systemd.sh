@@ -14,6 +14,9 @@ test_systemd_starts_the_unit_on_the_job_config_and_stops_it() {
   local id i port main
   expect_eq "$(node_systemctl 1 is-system-running 2>&1)" running "n1's systemd is up, nothing failed"
   expect_eq "$(node_systemctl 1 is-active nvidia-imex 2>&1)" inactive "the unit is not started at boot (drop-in: the idle nodes_config is empty)"
+  # doctor on a booted node reads the unit through the real systemctl.
+  expect_contains "$(cli 1 doctor 2>&1)" "PASS  systemd         nvidia-imex.service starts the daemon with -c /run/slurm-imex/nvidia-imex.cfg, no start limit" \
+    "doctor: the unit runs the per-job config, start limit off"
   id=$(submit -N2 --imex "srun -N2 true
 $started_marker
 $hold_until_released") || { fail "sbatch failed"; return; }
