@@ -99,22 +99,16 @@ pub fn channel_dir(config: &Config) -> Finding {
 /// Every per-job SERVER_PORT (or the rack daemon's one) out of the
 /// ephemeral range or reserved.
 pub fn ports(config: &Config) -> Finding {
-    let read =
-        |f: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}")).unwrap_or_default();
-    let (range, reserved) = (read("ip_local_port_range"), read("ip_local_reserved_ports"));
-    let (lo, span) = (config.imex.port_base, config.imex.port_span.0);
-    let hi = (u32::from(lo) + u32::from(span) - 1).min(65535) as u16;
     if config.imex.domain == DomainScope::Rack {
         return Finding::pass(
             "ports",
             "[imex] domain = \"rack\": one daemon on the base config's SERVER_PORT",
         );
     }
-    let exposed: Vec<u16> = (lo..=hi)
-        .filter(|&p| {
-            slurm_imex_core::imex::port::ephemeral_conflict(p, &range, &reserved).is_some()
-        })
-        .collect();
+    let (range, reserved) = slurm_imex_core::imex::port::port_sysctls();
+    let (lo, span) = (config.imex.port_base, config.imex.port_span.0);
+    let hi = (u32::from(lo) + u32::from(span) - 1).min(65535) as u16;
+    let exposed = slurm_imex_core::imex::port::exposed_ports(lo, hi, &range, &reserved);
     match exposed.first() {
         None => Finding::pass("ports", format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
         Some(first) => Finding::fail("ports",

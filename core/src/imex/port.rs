@@ -31,16 +31,30 @@ fn in_port_list(text: &str, port: u16) -> bool {
         })
 }
 
-/// A warning when `port` lies in the ephemeral range (`ip_local_port_range`,
-/// "32768\t60999") and is not in `ip_local_reserved_ports`.
-pub fn ephemeral_conflict(port: u16, port_range: &str, reserved: &str) -> Option<String> {
+/// The ephemeral range of `ip_local_port_range` ("32768\t60999").
+fn ephemeral_bounds(port_range: &str) -> Option<(u16, u16)> {
     let mut bounds = port_range
         .split_whitespace()
         .filter_map(|p| p.parse::<u16>().ok());
-    let (lo, hi) = (bounds.next()?, bounds.next()?);
-    if !(lo..=hi).contains(&port) || in_port_list(reserved, port) {
-        return None;
-    }
+    Some((bounds.next()?, bounds.next()?))
+}
+
+/// The ports of `lo..=hi` that lie in the ephemeral range and are not
+/// reserved: any outgoing connection can take them.
+pub fn exposed_ports(lo: u16, hi: u16, port_range: &str, reserved: &str) -> Vec<u16> {
+    let Some((elo, ehi)) = ephemeral_bounds(port_range) else {
+        return Vec::new();
+    };
+    (lo.max(elo)..=hi.min(ehi))
+        .filter(|&p| !in_port_list(reserved, p))
+        .collect()
+}
+
+/// A warning when `port` lies in the ephemeral range (`ip_local_port_range`,
+/// "32768\t60999") and is not in `ip_local_reserved_ports`.
+pub fn ephemeral_conflict(port: u16, port_range: &str, reserved: &str) -> Option<String> {
+    let (lo, hi) = ephemeral_bounds(port_range)?;
+    exposed_ports(port, port, port_range, reserved).first()?;
     Some(format!(
         "IMEX SERVER_PORT {port} lies in the ephemeral port range {lo}-{hi} and is not reserved, so any \
          outgoing connection can take it: reserve the span with sysctl net.ipv4.ip_local_reserved_ports \
@@ -48,17 +62,36 @@ pub fn ephemeral_conflict(port: u16, port_range: &str, reserved: &str) -> Option
     ))
 }
 
+/// This node's network namespace's `ip_local_port_range` and
+/// `ip_local_reserved_ports` (empty when unreadable).
+pub fn port_sysctls() -> (String, String) {
+    let read =
+        |f: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{f}")).unwrap_or_default();
+    (read("ip_local_port_range"), read("ip_local_reserved_ports"))
+}
+
 /// `ephemeral_conflict` for this node's network namespace.
 pub fn check_ephemeral(port: u16) -> Option<String> {
-    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
-    let reserved =
-        std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_reserved_ports").unwrap_or_default();
+    let (range, reserved) = port_sysctls();
     ephemeral_conflict(port, &range, &reserved)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exposed_ports_of_a_span() {
+        let range = "32768\t60999\n";
+        assert_eq!(exposed_ports(33792, 50175, range, "33792-50175").len(), 0);
+        assert_eq!(exposed_ports(33792, 50175, range, "").len(), 16384);
+        assert_eq!(
+            exposed_ports(33792, 33800, range, "33792-33795,33797"),
+            vec![33796, 33798, 33799, 33800]
+        );
+        assert_eq!(exposed_ports(61000, 61010, range, ""), Vec::<u16>::new());
+        assert_eq!(exposed_ports(1, 2, "garbage", ""), Vec::<u16>::new());
+    }
 
     #[test]
     fn formula_matches_nvidia_sample_prolog() {
