@@ -18,6 +18,8 @@ echo "=== the same 36 nodes as one domain (no racks known): the cost of the node
 RACKS=2 ONE_DOMAIN=1 bash benches/rack-bench.sh "${RACK_JOBS:-5}"
 echo "=== GPU health gate beside the IMEX domain start (slow NVML, slow daemon)"
 bash benches/overlap-bench.sh "${ROUNDS_OVERLAP:-5}"
+echo "=== slurmctld under one 1,152-node --imex job's prologs (4,608 nodes; before and after)"
+bash benches/ctld-bench.sh
 echo "=== GPU health gate (8 fake GPUs)"
 cargo bench --quiet -p fake-nvml --bench gate
 echo "=== job database (1M job x GPU rows)"

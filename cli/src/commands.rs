@@ -7,8 +7,8 @@ use serde::Serialize;
 use slurm_imex_core::clique::Published;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::hook::Hook;
 use slurm_imex_core::imex;
+use slurm_imex_core::slurm_node::NodeRead;
 use slurm_imex_core::state::{NodeState, StateDir};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_gpu::clique::node_clique;
@@ -44,7 +44,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
             node,
         } => check(cli, &config, *drain, *undrain, node.clone()),
         Command::Status => status(cli, &config),
-        Command::Topology { yaml, check } => crate::topology::topology(cli, &config, *yaml, *check),
+        Command::Topology(args) => crate::topology::topology(cli, &config, args),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
         Command::Man { .. } | Command::Doctor { .. } => Ok(0),
     }
@@ -213,6 +213,9 @@ fn print_job_phases(j: &JobRow) -> Result<()> {
         },
         j.verdict().as_str()
     );
+    if let Some(source) = &j.imex_rack_source {
+        out!("  imex domain members from {source}");
+    }
     for (name, phase) in [("prolog", &j.prolog), ("epilog", &j.epilog)] {
         if let Some(p) = phase {
             out!("  {name}: {} in {} ms", p.verdict.as_str(), p.ms);
@@ -347,17 +350,26 @@ fn gpus(
     Ok(0)
 }
 
-/// The HealthCheckProgram path keeps the node's export fresh: IMEX domain
-/// state as the daemon reports it, what the drain decision did, then the
-/// .prom file.
-fn refresh_metrics(config: &Config, node_name: &str, action: &DrainAction) -> Result<()> {
+/// The HealthCheckProgram path keeps the node's standing and export fresh:
+/// IMEX domain state as the daemon reports it, what the drain decision did
+/// (and when Slurm was last read, `slurm_read`), then the .prom file.
+fn refresh_metrics(
+    config: &Config,
+    node_name: &str,
+    action: &DrainAction,
+    slurm_read: bool,
+) -> Result<()> {
     let state = StateDir::of(config);
     let mut node = NodeState::load(&state);
     node.node = node_name.to_string();
     let status = imex::status::node_status(config);
     node.domain_owned = status.owner.is_some();
     node.domain_up = status.domain.as_deref() == Some("UP");
-    action.record(&mut node, now_s());
+    let now = now_s();
+    action.record(&mut node, now);
+    if slurm_read {
+        node.slurm_read_at = Some(now);
+    }
     node.save(&state)?;
     metrics::refresh(config, &node)?;
     Ok(())
@@ -397,11 +409,10 @@ struct CheckReport {
     published: Option<String>,
 }
 
-/// Publish the node's clique in its Slurm Extra (asking Slurm what it has);
-/// what happened, as the line an admin reads.
-fn publish_clique(config: &Config, node: &str, clique: &str) -> String {
-    let state = StateDir::of(config);
-    match slurm_imex_core::clique::publish(&config.health, &state, node, clique, true) {
+/// Publish the node's clique in its Slurm Extra (asking Slurm only when it
+/// changed); what happened, as the line an admin reads.
+fn publish_clique(state: &StateDir, slurm: &NodeRead, clique: &str) -> String {
+    match slurm_imex_core::clique::publish(state, slurm, clique) {
         Ok(Published::Updated) => "published in Slurm's node Extra".into(),
         Ok(Published::Unchanged) => "published in Slurm's node Extra (unchanged)".into(),
         Ok(Published::LeftAlone(why)) => format!("not published: {why}"),
@@ -409,6 +420,10 @@ fn publish_clique(config: &Config, node: &str, clique: &str) -> String {
     }
 }
 
+/// The gate now, and what it means for the node in Slurm. As slurmd's
+/// HealthCheckProgram this runs on every node every few minutes, so Slurm
+/// is read at most once (`NodeRead`), and only when the node's standing or
+/// its clique changed (docs/controller-calls.md).
 fn check(
     cli: &Cli,
     config: &Config,
@@ -425,19 +440,16 @@ fn check(
         drain: drain_node,
         undrain,
     };
-    let action = drain::act(
-        &config.health,
-        &node,
-        drain_reason(&findings),
-        Hook::Check,
-        flags,
-    )?;
-    if let Err(e) = refresh_metrics(config, &node, &action) {
+    let state = StateDir::of(config);
+    let slurm = NodeRead::new(&config.health, &node);
+    let standing = NodeState::load(&state);
+    let action = drain::act_on_check(&slurm, &standing, drain_reason(&findings), flags)?;
+    let clique = node_clique(&gate.snapshots);
+    let published = clique.as_deref().map(|c| publish_clique(&state, &slurm, c));
+    if let Err(e) = refresh_metrics(config, &node, &action, slurm.answered()) {
         eprintln!("slurm-imex: warning: Prometheus textfile not refreshed: {e}");
     }
     let action = action.describe(&node);
-    let clique = node_clique(&gate.snapshots);
-    let published = clique.as_deref().map(|c| publish_clique(config, &node, c));
     let report = CheckReport {
         node,
         verdict,
@@ -513,6 +525,9 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
         }
         out!("server port:      {}", r.server_port);
         out!("nodes:            {}", r.nodes.join(","));
+        if let Some(source) = &r.rack_source {
+            out!("members from:     {source}");
+        }
         out!("prolog outcome:   {:?}", r.outcome);
     }
     for p in &s.problems {

@@ -91,16 +91,12 @@ pub enum Command {
     /// This node's IMEX daemon and domain state.
     Status,
     /// The racks as the NVLink fabric sees them, from the clique every node
-    /// publishes: a topology.conf (BlockName=) fragment, or --yaml; --check
-    /// compares Slurm's topology file and exits 1 on any disagreement.
-    Topology {
-        /// Print a topology.yaml fragment instead of topology.conf lines.
-        #[arg(long)]
-        yaml: bool,
-        /// Compare Slurm's topology file with the fabric; list each disagreement.
-        #[arg(long)]
-        check: bool,
-    },
+    /// publishes (one scontrol call; run it on the controller host or a
+    /// login node, never from a prolog): a topology.conf (BlockName=)
+    /// fragment, --yaml, or --map the rack map every node's prolog reads;
+    /// --check compares Slurm's topology file and the rack map with the
+    /// fabric and exits 1 on any disagreement.
+    Topology(TopologyArgs),
     /// Preflight this node's installation: one PASS, WARN or FAIL line per
     /// check (Slurm wiring, plugin, config, IMEX daemon and channels, ports,
     /// systemd, NVML, database) with the exact remedy. Exit 1 on any FAIL.
@@ -120,6 +116,25 @@ pub enum Command {
         #[arg(long)]
         node: Option<String>,
     },
+}
+
+#[derive(clap::Args)]
+pub struct TopologyArgs {
+    /// Print a topology.yaml fragment instead of topology.conf lines.
+    #[arg(long, conflicts_with = "map")]
+    pub yaml: bool,
+    /// Print the rack map (TOML) to install as imex-racks.toml beside
+    /// imex.toml on every node; racks take the names of Slurm's blocks
+    /// where a topology file describes them.
+    #[arg(long)]
+    pub map: bool,
+    /// Compare Slurm's topology file and the rack map with the fabric; list
+    /// each disagreement.
+    #[arg(long, conflicts_with_all = ["yaml", "map"])]
+    pub check: bool,
+    /// Write to this file (atomically, mode 0644) instead of stdout.
+    #[arg(long, short = 'o', conflicts_with = "check")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]

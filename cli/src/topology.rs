@@ -1,16 +1,22 @@
 //! `slurm-imex topology`: the racks as the NVLink fabric sees them. Reads
-//! every node's published clique (one `scontrol show node`), prints them as
-//! a Slurm topology.conf (`BlockName=` lines) or topology.yaml fragment, or
-//! with `--check` compares Slurm's topology file with them and lists each
-//! disagreement (exit 1 on any).
+//! every node's published clique in one `scontrol show node` call, off the
+//! job path (the controller host or a login node), and prints them as a
+//! Slurm topology.conf (`BlockName=` lines), a topology.yaml fragment, or the
+//! rack map every prolog reads instead of asking slurmctld (`--map`,
+//! `slurm_imex_core::rack_map`); or with `--check` compares Slurm's topology
+//! file and the rack map with them and lists each disagreement (exit 1 on
+//! any).
 
-use crate::Cli;
+use crate::{Cli, TopologyArgs};
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::hostlist;
+use slurm_imex_core::rack_map::{self, RackMap};
 use slurm_imex_core::racks::RackSources;
-use slurm_imex_core::topology::{self, Blocks};
+use slurm_imex_core::topology::Blocks;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// One rack: the nodes that publish one clique, in Slurm's node order.
 #[derive(Serialize)]
@@ -27,46 +33,73 @@ struct Report {
     unpublished: Vec<String>,
     /// The Slurm topology file compared (--check).
     topology_file: Option<String>,
+    /// The rack map compared (--check), with its digest.
+    rack_map: Option<String>,
     disagreements: Vec<String>,
 }
 
-pub fn topology(cli: &Cli, config: &Config, yaml: bool, check: bool) -> Result<u8> {
-    let nodes = slurm_imex_core::slurm_node::nodes_status(&config.health, None)?;
-    let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
-    let cliques = slurm_imex_core::clique::published(&config.health, None)?;
+pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
+    let (names, cliques) = slurm_imex_core::clique::published_cluster(&config.health)?;
+    let files = RackSources::read_before_writing_the_map(config)?;
     let mut report = Report {
-        racks: racks(&names, &cliques),
+        // The map's racks take the blocks' names, so a job's domain has one
+        // name whichever file cut it; a topology file printed afresh does not.
+        racks: racks(&names, &cliques, files.blocks.as_ref().filter(|_| args.map)),
         unpublished: names
             .iter()
             .filter(|n| !cliques.contains_key(*n))
             .cloned()
             .collect(),
-        topology_file: None,
+        topology_file: files
+            .blocks
+            .as_ref()
+            .map(|b| b.source.display().to_string()),
+        rack_map: files.map.as_ref().map(RackMap::describe),
         disagreements: Vec::new(),
     };
-    if check {
-        let path = topology::locate(&config.slurm, slurm_imex_core::slurm_conf::locate(&config.slurm).as_deref())
-            .ok_or_else(|| Error::new("no Slurm topology file to check (set [slurm] topology, or put topology.conf or topology.yaml beside slurm.conf)"))?;
-        let blocks = Blocks::load(&path, config.imex.max_nodes)?;
-        report.topology_file = Some(path.display().to_string());
-        report.disagreements = disagreements(blocks, cliques, &names);
+    if args.check {
+        if files.blocks.is_none() && files.map.is_none() {
+            return Err(Error::new(
+                "nothing to check: no Slurm topology file (set [slurm] topology, or put \
+                 topology.conf or topology.yaml beside slurm.conf) and no rack map ([imex] \
+                 rack_map; `slurm-imex topology --map` writes one)",
+            ));
+        }
+        report.disagreements = files.check_file(&cliques, &names);
+        if let Some(map) = &files.map {
+            report
+                .disagreements
+                .extend(map_disagreements(map, &cliques));
+        }
     }
-    if cli.json {
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?;
-        out!("{text}");
-    } else if check {
-        print_check(&report)?;
-    } else if yaml {
-        print_yaml(&report)?;
+    let text = if cli.json {
+        serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?
+            + "\n"
+    } else if args.check {
+        check_text(&report)
+    } else if args.map {
+        map_text(&report, names.len())
+    } else if args.yaml {
+        yaml_text(&report)
     } else {
-        print_conf(&report)?;
+        conf_text(&report)
+    };
+    match &args.output {
+        Some(path) => slurm_imex_core::fsutil::write_atomic(path, text.as_bytes(), 0o644)?,
+        None => out_raw!("{text}"),
     }
     Ok(u8::from(!report.disagreements.is_empty()))
 }
 
-/// Nodes grouped by clique, racks named in the order their first node comes.
-fn racks(names: &[String], cliques: &std::collections::BTreeMap<String, String>) -> Vec<Rack> {
+/// Nodes grouped by clique, in the order their first node comes. A rack
+/// takes the name of the topology file's block when the block holds exactly
+/// its nodes' clique, else `rack<N>`.
+fn racks(
+    names: &[String],
+    cliques: &BTreeMap<String, String>,
+    blocks: Option<&Blocks>,
+) -> Vec<Rack> {
     let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
     for name in names {
         let Some(clique) = cliques.get(name) else {
@@ -77,73 +110,129 @@ fn racks(names: &[String], cliques: &std::collections::BTreeMap<String, String>)
             None => groups.push((clique, vec![name.clone()])),
         }
     }
+    let mut taken: Vec<String> = Vec::new();
     groups
         .into_iter()
         .enumerate()
-        .map(|(i, (clique, members))| Rack {
-            name: format!("rack{}", i + 1),
-            clique: clique.to_string(),
-            nodes: hostlist::compress(&members),
+        .map(|(i, (clique, members))| {
+            let name = blocks
+                .and_then(|b| block_name(b, &members, cliques))
+                .filter(|n| !taken.contains(n))
+                .unwrap_or_else(|| format!("rack{}", i + 1));
+            taken.push(name.clone());
+            Rack {
+                name,
+                clique: clique.to_string(),
+                nodes: hostlist::compress(&members),
+            }
         })
         .collect()
 }
 
-/// Every disagreement, plus published nodes the topology file leaves out.
-fn disagreements(
-    blocks: Blocks,
-    cliques: std::collections::BTreeMap<String, String>,
-    names: &[String],
-) -> Vec<String> {
-    RackSources {
-        blocks: Some(blocks),
-        cliques,
-    }
-    .check_file(names)
+/// The block all of `members` are in, when no node of another clique is.
+fn block_name(
+    blocks: &Blocks,
+    members: &[String],
+    cliques: &BTreeMap<String, String>,
+) -> Option<String> {
+    let node_block = blocks.block_of(members)?;
+    let block = node_block.get(members.first()?)?;
+    let clique = cliques.get(members.first()?)?;
+    let same_block = members.iter().all(|m| node_block.get(m) == Some(block));
+    let only_this_clique =
+        node_block
+            .iter()
+            .filter(|(_, b)| *b == block)
+            .all(|(n, _)| match cliques.get(n) {
+                Some(c) => c == clique,
+                None => true,
+            });
+    (same_block && only_this_clique).then(|| block.clone())
 }
 
-fn print_conf(report: &Report) -> Result<()> {
-    out!("# NVLink racks from the cliques the nodes publish (slurm-imex topology)");
+/// Where the rack map and what the nodes publish differ: a node in another
+/// rack's clique (a tray moved, or the map is stale), a publishing node the
+/// map leaves out.
+fn map_disagreements(map: &RackMap, cliques: &BTreeMap<String, String>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (node, clique) in cliques {
+        match map.rack_of(node) {
+            Some(rack) if rack.clique != *clique => found.push(format!(
+                "the rack map puts {node} in rack {} (clique {}), but it publishes clique {clique}",
+                rack.name, rack.clique
+            )),
+            Some(_) => {}
+            None => found.push(format!(
+                "{node} (clique {clique}) is in no rack of the rack map"
+            )),
+        }
+    }
+    found
+}
+
+fn conf_text(report: &Report) -> String {
+    let mut t =
+        String::from("# NVLink racks from the cliques the nodes publish (slurm-imex topology)\n");
     for rack in &report.racks {
-        out!("# {}: clique {}", rack.name, rack.clique);
-        out!("BlockName={} Nodes={}", rack.name, rack.nodes);
+        let _ = writeln!(t, "# {}: clique {}", rack.name, rack.clique);
+        let _ = writeln!(t, "BlockName={} Nodes={}", rack.name, rack.nodes);
     }
-    print_unpublished(report)
+    t + &unpublished_text(report)
 }
 
-fn print_yaml(report: &Report) -> Result<()> {
-    out!("# NVLink racks from the cliques the nodes publish (slurm-imex topology)");
-    out!("- topology: nvlink");
-    out!("  cluster_default: true");
-    out!("  block:");
-    out!("    blocks:");
+fn yaml_text(report: &Report) -> String {
+    let mut t = String::from(
+        "# NVLink racks from the cliques the nodes publish (slurm-imex topology)\n\
+         - topology: nvlink\n  cluster_default: true\n  block:\n    blocks:\n",
+    );
     for rack in &report.racks {
-        out!("      # clique {}", rack.clique);
-        out!("      - block: {}", rack.name);
-        out!("        nodes: {}", rack.nodes);
+        let _ = writeln!(t, "      # clique {}", rack.clique);
+        let _ = writeln!(t, "      - block: {}", rack.name);
+        let _ = writeln!(t, "        nodes: {}", rack.nodes);
     }
-    print_unpublished(report)
+    t + &unpublished_text(report)
 }
 
-fn print_unpublished(report: &Report) -> Result<()> {
-    if !report.unpublished.is_empty() {
-        out!(
-            "# publish no NVLink clique (run slurm-imex check there): {}",
-            hostlist::compress(&report.unpublished)
-        );
-    }
-    Ok(())
+fn map_text(report: &Report, node_count: usize) -> String {
+    let racks: Vec<(String, String, String)> = report
+        .racks
+        .iter()
+        .map(|r| (r.name.clone(), r.clique.clone(), r.nodes.clone()))
+        .collect();
+    let origin = format!(
+        "at {} from the cliques {} of {node_count} nodes publish",
+        slurm_imex_core::timespec::format_ts(slurm_imex_core::timespec::now_s()),
+        node_count - report.unpublished.len()
+    );
+    rack_map::render(&racks, &origin) + &unpublished_text(report)
 }
 
-fn print_check(report: &Report) -> Result<()> {
-    let file = report.topology_file.as_deref().unwrap_or("-");
+fn unpublished_text(report: &Report) -> String {
+    if report.unpublished.is_empty() {
+        return String::new();
+    }
+    format!(
+        "# publish no NVLink clique (run slurm-imex check there): {}\n",
+        hostlist::compress(&report.unpublished)
+    )
+}
+
+fn check_text(report: &Report) -> String {
+    let files: Vec<&str> = [report.topology_file.as_deref(), report.rack_map.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    let verb = if files.len() > 1 { "agree" } else { "agrees" };
+    let files = files.join(" and ");
     if report.disagreements.is_empty() {
-        out!(
-            "{file} agrees with the NVLink cliques of {} rack(s)",
+        return format!(
+            "{files} {verb} with the NVLink cliques of {} rack(s)\n",
             report.racks.len()
         );
     }
+    let mut t = String::new();
     for d in &report.disagreements {
-        out!("{file}: {d}");
+        let _ = writeln!(t, "{files}: {d}");
     }
-    Ok(())
+    t
 }

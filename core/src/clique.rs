@@ -1,8 +1,8 @@
 //! NVLink cliques as published in Slurm: each node's clique (read from its
 //! GPUs by `slurm_imex_gpu::clique`) kept as the `nvlink_clique` key of the
-//! node's `Extra` field, where the prolog of any node can read all of a
-//! job's nodes in one `scontrol` call, and Slurm 23.11+ can select on it
-//! (`sbatch --extra=...`).
+//! node's `Extra` field, where `slurm-imex topology` reads every node's in
+//! one `scontrol` call to write the rack map (`crate::rack_map`), and Slurm
+//! 23.11+ can select on it (`sbatch --extra=...`). No prolog reads them.
 //!
 //! Extra is shared with admins and other tools: a JSON object there is
 //! merged into (our key set, the rest kept); anything else is left untouched
@@ -11,7 +11,7 @@
 
 use crate::config::HealthConfig;
 use crate::error::Result;
-use crate::slurm_node::{self, NodeStatus};
+use crate::slurm_node::{self, NodeRead};
 use crate::state::StateDir;
 use std::collections::BTreeMap;
 
@@ -59,51 +59,45 @@ pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<St
     Ok(serde_json::Value::Object(object).to_string())
 }
 
-/// The published cliques of `nodes` (a hostlist; None: every node), by node
-/// name: only nodes that publish a trusted one.
-pub fn published(cfg: &HealthConfig, nodes: Option<&str>) -> Result<BTreeMap<String, String>> {
-    Ok(slurm_node::nodes_status(cfg, nodes)?
-        .into_iter()
+/// Every node Slurm knows, in its order, and the trusted clique of each
+/// that publishes one: one `scontrol show node` call, for the tools that
+/// run off the job path (`slurm-imex topology`, `doctor`).
+pub fn published_cluster(cfg: &HealthConfig) -> Result<(Vec<String>, BTreeMap<String, String>)> {
+    let nodes = slurm_node::nodes_status(cfg, None)?;
+    let cliques = nodes
+        .iter()
         .filter_map(|n| Some((n.name.clone(), clique_in_extra(n.extra.as_deref())?)))
-        .collect())
+        .collect();
+    Ok((nodes.into_iter().map(|n| n.name).collect(), cliques))
 }
 
 /// What publishing did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Published {
-    /// Slurm already had it (or, for the prolog, we published it last).
+    /// Slurm already had it (or we published it last, since boot).
     Unchanged,
     Updated,
     /// Extra holds someone else's text: left alone (the reason).
     LeftAlone(String),
 }
 
-/// Publish `clique` as `node`'s, merging into its Extra. `ask_slurm`: read
-/// Slurm's current Extra first (the health check); otherwise trust the
-/// state directory's note of what we published last, so a prolog pays an
-/// RPC only when the clique changed.
-pub fn publish(
-    cfg: &HealthConfig,
-    state: &StateDir,
-    node: &str,
-    clique: &str,
-    ask_slurm: bool,
-) -> Result<Published> {
-    let noted = state.published_clique();
-    if !ask_slurm && noted.as_deref() == Some(clique) {
+/// Publish `clique` as `node`'s, merging into its Extra. Slurm is asked
+/// only when `clique` differs from the state directory's note of what we
+/// published last (a reboot clears it), so neither a job's prolog nor a
+/// health check pays an RPC for a clique Slurm already has.
+pub fn publish(state: &StateDir, slurm: &NodeRead, clique: &str) -> Result<Published> {
+    if state.published_clique().as_deref() == Some(clique) {
         return Ok(Published::Unchanged);
     }
-    let current: Option<NodeStatus> = slurm_node::nodes_status(cfg, Some(node))?
-        .into_iter()
-        .next();
-    let extra = current.and_then(|n| n.extra);
+    let extra = slurm.get()?.extra.clone();
     if clique_in_extra(extra.as_deref()).as_deref() == Some(clique) {
         state.note_published_clique(clique);
         return Ok(Published::Unchanged);
     }
+    let node = slurm.node();
     match merged_extra(extra.as_deref(), clique) {
         Ok(text) => {
-            slurm_node::set_extra(cfg, node, &text)?;
+            slurm_node::set_extra(slurm.config(), node, &text)?;
             state.note_published_clique(clique);
             Ok(Published::Updated)
         }
@@ -138,6 +132,55 @@ mod tests {
         ] {
             assert!(!is_clique(bad), "{bad}");
         }
+    }
+
+    /// A stand-in scontrol that logs each call and answers `show node` with
+    /// `extra` as the node's Extra.
+    fn scontrol(dir: &std::path::Path, extra: &str) -> HealthConfig {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("scontrol");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> {}/calls\n[ \"$1\" = show ] && echo 'NodeName=n1 State=IDLE Extra={extra} Partitions=p'\nexit 0\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        HealthConfig {
+            scontrol: script,
+            ..HealthConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_clique_slurm_has_costs_no_call_after_the_first() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = scontrol(d.path(), r#"{"rack":"r7"}"#);
+        let state = StateDir::new(&d.path().join("state"));
+        let calls = || std::fs::read_to_string(d.path().join("calls")).unwrap_or_default();
+        // Since boot, nothing noted: one read, one merge-write.
+        let first = publish(&state, &NodeRead::new(&cfg, "n1"), C).unwrap();
+        assert_eq!(first, Published::Updated);
+        assert_eq!(calls().lines().count(), 2, "{}", calls());
+        assert!(
+            calls().contains(r#"Extra={"nvlink_clique":"#),
+            "{}",
+            calls()
+        );
+        // The same clique again: Slurm is not asked.
+        let slurm = NodeRead::new(&cfg, "n1");
+        assert_eq!(publish(&state, &slurm, C).unwrap(), Published::Unchanged);
+        assert!(!slurm.asked());
+        assert_eq!(calls().lines().count(), 2);
+        // A new clique (the tray moved): asked again.
+        let other = "dc6e40c4-d722-4357-9ba6-5291dd461278.3";
+        assert_eq!(
+            publish(&state, &NodeRead::new(&cfg, "n1"), other).unwrap(),
+            Published::Updated
+        );
+        assert_eq!(calls().lines().count(), 4);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod hostlist;
 pub mod imex;
 pub mod logging;
 pub mod process;
+pub mod rack_map;
 pub mod racks;
 pub mod slurm_conf;
 pub mod slurm_env;

@@ -1,14 +1,21 @@
-//! Where an `--imex` job's racks (NVLink domains) come from, in order: a
-//! Slurm topology/block file when there is one; else the NVLink cliques the
-//! job's nodes publish in Slurm (`crate::clique`), when every one of them
-//! publishes a trusted one; else nothing, and the whole job is one domain.
-//! When a topology file and published cliques both speak for the job's nodes
-//! they must agree (no block holding two cliques, no clique spanning two
-//! blocks), or the job fails before any daemon starts: a wrong `BlockName=`
-//! line would otherwise yield domains that never form.
+//! Where an `--imex` job's racks (NVLink domains) come from: files on the
+//! node only, never slurmctld (docs/controller-calls.md). In order: Slurm's
+//! topology/block file when it describes the job's nodes; else the rack map
+//! (`crate::rack_map`) when it lists every one of them; else nothing, and the
+//! whole job is one domain. Every node of a rack reads the same files, so
+//! every node computes the same membership; a slow or unreachable controller
+//! cannot give one node another split.
+//!
+//! The fabric is checked locally. When the topology file and the rack map
+//! both speak for the job's nodes they must agree (no block holding two
+//! cliques, no clique spanning two blocks), and the rack map must agree with
+//! this node's own GPUs (the clique the prolog's gate reads), or the job
+//! fails before any daemon starts: a wrong line would otherwise yield domains
+//! that never form, or that form and fail inside CUDA.
 
 use crate::config::Config;
 use crate::error::Result;
+use crate::rack_map::RackMap;
 use crate::text::{cap, PIECE_MAX};
 use crate::topology::{self, Blocks, NvlinkDomain};
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,16 +24,31 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct RackSources {
     /// The topology file in force, read.
     pub blocks: Option<Blocks>,
-    /// Published cliques, by node (only nodes that publish a trusted one).
-    pub cliques: BTreeMap<String, String>,
+    /// The rack map, read.
+    pub map: Option<RackMap>,
 }
 
 impl RackSources {
-    /// Read both sources for `nodes` (a job's expanded hostlist, `list` its
-    /// Slurm expression): the topology file (an unreadable one is this
-    /// node's config fault), and the published cliques in one scontrol call
-    /// (when Slurm cannot be asked, the topology file or one domain decide).
-    pub fn read(cfg: &Config, list: &str, nodes: &[String]) -> Result<RackSources> {
+    /// Read both files. One that exists but cannot be read or trusted is
+    /// this node's config fault.
+    pub fn read(cfg: &Config) -> Result<RackSources> {
+        RackSources::read_with(cfg, RackMap::load_configured(cfg)?)
+    }
+
+    /// As [`Self::read`], but a rack map the config names that does not
+    /// exist yet is no map: for `slurm-imex topology --map`, which writes it.
+    pub fn read_before_writing_the_map(cfg: &Config) -> Result<RackSources> {
+        let exists =
+            crate::rack_map::locate(cfg).is_some_and(|p| std::fs::symlink_metadata(p).is_ok());
+        let map = if exists {
+            RackMap::load_configured(cfg)?
+        } else {
+            None
+        };
+        RackSources::read_with(cfg, map)
+    }
+
+    fn read_with(cfg: &Config, map: Option<RackMap>) -> Result<RackSources> {
         let slurm_conf = crate::slurm_conf::locate(&cfg.slurm);
         let blocks =
             match topology::locate(&cfg.slurm, slurm_conf.as_deref()) {
@@ -35,93 +57,85 @@ impl RackSources {
                 })?),
                 None => None,
             };
-        let cliques = if nodes.len() > 1 {
-            crate::clique::published(&cfg.health, Some(list)).unwrap_or_else(|e| {
-                // The journal, not stderr: the prolog's stderr is its one failure line.
-                tracing::info!("cannot read the NVLink cliques the job's nodes publish: {e}");
-                BTreeMap::new()
-            })
-        } else {
-            BTreeMap::new()
-        };
-        Ok(RackSources { blocks, cliques })
+        Ok(RackSources { blocks, map })
+    }
+
+    /// The topology file when it describes any of `nodes`.
+    fn blocks_for(&self, nodes: &[String]) -> Option<&Blocks> {
+        self.blocks.as_ref().filter(|b| b.block_of(nodes).is_some())
     }
 
     /// `node`'s domain among the job's `nodes`, by the first source that
-    /// knows them.
+    /// knows them, with where it came from.
     pub fn domain_of(&self, node: &str, nodes: &[String]) -> NvlinkDomain {
-        if let Some(blocks) = &self.blocks {
+        if let Some(blocks) = self.blocks_for(nodes) {
             return blocks.domain_of(node, nodes);
         }
-        let all_published = nodes.iter().all(|n| self.cliques.contains_key(n));
-        match self.cliques.get(node) {
-            Some(mine) if all_published => NvlinkDomain {
-                name: Some(mine.clone()),
-                nodes: nodes
-                    .iter()
-                    .filter(|n| self.cliques.get(*n) == Some(mine))
-                    .cloned()
-                    .collect(),
-            },
-            _ => NvlinkDomain::whole_job(nodes.to_vec()),
-        }
+        self.map
+            .as_ref()
+            .and_then(|m| m.domain_of(node, nodes))
+            .unwrap_or_else(|| NvlinkDomain::whole_job(nodes.to_vec()))
     }
 
     /// `node`'s whole rack (`[imex] domain = "rack"`): its block in the
-    /// topology file, else every node that publishes `node`'s NVLink clique
-    /// (one scontrol call for all nodes), in natural order. None when
-    /// neither source places `node`.
-    pub fn whole_rack(&self, cfg: &Config, node: &str) -> Result<Option<NvlinkDomain>> {
+    /// topology file, else its rack in the rack map, in natural order. None
+    /// when neither places `node`.
+    pub fn whole_rack(&self, node: &str) -> Option<NvlinkDomain> {
         if let Some(rack) = self.blocks.as_ref().and_then(|b| b.rack_of(node)) {
-            return Ok(Some(rack));
+            return Some(rack);
         }
-        let everyone = crate::clique::published(&cfg.health, None)?;
-        let Some(mine) = everyone.get(node) else {
-            return Ok(None);
-        };
-        let mut nodes: Vec<String> = everyone
-            .iter()
-            .filter(|(_, c)| *c == mine)
-            .map(|(n, _)| n.clone())
-            .collect();
-        crate::hostlist::sort_natural(&mut nodes);
-        Ok(Some(NvlinkDomain {
-            name: Some(mine.clone()),
-            nodes,
-        }))
+        let map = self.map.as_ref()?;
+        let rack = map.rack_of(node)?;
+        Some(NvlinkDomain {
+            name: Some(rack.name.clone()),
+            nodes: rack.nodes.clone(),
+            source: Some(map.describe()),
+        })
     }
 
-    /// The one line that fails the job when the topology file and the
-    /// published cliques disagree about its nodes.
+    /// The one line that fails the job when the topology file and the rack
+    /// map disagree about its nodes.
     pub fn disagreement(&self, nodes: &[String]) -> Option<String> {
         let blocks = self.blocks.as_ref()?;
+        let map = self.map.as_ref()?;
         let conflict = self.disagreements(nodes).into_iter().next()?;
         Some(format!(
             "the racks of the job's nodes disagree: {conflict}; the blocks come from {} and the \
-             cliques from the GPUs' fabric (published in each node's Slurm Extra): fix the \
-             topology file (`slurm-imex topology --check` lists every disagreement)",
-            blocks.source.display()
+             cliques from the rack map {}: fix the one that is wrong (`slurm-imex topology \
+             --check` compares both with the fabric)",
+            blocks.source.display(),
+            map.describe()
         ))
     }
 
-    /// What `slurm-imex topology --check` and `doctor` list: every
-    /// [`Self::disagreements`] about `nodes`, and each node that publishes a
-    /// clique but is in no block of the topology file.
-    pub fn check_file(&self, nodes: &[String]) -> Vec<String> {
-        let mut found = self.disagreements(nodes);
-        let node_block = self.blocks.as_ref().and_then(|b| b.block_of(nodes));
-        for (node, clique) in &self.cliques {
-            if !node_block.is_some_and(|m| m.contains_key(node)) {
-                found.push(format!("{node} (clique {clique}) is in no block"));
-            }
-        }
-        found
+    /// The line that fails the job when this node's own GPUs (`live`, the
+    /// clique the gate read from NVML) are not in the clique the rack map
+    /// gives `node`: the tray moved, or the map is stale.
+    pub fn live_clique_disagreement(&self, node: &str, live: &str) -> Option<String> {
+        let map = self.map.as_ref()?;
+        let rack = map.rack_of(node)?;
+        (rack.clique != live).then(|| {
+            format!(
+                "{node}'s GPUs report NVLink clique {} (NVML fabric info), but the rack map {} \
+                 puts {node} in rack {} (clique {}): write the map again (`slurm-imex topology \
+                 --map`) and install it on every node",
+                cap(live, 80),
+                map.describe(),
+                rack.name,
+                cap(&rack.clique, 80)
+            )
+        })
     }
 
-    /// Every disagreement between the topology file and the published
-    /// cliques about `nodes`: a block holding two cliques, a clique spanning
-    /// two blocks. Nodes one source does not know are not compared.
-    pub fn disagreements(&self, nodes: &[String]) -> Vec<String> {
+    /// Every disagreement between the topology file and `cliques` (node ->
+    /// clique: the rack map's, or those the nodes publish) about `nodes`: a
+    /// block holding two cliques, a clique spanning two blocks. Nodes one
+    /// side does not know are not compared.
+    pub fn disagreements_with(
+        &self,
+        cliques: &BTreeMap<String, String>,
+        nodes: &[String],
+    ) -> Vec<String> {
         let Some(node_block) = self.blocks.as_ref().and_then(|b| b.block_of(nodes)) else {
             return Vec::new();
         };
@@ -129,11 +143,35 @@ impl RackSources {
             .iter()
             .filter_map(|n| {
                 let block = node_block.get(n)?;
-                Some((n.as_str(), block.as_str(), self.cliques.get(n)?.as_str()))
+                Some((n.as_str(), block.as_str(), cliques.get(n)?.as_str()))
             })
             .collect();
         let mut found = split_blocks(&both);
         found.extend(spanning_cliques(&both));
+        found
+    }
+
+    /// [`Self::disagreements_with`] the rack map.
+    pub fn disagreements(&self, nodes: &[String]) -> Vec<String> {
+        let cliques = self
+            .map
+            .as_ref()
+            .map(|m| m.cliques_of(nodes).into_iter().collect())
+            .unwrap_or_default();
+        self.disagreements_with(&cliques, nodes)
+    }
+
+    /// What `slurm-imex topology --check` lists: every disagreement of the
+    /// topology file with `cliques` (what the nodes publish) about `nodes`,
+    /// and each node that publishes a clique but is in no block.
+    pub fn check_file(&self, cliques: &BTreeMap<String, String>, nodes: &[String]) -> Vec<String> {
+        let mut found = self.disagreements_with(cliques, nodes);
+        let node_block = self.blocks.as_ref().and_then(|b| b.block_of(nodes));
+        for (node, clique) in cliques {
+            if !node_block.is_some_and(|m| m.contains_key(node)) {
+                found.push(format!("{node} (clique {clique}) is in no block"));
+            }
+        }
         found
     }
 }
@@ -200,6 +238,7 @@ fn member_list(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rack_map;
 
     const A: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.1";
     const B: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
@@ -208,9 +247,11 @@ mod tests {
         crate::hostlist::expand(list, 100).unwrap()
     }
 
+    /// Sources from a topology.conf text and a rack map of (name, clique,
+    /// hostlist) racks.
     fn sources(
         topology: Option<&str>,
-        cliques: &[(&str, &str)],
+        racks: &[(&str, &str, &str)],
     ) -> (tempfile::TempDir, RackSources) {
         let d = tempfile::tempdir().unwrap();
         let blocks = topology.map(|text| {
@@ -218,39 +259,54 @@ mod tests {
             std::fs::write(&p, text).unwrap();
             Blocks::load(&p, 100).unwrap()
         });
-        let cliques = cliques
-            .iter()
-            .map(|(n, c)| (n.to_string(), c.to_string()))
-            .collect();
-        (d, RackSources { blocks, cliques })
+        let map = (!racks.is_empty()).then(|| {
+            let racks: Vec<(String, String, String)> = racks
+                .iter()
+                .map(|(n, c, l)| (n.to_string(), c.to_string(), l.to_string()))
+                .collect();
+            let p = d.path().join(rack_map::FILE_NAME);
+            std::fs::write(&p, rack_map::render(&racks, "in a test")).unwrap();
+            RackMap::load(&p, 100).unwrap()
+        });
+        (d, RackSources { blocks, map })
     }
 
     #[test]
-    fn without_a_topology_file_published_cliques_split_the_job() {
-        let (_d, s) = sources(None, &[("n1", A), ("n2", A), ("n3", B), ("n4", B)]);
+    fn without_a_topology_file_the_rack_map_splits_the_job() {
+        let (_d, s) = sources(None, &[("r1", A, "n[1-2]"), ("r2", B, "n[3-4]")]);
         let d = s.domain_of("n4", &nodes("n[1-4]"));
-        assert_eq!((d.name.as_deref(), d.nodes), (Some(B), nodes("n[3-4]")));
-        // One node without a trusted clique: nothing splits the job.
-        let (_d, s) = sources(None, &[("n1", A), ("n2", A), ("n3", B)]);
+        assert_eq!(
+            (d.name.as_deref(), &d.nodes),
+            (Some("r2"), &nodes("n[3-4]"))
+        );
+        assert!(d.source.unwrap().contains("imex-racks.toml (sha256 "));
+        // One node the map does not list: nothing splits the job.
+        let (_d, s) = sources(None, &[("r1", A, "n[1-2]"), ("r2", B, "n3")]);
         assert_eq!(
             s.domain_of("n1", &nodes("n[1-4]")),
             NvlinkDomain::whole_job(nodes("n[1-4]"))
         );
         let (_d, s) = sources(None, &[]);
         assert_eq!(s.domain_of("n1", &nodes("n[1-2]")).name, None);
+        assert_eq!(s.whole_rack("n1"), None);
     }
 
     #[test]
-    fn a_topology_file_wins_and_must_agree_with_the_cliques() {
+    fn a_topology_file_wins_and_must_agree_with_the_rack_map() {
         let conf = "BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\n";
-        let (_d, s) = sources(Some(conf), &[("n1", A), ("n2", A), ("n3", B), ("n4", B)]);
+        let (_d, s) = sources(Some(conf), &[("r1", A, "n[1-2]"), ("r2", B, "n[3-4]")]);
         assert_eq!(s.disagreement(&nodes("n[1-4]")), None);
         assert_eq!(
             s.domain_of("n2", &nodes("n[1-4]")).name.as_deref(),
             Some("b1")
         );
+        assert!(s
+            .domain_of("n2", &nodes("n[1-4]"))
+            .source
+            .unwrap()
+            .ends_with("topology.conf"));
         // n2 is cabled into the other rack.
-        let (_d, s) = sources(Some(conf), &[("n1", A), ("n2", B), ("n3", B), ("n4", B)]);
+        let (_d, s) = sources(Some(conf), &[("r1", A, "n1"), ("r2", B, "n[2-4]")]);
         let e = s.disagreement(&nodes("n[1-4]")).unwrap();
         assert!(
             e.contains(&format!(
@@ -258,7 +314,10 @@ mod tests {
             )),
             "{e}"
         );
-        assert!(e.contains("topology.conf") && e.contains("Extra"), "{e}");
+        assert!(
+            e.contains("topology.conf") && e.contains("imex-racks.toml (sha256 "),
+            "{e}"
+        );
         let all = s.disagreements(&nodes("n[1-4]"));
         assert_eq!(all.len(), 2, "{all:?}");
         assert!(
@@ -267,18 +326,51 @@ mod tests {
             )),
             "{all:?}"
         );
-        // One clique split over two blocks.
-        let conf = "BlockName=b1 Nodes=n1\nBlockName=b2 Nodes=n2\n";
-        let (_d, s) = sources(Some(conf), &[("n1", A), ("n2", A)]);
-        let e = s.disagreement(&nodes("n[1-2]")).unwrap();
+        // No rack map: nothing to compare.
+        let (_d, s) = sources(Some(conf), &[]);
+        assert_eq!(s.disagreement(&nodes("n[1-2]")), None);
+        // A topology file that knows none of the job's nodes gives way to the map.
+        let (_d, s) = sources(Some(conf), &[("r9", A, "m[1-2]")]);
+        assert_eq!(
+            s.domain_of("m1", &nodes("m[1-2]")).name.as_deref(),
+            Some("r9")
+        );
+    }
+
+    #[test]
+    fn a_rack_map_that_contradicts_this_nodes_gpus_names_both() {
+        let (_d, s) = sources(None, &[("r1", A, "n[1-2]"), ("r2", B, "n[3-4]")]);
+        assert_eq!(s.live_clique_disagreement("n2", A), None);
+        let e = s.live_clique_disagreement("n2", B).unwrap();
         assert!(
-            e.contains(&format!(
-                "clique {A} spans 2 blocks: n1 (block b1), n2 (block b2)"
+            e.starts_with(&format!(
+                "n2's GPUs report NVLink clique {B} (NVML fabric info)"
             )),
             "{e}"
         );
-        // No published cliques: nothing to compare.
-        let (_d, s) = sources(Some(conf), &[]);
-        assert_eq!(s.disagreement(&nodes("n[1-2]")), None);
+        assert!(
+            e.contains(&format!("puts n2 in rack r1 (clique {A})")),
+            "{e}"
+        );
+        assert!(e.contains("slurm-imex topology --map"), "{e}");
+        // A node the map does not list, or no map: nothing to compare.
+        assert_eq!(s.live_clique_disagreement("n9", B), None);
+        let (_d, s) = sources(Some("BlockName=b1 Nodes=n[1-2]\n"), &[]);
+        assert_eq!(s.live_clique_disagreement("n2", B), None);
+    }
+
+    #[test]
+    fn whole_racks_come_from_the_block_else_the_map_in_natural_order() {
+        let (_d, s) = sources(
+            Some("BlockName=b1 Nodes=n[1-2]\n"),
+            &[("r2", B, "n10,n9,n3")],
+        );
+        assert_eq!(s.whole_rack("n1").unwrap().nodes, nodes("n[1-2]"));
+        let r = s.whole_rack("n10").unwrap();
+        assert_eq!(
+            (r.name.as_deref(), r.nodes),
+            (Some("r2"), nodes("n3,n9,n10"))
+        );
+        assert_eq!(s.whole_rack("n7"), None);
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::config::{AutoPath, ChannelMode, Config, SlurmConfig};
 use crate::error::{Error, Result};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where configless slurmd keeps the slurm.conf it fetched (Slurm >= 20.11).
@@ -18,6 +19,9 @@ pub const DEFAULT_SLURM_CONF: &str = "/etc/slurm/slurm.conf";
 const MAX_FILE_BYTES: u64 = 4 << 20;
 /// Deepest `Include` nesting followed.
 const MAX_INCLUDE_DEPTH: usize = 8;
+/// Values kept per key (a file with a million `NodeName=` lines keeps
+/// this many of them; none is ever read).
+const MAX_VALUES_PER_KEY: usize = 64;
 
 /// The slurm.conf this node runs with, or None when `[slurm] config = "none"`.
 pub fn locate(cfg: &SlurmConfig) -> Option<PathBuf> {
@@ -38,25 +42,74 @@ pub fn locate(cfg: &SlurmConfig) -> Option<PathBuf> {
     }
 }
 
-/// The keys of slurm.conf that slurm-imex acts on.
+/// slurm.conf as this node reads it: every global `Key=value` line (keys
+/// case-insensitive; a key given twice keeps each value, in order, as Slurm
+/// does for `Prolog`/`Epilog`, and the last one wins for the rest), with
+/// `Include`d files read in place. Lines that define a node, partition or
+/// the like (`NodeName=n1 CPUs=2 ...`) are kept under their first key too,
+/// and never consulted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SlurmConf {
-    pub switch_type: Option<String>,
+    /// The file read first.
+    pub path: PathBuf,
+    values: BTreeMap<String, Vec<String>>,
 }
+
+/// Slurm's defaults for the job id range (`src/common/read_config.h`).
+pub const DEFAULT_FIRST_JOB_ID: u32 = 1;
+pub const DEFAULT_MAX_JOB_ID: u32 = 0x03ff_0000;
 
 impl SlurmConf {
     /// Read `path` and the files it includes.
     pub fn read(path: &Path) -> Result<SlurmConf> {
-        let mut conf = SlurmConf::default();
+        let mut conf = SlurmConf {
+            path: path.to_path_buf(),
+            values: BTreeMap::new(),
+        };
         conf.read_file(path, 0)?;
         Ok(conf)
     }
 
+    /// The last value of `key`, None when unset or empty.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values
+            .get(&key.to_ascii_lowercase())
+            .and_then(|v| v.last())
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// Every value of `key`, in file order (`Prolog` may be given many times).
+    pub fn get_all(&self, key: &str) -> Vec<&str> {
+        self.values
+            .get(&key.to_ascii_lowercase())
+            .map(|v| v.iter().map(String::as_str).collect())
+            .unwrap_or_default()
+    }
+
     /// True when Slurm's own IMEX channel plugin is configured.
     pub fn nvidia_imex_switch(&self) -> bool {
-        self.switch_type
-            .as_deref()
+        self.get("SwitchType")
             .is_some_and(|t| t.eq_ignore_ascii_case("switch/nvidia_imex"))
+    }
+
+    /// `FirstJobId` and `MaxJobId`, Slurm's defaults when unset; an Err
+    /// names the key whose value is not a number.
+    pub fn job_id_range(&self) -> std::result::Result<(u32, u32), String> {
+        let number = |key: &str, default: u32| match self.get(key) {
+            None => Ok(default),
+            Some(v) => v.parse::<u32>().map_err(|_| {
+                format!(
+                    "{}: {key}={} is not a job id",
+                    self.path.display(),
+                    crate::text::cap(v, 40)
+                )
+            }),
+        };
+        Ok((
+            number("FirstJobId", DEFAULT_FIRST_JOB_ID)?,
+            number("MaxJobId", DEFAULT_MAX_JOB_ID)?,
+        ))
     }
 
     fn read_file(&mut self, path: &Path, depth: usize) -> Result<()> {
@@ -79,8 +132,13 @@ impl SlurmConf {
                 continue;
             }
             if let Some((key, value)) = line.split_once('=') {
-                if key.trim().eq_ignore_ascii_case("SwitchType") {
-                    self.switch_type = Some(value.trim().to_string());
+                let key = key.trim().to_ascii_lowercase();
+                if key.is_empty() || key.contains(char::is_whitespace) {
+                    continue;
+                }
+                let values = self.values.entry(key).or_default();
+                if values.len() < MAX_VALUES_PER_KEY {
+                    values.push(value.trim().to_string());
                 }
             }
         }
@@ -136,12 +194,37 @@ mod tests {
              SwitchParameters=imex_dev_major=507\n",
         );
         let c = SlurmConf::read(&p).unwrap();
-        assert_eq!(c.switch_type.as_deref(), Some("switch/nvidia_imex"));
+        assert_eq!(c.get("switchtype"), Some("switch/nvidia_imex"));
         assert!(c.nvidia_imex_switch());
         let p = write(d.path(), "none.conf", "SwitchType=switch/none\n");
         assert!(!SlurmConf::read(&p).unwrap().nvidia_imex_switch());
         let p = write(d.path(), "empty.conf", "");
-        assert_eq!(SlurmConf::read(&p).unwrap(), SlurmConf::default());
+        assert_eq!(SlurmConf::read(&p).unwrap().get("SwitchType"), None);
+    }
+
+    #[test]
+    fn repeated_keys_keep_every_value_and_the_job_id_range_has_defaults() {
+        let d = tempfile::tempdir().unwrap();
+        let p = write(
+            d.path(),
+            "slurm.conf",
+            "Prolog=/a\nprolog=/b\nNodeName=n1 CPUs=2\nMaxJobId=2047\nPrologFlags=Contain\nPrologFlags=Alloc\n",
+        );
+        let c = SlurmConf::read(&p).unwrap();
+        assert_eq!(c.get_all("Prolog"), ["/a", "/b"]);
+        assert_eq!(c.get("PrologFlags"), Some("Alloc"));
+        assert_eq!(c.job_id_range(), Ok((1, 2047)));
+        let p = write(d.path(), "bad.conf", "FirstJobId=lots\n");
+        let e = SlurmConf::read(&p).unwrap().job_id_range().unwrap_err();
+        assert!(
+            e.contains("bad.conf: FirstJobId=lots is not a job id"),
+            "{e}"
+        );
+        let p = write(d.path(), "none.conf", "");
+        assert_eq!(
+            SlurmConf::read(&p).unwrap().job_id_range(),
+            Ok((1, 0x03ff_0000))
+        );
     }
 
     #[test]

@@ -105,6 +105,51 @@ pub fn set_extra(cfg: &HealthConfig, node: &str, extra: &str) -> Result<()> {
     .map(drop)
 }
 
+/// One node as slurmctld holds it, asked at most once however many
+/// decisions need it (whether to resume it, what its Extra holds), and only
+/// when one does: `slurm-imex check` makes no read when nothing changed.
+pub struct NodeRead<'a> {
+    cfg: &'a HealthConfig,
+    node: &'a str,
+    answer: std::cell::OnceCell<Result<NodeStatus>>,
+}
+
+impl<'a> NodeRead<'a> {
+    pub fn new(cfg: &'a HealthConfig, node: &'a str) -> NodeRead<'a> {
+        NodeRead {
+            cfg,
+            node,
+            answer: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// `scontrol show node <node> -o`, the first time; its answer after.
+    pub fn get(&self) -> Result<&NodeStatus> {
+        self.answer
+            .get_or_init(|| node_status(self.cfg, self.node))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Whether slurmctld was asked (successfully or not).
+    pub fn asked(&self) -> bool {
+        self.answer.get().is_some()
+    }
+
+    /// Whether slurmctld was asked and answered.
+    pub fn answered(&self) -> bool {
+        matches!(self.answer.get(), Some(Ok(_)))
+    }
+
+    pub fn node(&self) -> &str {
+        self.node
+    }
+
+    pub fn config(&self) -> &HealthConfig {
+        self.cfg
+    }
+}
+
 /// The node's state and reason, asked of slurmctld.
 pub fn node_status(cfg: &HealthConfig, node: &str) -> Result<NodeStatus> {
     let out = run_checked(

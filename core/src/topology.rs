@@ -113,12 +113,19 @@ impl Blocks {
 pub struct NvlinkDomain {
     pub name: Option<String>,
     pub nodes: Vec<String>,
+    /// The file the membership was cut by (the rack map with its digest),
+    /// as failure lines name it; None for the whole job.
+    pub source: Option<String>,
 }
 
 impl NvlinkDomain {
     /// All the job's nodes, when no rack source knows them.
     pub fn whole_job(nodes: Vec<String>) -> NvlinkDomain {
-        NvlinkDomain { name: None, nodes }
+        NvlinkDomain {
+            name: None,
+            nodes,
+            source: None,
+        }
     }
 }
 
@@ -136,6 +143,7 @@ impl Blocks {
             return NvlinkDomain {
                 name: Some(node.to_string()),
                 nodes: vec![node.to_string()],
+                source: Some(self.source.display().to_string()),
             };
         };
         NvlinkDomain {
@@ -145,6 +153,7 @@ impl Blocks {
                 .filter(|n| node_block.get(n.as_str()) == Some(block))
                 .cloned()
                 .collect(),
+            source: Some(self.source.display().to_string()),
         }
     }
 }
@@ -176,6 +185,7 @@ impl Blocks {
             Some(NvlinkDomain {
                 name: Some(block.clone()),
                 nodes,
+                source: Some(self.source.display().to_string()),
             })
         })
     }
@@ -415,6 +425,7 @@ mod tests {
             (alone.name.as_deref(), alone.nodes),
             (Some("login1"), vec!["login1".to_string()])
         );
+        assert!(alone.source.unwrap().ends_with("topology.conf"));
         // A single node of a rack still has its rack's name.
         assert_eq!(b.domain_of("n1", &nodes("n1,n3")).nodes, ["n1"]);
         // Nodes no topology knows: the whole job.

@@ -51,29 +51,19 @@ pub fn examine(p: &Patient) -> Vec<Finding> {
     found
 }
 
-/// The checks that need the running Slurm; one FAIL when scontrol cannot say.
+/// The checks of Slurm's side, on what the controller runs with, else on
+/// the slurm.conf this node reads; one FAIL only when neither can be read.
 fn slurm_side(p: &Patient) -> Vec<Finding> {
-    let slurm = match SlurmView::query(&p.config.health.scontrol, p.config.health.scontrol_timeout.0) {
-        Ok(s) => s,
-        Err(e) => return vec![Finding::fail("slurm", e.to_string(),
-            "start slurmctld, or point [health] scontrol at this Slurm's scontrol (e.g. /opt/slurm/bin/scontrol); the Slurm checks were skipped")],
+    let slurm = match slurm_view(p) {
+        Ok(found) => found,
+        Err(fail) => return vec![fail],
     };
     let plugin_dir = slurm
         .plugin_dirs()
         .into_iter()
         .next()
         .unwrap_or_else(|| PathBuf::from("<PluginDir>"));
-    let mut found = vec![Finding::pass(
-        "slurm",
-        format!(
-            "Slurm {} (slurm.conf {})",
-            slurm.version,
-            slurm
-                .slurm_conf()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "unknown".into())
-        ),
-    )];
+    let mut found = vec![slurm_finding(&slurm, p)];
     found.extend(plugstack::check(
         &slurm,
         p.config_path,
@@ -94,9 +84,57 @@ fn slurm_side(p: &Patient) -> Vec<Finding> {
     ));
     found.push(slurm_wiring::health_check(&slurm));
     found.push(slurm_wiring::switch(&slurm, p.config));
+    found.push(slurm_wiring::rack_channels(p.config));
     found.push(node_state::topology(
         p.config,
-        slurm.slurm_conf().as_deref(),
+        (!p.cluster_only)
+            .then(|| node_state::own_clique(p.config))
+            .flatten()
+            .as_deref(),
     ));
     found
+}
+
+/// What the controller runs with; when it does not answer, the slurm.conf
+/// this node reads. Err: the one FAIL when neither can be read.
+fn slurm_view(p: &Patient) -> Result<SlurmView, Finding> {
+    let health = &p.config.health;
+    let asked = SlurmView::query(&health.scontrol, health.scontrol_timeout.0);
+    let controller_error = match asked {
+        Ok(view) => return Ok(view),
+        Err(e) => e,
+    };
+    let local = slurm_imex_core::slurm_conf::locate(&p.config.slurm)
+        .ok_or_else(|| slurm_imex_core::Error::new("[slurm] config = \"none\""))
+        .and_then(|path| slurm_imex_core::slurm_conf::SlurmConf::read(&path));
+    match local {
+        Ok(conf) => Ok(SlurmView::from_file(&conf, &health.scontrol, health.scontrol_timeout.0)),
+        Err(e) => Err(Finding::fail("slurm", format!("{controller_error}; and this node's slurm.conf: {e}"),
+            "start slurmctld, or point [health] scontrol at this Slurm's scontrol (e.g. /opt/slurm/bin/scontrol) and [slurm] config at its slurm.conf; the Slurm checks were skipped")),
+    }
+}
+
+/// The `slurm` line: which Slurm, and where its values came from.
+fn slurm_finding(slurm: &SlurmView, p: &Patient) -> Finding {
+    let conf = slurm
+        .slurm_conf()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    let version = if slurm.version.is_empty() {
+        "of unknown version"
+    } else {
+        &slurm.version
+    };
+    match &slurm.from_file {
+        None => Finding::pass("slurm", format!("Slurm {version} (slurm.conf {conf})")),
+        Some(file) => Finding::warn(
+            "slurm",
+            format!(
+                "Slurm {version}: slurmctld did not answer `{} show config`, so the Slurm checks below read {}, the slurm.conf this node reads",
+                p.config.health.scontrol.display(),
+                file.display()
+            ),
+            "start slurmctld, or fix this node's way to it; slurmctld may run with other values than this file",
+        ),
+    }
 }

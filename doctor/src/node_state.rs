@@ -1,6 +1,6 @@
 //! This node's own side: the config file, NVML and the driver, the job
-//! database, the metrics textfile directory, and the topology file against
-//! the NVLink cliques the nodes publish.
+//! database, the metrics textfile directory, and the rack files (topology
+//! file, rack map) against each other and this node's GPUs.
 
 use crate::finding::Finding;
 use slurm_imex_core::config::Config;
@@ -141,51 +141,87 @@ pub fn textfile_dir(config: &Config) -> Finding {
     }
 }
 
-/// The topology file (when there is one) parses and agrees with the
-/// cliques the nodes publish.
-pub fn topology(config: &Config, slurm_conf: Option<&Path>) -> Finding {
-    use slurm_imex_core::{clique, racks::RackSources, slurm_node, topology as topo};
-    let Some(file) = topo::locate(&config.slurm, slurm_conf) else {
-        return Finding::pass(
-            "topology",
-            "no topology file: racks come from the cliques the nodes publish",
-        );
-    };
-    let blocks = match topo::Blocks::load(&file, config.imex.max_nodes) {
-        Ok(b) => b,
-        Err(e) => {
-            return Finding::fail(
-                "topology",
-                e.to_string(),
-                "fix the file (slurm-imex topology prints one from the fabric)",
-            )
-        }
-    };
-    let names = match slurm_node::nodes_status(&config.health, None) {
-        Ok(nodes) => nodes.into_iter().map(|n| n.name).collect::<Vec<_>>(),
-        Err(e) => {
-            return Finding::warn(
-                "topology",
-                format!("{} not compared: {e}", file.display()),
-                "run doctor where scontrol answers",
-            )
-        }
-    };
-    let cliques = clique::published(&config.health, None).unwrap_or_default();
-    let found = RackSources {
-        blocks: Some(blocks),
-        cliques,
+/// This node's NVLink clique as its GPUs report it (NVML fabric info), for
+/// the topology check; None when NVML does not load or no GPU reports one.
+pub fn own_clique(config: &Config) -> Option<String> {
+    let library = &config.gpu.nvml_library;
+    if library.is_absolute() && trust::check(library, Expect::File, "[gpu] nvml_library").is_err() {
+        return None;
     }
-    .check_file(&names);
+    let reader = slurm_imex_gpu::nvml::GpuReader::open(library).ok()?;
+    let gpus: Vec<_> = (0..reader.device_count().ok()?)
+        .map(|i| reader.snapshot(i, |_| {}))
+        .collect();
+    slurm_imex_gpu::clique::node_clique(&gpus)
+}
+
+/// The rack files a prolog reads (the topology file, the rack map) parse,
+/// agree with each other, and, on a node, with the clique its own GPUs
+/// report (`own`). All local: it asks slurmctld nothing.
+pub fn topology(config: &Config, own: Option<&str>) -> Finding {
+    use slurm_imex_core::racks::RackSources;
+    let racks = match RackSources::read(config) {
+        Ok(r) => r,
+        Err(e) => return Finding::fail("topology", e.to_string(),
+            "fix the file (`slurm-imex topology` prints a topology.conf and `slurm-imex topology --map` a rack map from the fabric)"),
+    };
+    let topo = racks
+        .blocks
+        .as_ref()
+        .map(|b| b.source.display().to_string());
+    let map = racks.map.as_ref().map(|m| m.describe());
+    let sources = match (&topo, &map) {
+        (None, None) => return Finding::warn("topology",
+            "no topology file and no rack map: an --imex job is one IMEX domain, whatever racks its nodes are in",
+            "write a rack map (`slurm-imex topology --map -o imex-racks.toml` where scontrol answers) and install it beside imex.toml on every node, or describe the racks in topology.conf/topology.yaml"),
+        (Some(t), Some(m)) => format!("{t} and the rack map {m}"),
+        (Some(one), None) | (None, Some(one)) => one.clone(),
+    };
+    let mut found = racks
+        .map
+        .as_ref()
+        .map(|m| {
+            let nodes: Vec<String> = m.racks().iter().flat_map(|r| r.nodes.clone()).collect();
+            racks.disagreements(&nodes)
+        })
+        .unwrap_or_default();
+    let node = this_node();
+    if let Some(live) = own {
+        found.extend(racks.live_clique_disagreement(&node, live));
+    }
     if found.is_empty() {
-        return Finding::pass(
-            "topology",
-            format!(
-                "{} agrees with the published NVLink cliques",
-                file.display()
-            ),
-        );
+        let mine = racks
+            .whole_rack(&node)
+            .and_then(|r| r.name)
+            .map(|r| format!("; {node} is in rack {r}"))
+            .unwrap_or_default();
+        return Finding::pass("topology", format!("{sources}{mine}"));
     }
-    Finding::fail("topology", format!("{} disagrees with the fabric: {}", file.display(), slurm_imex_core::text::summarize_list(&found, 300)),
-        "fix the file; `slurm-imex topology --check` lists every disagreement and `slurm-imex topology` prints the fabric's racks")
+    Finding::fail("topology", format!("{sources}: {}", slurm_imex_core::text::summarize_list(&found, 300)),
+        "fix the file that is wrong; `slurm-imex topology --check` compares both with the cliques every node publishes")
+}
+
+/// The Slurm node name: $SLURMD_NODENAME, else the short hostname.
+fn this_node() -> String {
+    std::env::var("SLURMD_NODENAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| {
+            nix_hostname()
+                .split('.')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        })
+}
+
+fn nix_hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into buf.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
 }

@@ -58,9 +58,16 @@ pub fn find_line(file: &Path, depth: usize) -> std::result::Result<Option<Plugin
 /// The files an `include` names: a path or a `dir/*.conf`-style pattern
 /// (only the last component may hold `*`), relative to the including file.
 fn glob(from: &Path, pattern: &str) -> Vec<PathBuf> {
-    let pattern = match (Path::new(pattern).is_absolute(), from.parent()) {
-        (false, Some(dir)) => dir.join(pattern),
-        _ => PathBuf::from(pattern),
+    glob_from_dir(from.parent().unwrap_or(Path::new("/")), pattern)
+}
+
+/// The files `pattern` names, relative to `dir` unless absolute (slurm.conf's
+/// `Prolog=` takes the same kind of pattern).
+pub(crate) fn glob_from_dir(dir: &Path, pattern: &str) -> Vec<PathBuf> {
+    let pattern = if Path::new(pattern).is_absolute() {
+        PathBuf::from(pattern)
+    } else {
+        dir.join(pattern)
     };
     let (Some(dir), Some(name)) = (
         pattern.parent(),

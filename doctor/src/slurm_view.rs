@@ -1,11 +1,16 @@
 //! The running Slurm as the doctor sees it: `scontrol version` and the
 //! controller's `scontrol show config` (the values slurmctld and slurmd run
 //! with, defaults and includes resolved), and the files those values name.
+//! When the controller does not answer, the same values are read from the
+//! slurm.conf this node reads (`$SLURM_CONF`, the configless cache under
+//! /run/slurm/conf, else /etc/slurm), so every Slurm-side check still runs;
+//! [`SlurmView::from_file`] says which file.
 //!
 //! `show config` prints `Key = value` lines; they are split by hand (no
 //! crate reads this format, and only the first `=` matters).
 
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::slurm_conf::SlurmConf;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -18,18 +23,15 @@ pub struct SlurmView {
     /// "24.11.5"
     pub version: String,
     values: BTreeMap<String, String>,
+    /// The slurm.conf read when the controller did not answer.
+    pub from_file: Option<PathBuf>,
 }
 
 impl SlurmView {
     /// Ask `scontrol` (the [health] scontrol of the config).
     pub fn query(scontrol: &Path, limit: Duration) -> Result<SlurmView> {
         let program = slurm_imex_core::trust::trusted_program(scontrol, "[health] scontrol")?;
-        let version = slurm_imex_core::process::run_checked(
-            &program,
-            &["version"],
-            limit,
-            "scontrol version",
-        )?;
+        let version = client_version(&program, limit)?;
         let config = slurm_imex_core::process::run_checked(
             &program,
             &["show", "config"],
@@ -37,13 +39,62 @@ impl SlurmView {
             "scontrol show config",
         )?;
         let mut view = SlurmView::parse(&config.stdout);
-        view.version = parse_version(&version.stdout).ok_or_else(|| {
-            Error::new(format!(
-                "scontrol version printed no version: {}",
-                version.one_line()
-            ))
-        })?;
+        view.version = version;
         Ok(view)
+    }
+
+    /// The same values from `conf`, the slurm.conf this node reads, for
+    /// when slurmctld does not answer. `scontrol` gives the version (it
+    /// needs no controller for that) and, when slurm.conf sets no
+    /// PluginDir, the prefix Slurm was installed in.
+    pub fn from_file(conf: &SlurmConf, scontrol: &Path, limit: Duration) -> SlurmView {
+        let program = slurm_imex_core::trust::trusted_program(scontrol, "[health] scontrol");
+        let version = program
+            .as_ref()
+            .ok()
+            .and_then(|p| client_version(p, limit).ok())
+            .unwrap_or_default();
+        let dir = conf.path.parent().unwrap_or(Path::new("/"));
+        let mut values = BTreeMap::new();
+        for key in [
+            "PrologFlags",
+            "HealthCheckProgram",
+            "HealthCheckInterval",
+            "SwitchType",
+            "PlugStackConfig",
+            "PluginDir",
+            "TopologyPlugin",
+        ] {
+            if let Some(v) = conf.get(key) {
+                values.insert(key.to_ascii_lowercase(), v.to_string());
+            }
+        }
+        for key in ["Prolog", "Epilog"] {
+            let programs = conf
+                .get_all(key)
+                .into_iter()
+                .flat_map(|v| v.split(','))
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .flat_map(|v| crate::plugstack::glob_from_dir(dir, v));
+            for (i, path) in programs.enumerate() {
+                values.insert(
+                    format!("{}[{i}]", key.to_ascii_lowercase()),
+                    path.display().to_string(),
+                );
+            }
+        }
+        if !values.contains_key("plugindir") {
+            if let Some(guess) = program.ok().and_then(|p| default_plugin_dir(&p)) {
+                values.insert("plugindir".into(), guess.display().to_string());
+            }
+        }
+        values.insert("slurm_conf".into(), conf.path.display().to_string());
+        SlurmView {
+            version,
+            values,
+            from_file: Some(conf.path.clone()),
+        }
     }
 
     /// The `Key = value` lines of a `show config` answer.
@@ -61,6 +112,7 @@ impl SlurmView {
         SlurmView {
             version: String::new(),
             values,
+            from_file: None,
         }
     }
 
@@ -117,6 +169,34 @@ impl SlurmView {
     }
 }
 
+/// `scontrol version`: the client's own version, which needs no controller.
+fn client_version(program: &Path, limit: Duration) -> Result<String> {
+    let out =
+        slurm_imex_core::process::run_checked(program, &["version"], limit, "scontrol version")?;
+    parse_version(&out.stdout).ok_or_else(|| {
+        Error::new(format!(
+            "scontrol version printed no version: {}",
+            out.one_line()
+        ))
+    })
+}
+
+/// Slurm's compiled-in PluginDir, for a slurm.conf that sets none: `lib/slurm`
+/// of the prefix scontrol runs from (a source build), else the distributions'
+/// places, whichever exists.
+fn default_plugin_dir(scontrol: &Path) -> Option<PathBuf> {
+    let prefix = scontrol.parent()?.parent()?;
+    [
+        prefix.join("lib/slurm"),
+        prefix.join("lib64/slurm"),
+        PathBuf::from("/usr/lib/x86_64-linux-gnu/slurm-wlm"),
+        PathBuf::from("/usr/lib/x86_64-linux-gnu/slurm"),
+        PathBuf::from("/usr/lib64/slurm"),
+    ]
+    .into_iter()
+    .find(|d| d.is_dir())
+}
+
 /// "24.11" of "24.11.5".
 pub fn major_minor(version: &str) -> &str {
     match version.match_indices('.').nth(1) {
@@ -161,6 +241,35 @@ mod tests {
             v.plugstack(),
             Some(PathBuf::from("/opt/slurm/etc/plugstack.conf"))
         );
+    }
+
+    #[test]
+    fn a_slurm_conf_gives_the_same_keys_when_the_controller_is_away() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("slurm.conf");
+        std::fs::create_dir(d.path().join("prolog.d")).unwrap();
+        std::fs::write(d.path().join("prolog.d/10-site.sh"), "").unwrap();
+        std::fs::write(d.path().join("prolog.d/20-imex.sh"), "").unwrap();
+        std::fs::write(
+            &conf,
+            "PrologFlags=Contain\nProlog=/usr/sbin/slurm-imex-prolog,prolog.d/*\nEpilog=/e\nPluginDir=/p\n",
+        )
+        .unwrap();
+        let v = SlurmView::from_file(
+            &SlurmConf::read(&conf).unwrap(),
+            Path::new("/nonexistent"),
+            Duration::from_secs(1),
+        );
+        assert_eq!(v.from_file.as_deref(), Some(conf.as_path()));
+        assert_eq!(v.get("PrologFlags"), Some("Contain"));
+        let prologs = v.get_all("Prolog");
+        assert_eq!(prologs.len(), 3, "{prologs:?}");
+        assert_eq!(prologs[0], "/usr/sbin/slurm-imex-prolog");
+        assert!(prologs[2].ends_with("prolog.d/20-imex.sh"), "{prologs:?}");
+        assert_eq!(v.get_all("Epilog"), ["/e"]);
+        assert_eq!(v.plugin_dirs(), [PathBuf::from("/p")]);
+        assert_eq!(v.slurm_conf(), Some(conf.clone()));
+        assert_eq!(v.plugstack(), Some(d.path().join("plugstack.conf")));
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! slurm.conf as the controller runs it: PrologFlags, the Prolog and
-//! Epilog programs, HealthCheckProgram, and Slurm's own IMEX switch beside
-//! our channels mode.
+//! Epilog programs, HealthCheckProgram, Slurm's own IMEX switch beside our
+//! channels mode, and what keeps channels apart in rack-wide domains.
 
 use crate::finding::Finding;
 use crate::slurm_view::SlurmView;
-use slurm_imex_core::config::{ChannelMode, Config};
+use slurm_imex_core::config::{ChannelMode, Config, DomainScope};
+use slurm_imex_core::imex::rack_channels;
 use std::path::Path;
 
 /// Largest wrapper script read when looking for our program in it.
@@ -121,6 +122,28 @@ pub fn switch(slurm: &SlurmView, config: &Config) -> Finding {
     }
 }
 
+/// `[imex] domain = "rack"`: two running jobs of a rack never share a
+/// channel (`imex::rack_channels`), or every --imex job fails.
+pub fn rack_channels(config: &Config) -> Finding {
+    if config.imex.domain == DomainScope::Job {
+        return Finding::pass(
+            "rack-channels",
+            "[imex] domain = \"job\": every --imex job has an IMEX domain of its own",
+        );
+    }
+    match rack_channels::guarantee(config) {
+        Ok(g) => Finding::pass(
+            "rack-channels",
+            format!("[imex] domain = \"rack\": {}", g.describe()),
+        ),
+        Err(why) => Finding::fail(
+            "rack-channels",
+            why,
+            "every --imex job fails until then; doctor reads slurm.conf as this node does",
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -228,6 +251,24 @@ mod tests {
             switch(&view("SwitchType = switch/nvidia_imex\n"), &config).verdict,
             Verdict::Pass
         );
+    }
+
+    #[test]
+    fn rack_domains_need_channels_that_cannot_collide() {
+        let d = tempfile::tempdir().unwrap();
+        let conf = d.path().join("slurm.conf");
+        std::fs::write(&conf, "ClusterName=x\n").unwrap();
+        let mut config = Config::default();
+        config.slurm.config = slurm_imex_core::config::AutoPath::Path(conf.clone());
+        assert_eq!(rack_channels(&config).verdict, Verdict::Pass);
+        config.imex.domain = DomainScope::Rack;
+        let f = rack_channels(&config);
+        assert_eq!(f.verdict, Verdict::Fail);
+        assert!(f.found.contains("set MaxJobId=2047"), "{}", f.found);
+        std::fs::write(&conf, "MaxJobId=2047\n").unwrap();
+        let f = rack_channels(&config);
+        assert_eq!(f.verdict, Verdict::Pass, "{}", f.line());
+        assert!(f.found.contains("job ids 1..2047"), "{}", f.found);
     }
 
     #[test]

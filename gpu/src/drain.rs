@@ -13,12 +13,17 @@
 //! - check: `--drain` drains on a drain finding (always with our reason);
 //!   `--undrain` resumes a node that passes, and only when the drain reason
 //!   is ours (it starts with [`DRAIN_PREFIX`]): an admin's drain is left.
+//!   As slurmd's HealthCheckProgram it runs every few minutes on every node,
+//!   so it asks slurmctld nothing when nothing changed: the node's standing
+//!   (`NodeState`) says whether we drained it, and Slurm is read (once) only
+//!   to confirm a drain we may lift, or when the standing is not known
+//!   since boot (docs/controller-calls.md).
 
 use crate::health::DRAIN_PREFIX;
 use slurm_imex_core::config::HealthConfig;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::slurm_node;
+use slurm_imex_core::slurm_node::{self, NodeRead, NodeStatus};
 use slurm_imex_core::state::NodeState;
 
 /// What `slurm-imex check` was asked to do beyond reporting (`--drain`,
@@ -38,6 +43,9 @@ pub enum DrainAction {
     /// The node must not take jobs: the hook fails with `reason` (prolog,
     /// epilog), or the node was drained with it (check).
     Drain { reason: String },
+    /// `check --drain`: the node is already drained by us for a finding;
+    /// Slurm was not asked again.
+    StillDrained { reason: String },
     /// Our drain was lifted; `was` is the reason it had.
     Resumed { was: String },
     /// Asked to resume a node that is not drained.
@@ -59,9 +67,14 @@ impl DrainAction {
     /// in service, or unchanged.
     pub fn record(&self, node: &mut NodeState, now: i64) {
         match self {
-            DrainAction::Drain { .. } => node.set_drained(Some(now)),
-            DrainAction::Resumed { .. } | DrainAction::NotDrained => node.set_drained(None),
-            DrainAction::Nothing | DrainAction::LeftDrained { .. } => {}
+            DrainAction::Drain { .. } | DrainAction::StillDrained { .. } => {
+                node.set_drained(Some(now))
+            }
+            // Someone else's drain (or none): not ours to lift, ever.
+            DrainAction::Resumed { .. }
+            | DrainAction::NotDrained
+            | DrainAction::LeftDrained { .. } => node.set_drained(None),
+            DrainAction::Nothing => {}
         }
     }
 
@@ -70,6 +83,9 @@ impl DrainAction {
         match self {
             DrainAction::Nothing => None,
             DrainAction::Drain { reason } => Some(format!("drained {node}: {reason}")),
+            DrainAction::StillDrained { reason } => {
+                Some(format!("{node} stays drained by slurm-imex: {reason}"))
+            }
             DrainAction::Resumed { was } => Some(format!("resumed {node} (was: {was})")),
             DrainAction::NotDrained => Some(format!("{node} is not drained")),
             DrainAction::LeftDrained { reason } => Some(format!(
@@ -79,26 +95,51 @@ impl DrainAction {
     }
 }
 
-/// Decide and do what a verdict means for `node` at `hook`. `drain_reason`
-/// is the verdict's drain reason (`health::drain_reason`: None unless a
-/// finding is drain-class). In the prolog and epilog a failing scontrol is
-/// logged (the hook's exit status still takes the node out of service); in
-/// `check` it is the command's error.
+/// Decide and do what a verdict means for `node` in a prolog or epilog.
+/// `drain_reason` is the verdict's drain reason (`health::drain_reason`:
+/// None unless a finding is drain-class). A failing scontrol is logged: the
+/// hook's exit status still takes the node out of service.
 pub fn act(
     cfg: &HealthConfig,
     node: &str,
     drain_reason: Option<String>,
     hook: Hook,
+) -> DrainAction {
+    match (hook, drain_reason) {
+        (Hook::Prolog, Some(reason)) => hook_drain(cfg, node, reason),
+        (Hook::Epilog, Some(reason)) if cfg.drain_from_epilog => hook_drain(cfg, node, reason),
+        _ => DrainAction::Nothing,
+    }
+}
+
+/// What `slurm-imex check` does to `slurm`'s node for a verdict, given the
+/// node's `standing`: `--drain` drains on a drain finding unless we already
+/// have; `--undrain` resumes a passing node drained with our reason. Slurm
+/// is read only when the standing cannot answer; its errors are the
+/// command's.
+pub fn act_on_check(
+    slurm: &NodeRead,
+    standing: &NodeState,
+    drain_reason: Option<String>,
     flags: CheckFlags,
 ) -> Result<DrainAction> {
-    match (hook, drain_reason) {
-        (Hook::Prolog, Some(reason)) => Ok(hook_drain(cfg, node, reason)),
-        (Hook::Epilog, Some(reason)) if cfg.drain_from_epilog => Ok(hook_drain(cfg, node, reason)),
-        (Hook::Check, Some(reason)) if flags.drain => {
+    let (cfg, node) = (slurm.config(), slurm.node());
+    match drain_reason {
+        Some(reason) if flags.drain => {
+            if standing.drained_since.is_some() {
+                return Ok(DrainAction::StillDrained { reason });
+            }
             slurm_node::drain(cfg, node, &reason)?;
             Ok(DrainAction::Drain { reason })
         }
-        (Hook::Check, None) if flags.undrain => undrain(cfg, node),
+        None if flags.undrain => {
+            let known_in_service =
+                standing.drained_since.is_none() && standing.slurm_read_at.is_some();
+            if known_in_service {
+                return Ok(DrainAction::Nothing);
+            }
+            resume_if_ours(cfg, node, slurm.get()?)
+        }
         _ => Ok(DrainAction::Nothing),
     }
 }
@@ -114,19 +155,25 @@ fn hook_drain(cfg: &HealthConfig, node: &str, reason: String) -> DrainAction {
     DrainAction::Drain { reason }
 }
 
-/// Resume `node` only if its drain reason is ours.
+/// Resume `node` only if its drain reason is ours (`slurm-imex undrain`:
+/// always asks).
 pub fn undrain(cfg: &HealthConfig, node: &str) -> Result<DrainAction> {
-    let status = slurm_node::node_status(cfg, node)?;
+    resume_if_ours(cfg, node, &slurm_node::node_status(cfg, node)?)
+}
+
+/// Resume `node`, as Slurm holds it (`status`), only if it is drained with
+/// our reason.
+fn resume_if_ours(cfg: &HealthConfig, node: &str, status: &NodeStatus) -> Result<DrainAction> {
     if !status.is_drained() {
         return Ok(DrainAction::NotDrained);
     }
-    match status.reason {
+    match &status.reason {
         Some(was) if was.starts_with(DRAIN_PREFIX) => {
             slurm_node::resume(cfg, node)?;
-            Ok(DrainAction::Resumed { was })
+            Ok(DrainAction::Resumed { was: was.clone() })
         }
         other => Ok(DrainAction::LeftDrained {
-            reason: other.unwrap_or_default(),
+            reason: other.clone().unwrap_or_default(),
         }),
     }
 }
@@ -177,75 +224,105 @@ mod tests {
         let findings = [finding(Severity::Warn), finding(Severity::Drain)];
         let reason = findings[1].reason();
         let drain = || drain_reason(&findings);
-        let warn_only = drain_reason(&findings[..1]);
-        assert_eq!(warn_only, None);
-        let none = CheckFlags::default();
+        assert_eq!(drain_reason(&findings[..1]), None);
         // Prolog: fails, and sets the reason only when asked to.
         cfg.set_drain_reason = false;
-        let a = act(&cfg, "n1", drain(), Hook::Prolog, none).unwrap();
+        let a = act(&cfg, "n1", drain(), Hook::Prolog);
         assert_eq!(a.hook_failure(), Some(reason.as_str()));
         assert_eq!(calls(d.path()), "");
         cfg.set_drain_reason = true;
-        act(&cfg, "n1", drain(), Hook::Prolog, none).unwrap();
+        act(&cfg, "n1", drain(), Hook::Prolog);
         assert!(calls(d.path()).contains("State=DRAIN Reason=imex-health: xid"));
         // Epilog: only with drain_from_epilog.
         cfg.drain_from_epilog = false;
-        let a = act(&cfg, "n1", drain(), Hook::Epilog, none).unwrap();
-        assert_eq!(a, DrainAction::Nothing);
+        assert_eq!(act(&cfg, "n1", drain(), Hook::Epilog), DrainAction::Nothing);
         cfg.drain_from_epilog = true;
-        let a = act(&cfg, "n1", drain(), Hook::Epilog, none).unwrap();
+        let a = act(&cfg, "n1", drain(), Hook::Epilog);
         assert_eq!(a.hook_failure(), Some(reason.as_str()));
-        // Check: only when asked; warnings never drain.
-        let a = act(&cfg, "n1", drain(), Hook::Check, none).unwrap();
-        assert_eq!(a, DrainAction::Nothing);
-        let flags = CheckFlags {
-            drain: true,
-            undrain: false,
-        };
-        let a = act(&cfg, "n1", warn_only, Hook::Check, flags).unwrap();
-        assert_eq!(a, DrainAction::Nothing);
-        let a = act(&cfg, "n1", drain(), Hook::Check, flags).unwrap();
-        assert_eq!(a.describe("n1").unwrap(), format!("drained n1: {reason}"));
     }
 
     #[test]
-    fn only_our_drains_are_resumed_and_the_standing_follows() {
+    fn check_drains_once_when_asked_and_never_for_a_warning() {
         let d = tempfile::tempdir().unwrap();
-        let flags = CheckFlags {
+        let cfg = scontrol(d.path(), "IDLE", "");
+        let slurm = NodeRead::new(&cfg, "n1");
+        let mut standing = NodeState::default();
+        let findings = [finding(Severity::Warn), finding(Severity::Drain)];
+        let drain = CheckFlags {
+            drain: true,
+            undrain: false,
+        };
+        let none = CheckFlags::default();
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), none).unwrap();
+        assert_eq!(a, DrainAction::Nothing);
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings[..1]), drain).unwrap();
+        assert_eq!(a, DrainAction::Nothing);
+        assert_eq!(calls(d.path()), "");
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), drain).unwrap();
+        let reason = findings[1].reason();
+        assert_eq!(a.describe("n1").unwrap(), format!("drained n1: {reason}"));
+        assert_eq!(calls(d.path()).lines().count(), 1, "one update, no read");
+        a.record(&mut standing, 100);
+        // The next run with the same finding: already ours, Slurm not asked.
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), drain).unwrap();
+        assert!(matches!(a, DrainAction::StillDrained { .. }));
+        assert_eq!(calls(d.path()).lines().count(), 1);
+        assert!(!slurm.asked());
+    }
+
+    #[test]
+    fn only_our_drains_are_resumed_and_a_known_standing_asks_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let undrain = CheckFlags {
             drain: false,
             undrain: true,
         };
         let ours = scontrol(d.path(), "IDLE+DRAIN", "imex-health: xid: XID 79");
-        let a = act(&ours, "n1", None, Hook::Check, flags).unwrap();
+        // Not read since boot: one read, then the resume.
+        let mut standing = NodeState::default();
+        let a = act_on_check(&NodeRead::new(&ours, "n1"), &standing, None, undrain).unwrap();
         assert_eq!(
             a,
             DrainAction::Resumed {
                 was: "imex-health: xid: XID 79".into()
             }
         );
-        assert!(calls(d.path()).contains("NodeName=n1 State=RESUME"));
-        let mut node = NodeState::default();
-        DrainAction::Drain { reason: "r".into() }.record(&mut node, 100);
-        DrainAction::Drain { reason: "r".into() }.record(&mut node, 200);
-        assert_eq!(node.drained_since, Some(100));
-        a.record(&mut node, 300);
-        assert_eq!(node.drained_since, None);
+        assert_eq!(
+            calls(d.path()),
+            "show node n1 -o\nupdate NodeName=n1 State=RESUME\n"
+        );
+        a.record(&mut standing, 300);
+        standing.slurm_read_at = Some(300);
+        assert_eq!(standing.drained_since, None);
+        // In service and known to be: nothing asked, nothing done.
+        let slurm = NodeRead::new(&ours, "n1");
+        let a = act_on_check(&slurm, &standing, None, undrain).unwrap();
+        assert_eq!(a, DrainAction::Nothing);
+        assert!(!slurm.asked());
+        assert_eq!(calls(d.path()).lines().count(), 2);
+        // Drained by us since: read, confirmed, resumed.
+        DrainAction::Drain { reason: "r".into() }.record(&mut standing, 400);
+        DrainAction::Drain { reason: "r".into() }.record(&mut standing, 500);
+        assert_eq!(standing.drained_since, Some(400));
+        let a = act_on_check(&NodeRead::new(&ours, "n1"), &standing, None, undrain).unwrap();
+        assert!(matches!(a, DrainAction::Resumed { .. }));
 
         let d = tempfile::tempdir().unwrap();
         let admins = scontrol(d.path(), "IDLE+DRAIN", "bad fan");
-        let a = act(&admins, "n1", None, Hook::Check, flags).unwrap();
+        let a = act_on_check(&NodeRead::new(&admins, "n1"), &standing, None, undrain).unwrap();
         assert_eq!(
             a.describe("n1").unwrap(),
             "n1 left drained: its reason is not ours (bad fan)"
         );
         assert!(!calls(d.path()).contains("RESUME"));
-        let mut node = NodeState {
-            drained_since: Some(5),
-            ..NodeState::default()
-        };
-        a.record(&mut node, 9);
-        assert_eq!(node.drained_since, Some(5));
+        // Not ours: the standing stops asking.
+        a.record(&mut standing, 600);
+        assert_eq!(standing.drained_since, None);
         let idle = scontrol(d.path(), "IDLE", "");
-        assert_eq!(undrain(&idle, "n1").unwrap(), DrainAction::NotDrained);
+        assert_eq!(undrain_node(&idle), DrainAction::NotDrained);
+    }
+
+    fn undrain_node(cfg: &HealthConfig) -> DrainAction {
+        undrain(cfg, "n1").unwrap()
     }
 }

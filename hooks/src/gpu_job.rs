@@ -11,7 +11,9 @@ use slurm_imex_core::config::{Config, GpuJobs};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
+use slurm_imex_core::imex::job_record::JobRecord;
 use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_core::slurm_node::NodeRead;
 use slurm_imex_core::state::StateDir;
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::clique::node_clique;
@@ -42,6 +44,9 @@ pub enum GpuOutcome {
         /// Set when the verdict is DRAIN.
         drain_reason: Option<String>,
         warnings: Vec<String>,
+        /// The node's NVLink clique as its GPUs report it (the prolog's
+        /// gate), when they report a trusted one.
+        clique: Option<String>,
     },
 }
 
@@ -105,34 +110,38 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
         );
     }
     gate.advance_checkpoint(&state);
-    publish_clique(cfg, &state, &job.node_name, &gate);
+    let clique = node_clique(&gate.snapshots);
+    if let Some(clique) = &clique {
+        publish_clique(cfg, &state, &job.node_name, clique);
+    }
     GpuOutcome::Done {
         verdict,
         drain_reason: drain_reason(&gate.findings),
         warnings: reasons(&gate.findings, Severity::Warn),
+        clique,
     }
 }
 
 /// Publish this node's NVLink clique in Slurm when it differs from what we
-/// published last (a job pays no RPC otherwise). Best effort: the health
-/// check publishes it too.
-fn publish_clique(cfg: &Config, state: &StateDir, node: &str, gate: &GateResult) {
-    let Some(clique) = node_clique(&gate.snapshots) else {
-        return;
-    };
-    if let Err(e) = slurm_imex_core::clique::publish(&cfg.health, state, node, &clique, false) {
+/// published since boot (a job pays no RPC otherwise; with slurm-imex check
+/// as HealthCheckProgram, which slurmd runs at its start, not even the
+/// first). Best effort.
+fn publish_clique(cfg: &Config, state: &StateDir, node: &str, clique: &str) {
+    let slurm = NodeRead::new(&cfg.health, node);
+    if let Err(e) = slurm_imex_core::clique::publish(state, &slurm, clique) {
         // Not on stderr, which carries a hook's one failure line.
         tracing::info!("NVLink clique of {node} not published (slurm-imex check will): {e}");
     }
 }
 
 /// After the job: deltas, XIDs during the job, post-job verdict, record.
-/// `imex_domain` is the NVLink block of the job's IMEX domain here, if any.
-/// Also returns the row it recorded (for the journal event).
+/// `imex` is what the prolog recorded of the job's IMEX domain here, if
+/// any (its NVLink block and where its members came from). Also returns the
+/// row it recorded (for the journal event).
 pub fn epilog(
     job: &JobEnv,
     cfg: &Config,
-    imex_domain: Option<String>,
+    imex: Option<&JobRecord>,
 ) -> (GpuOutcome, Option<JobRow>) {
     let state = StateDir::of(cfg);
     let path = state.gpu_start_path(job.job_id);
@@ -155,7 +164,8 @@ pub fn epilog(
         return (GpuOutcome::Skipped(NO_GPU), None);
     }
     let mut row = job_row(job, start.as_ref(), &gate);
-    row.imex_domain = imex_domain;
+    row.imex_domain = imex.and_then(|r| r.domain.clone());
+    row.imex_rack_source = imex.and_then(|r| r.rack_source.clone());
     if let Err(e) = record(cfg, &row) {
         slurm_imex_core::logging::report_error(&format!(
             "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
@@ -170,6 +180,7 @@ pub fn epilog(
         verdict: verdict_of(&gate.findings),
         drain_reason: drain_reason(&gate.findings),
         warnings: reasons(&gate.findings, Severity::Warn),
+        clique: None,
     };
     (outcome, Some(row))
 }
@@ -225,6 +236,7 @@ fn job_row(job: &JobEnv, start: Option<&StartState>, gate: &GateResult) -> JobRo
         end_ts: Some(now_s()),
         imex: job.imex_requested,
         imex_domain: None,
+        imex_rack_source: None,
         prolog: start.map(|s| s.prolog.clone()),
         epilog: Some(HookVerdict {
             verdict: verdict_of(&gate.findings),

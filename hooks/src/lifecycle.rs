@@ -10,7 +10,7 @@ use slurm_imex_core::imex::domain::{self, SetupOutcome, TeardownOutcome};
 use slurm_imex_core::slurm_env::JobEnv;
 use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
-use slurm_imex_gpu::drain::{self, CheckFlags, DrainAction};
+use slurm_imex_gpu::drain::{self, DrainAction};
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobdb::{journal, metrics};
 
@@ -51,6 +51,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
                 verdict: Verdict::Drain,
                 drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
                 warnings: Vec::new(),
+                clique: None,
             });
             (gate, Some(domain))
         })
@@ -58,9 +59,11 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         // Nothing to overlap with: no thread (a panic is caught by run_from_env).
         (gpu_job::prolog(job, cfg), None)
     };
-    if let Some(reason) = act_on_gate(&gate, job, cfg, Hook::Prolog).hook_failure() {
+    let action = act_on_gate(&gate, job, cfg, Hook::Prolog);
+    if let Some(reason) = action.hook_failure() {
         // A drain-class finding: the node must not take the job.
         exit.fail(format!("slurm-imex-prolog: {reason}"));
+        note_drained(cfg, &action);
         if domain.is_some() {
             if let Err(e) = domain::teardown(job.job_id, cfg) {
                 exit.fail(format!(
@@ -70,7 +73,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         }
         return exit;
     }
-    match domain {
+    match domain.map(|d| check_own_clique(d, &gate, job, cfg)) {
         None => {}
         Some(SetupOutcome::Ready { waited }) => {
             tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP")
@@ -89,6 +92,43 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     exit
 }
 
+/// A domain that formed is still refused when the rack map contradicts
+/// the clique this node's GPUs report (the gate read it, beside the
+/// domain's start): the job fails naming both, the node stays up.
+fn check_own_clique(
+    domain: SetupOutcome,
+    gate: &GpuOutcome,
+    job: &JobEnv,
+    cfg: &Config,
+) -> SetupOutcome {
+    let (
+        SetupOutcome::Ready { .. },
+        GpuOutcome::Done {
+            clique: Some(live), ..
+        },
+    ) = (&domain, gate)
+    else {
+        return domain;
+    };
+    match domain::refuse_for_own_clique(job, cfg, live) {
+        Ok(None) => domain,
+        Ok(Some(cause)) => SetupOutcome::JobFailure(cause),
+        // Without its record the plugin cannot let the job run: as in setup.
+        Err(e) => SetupOutcome::NodeFault(format!("cannot record the IMEX job state: {e}")),
+    }
+}
+
+/// A prolog's drain finding is in the node's standing, so the next `check
+/// --undrain` knows to ask Slurm whether it may lift it. Best effort.
+fn note_drained(cfg: &Config, action: &DrainAction) {
+    let state = StateDir::of(cfg);
+    let mut node = NodeState::load(&state);
+    action.record(&mut node, now_s());
+    if let Err(e) = node.save(&state) {
+        tracing::warn!("cannot note the drain in the node's standing: {e}");
+    }
+}
+
 /// Have the drain decision act on the GPU side's verdict. A verdict that
 /// does not fail the hook is logged: its warnings, and the verdict or why
 /// the GPU side was skipped.
@@ -97,14 +137,7 @@ fn act_on_gate(gate: &GpuOutcome, job: &JobEnv, cfg: &Config, hook: Hook) -> Dra
         GpuOutcome::Done { drain_reason, .. } => drain_reason.clone(),
         GpuOutcome::Skipped(_) => None,
     };
-    let flags = CheckFlags::default();
-    let action = drain::act(&cfg.health, &job.node_name, reason.clone(), hook, flags)
-        // A hook's action cannot fail (only `check` propagates scontrol's
-        // errors); should it, the finding still fails the hook.
-        .unwrap_or_else(|e| {
-            tracing::warn!("{e}");
-            reason.map_or(DrainAction::Nothing, |reason| DrainAction::Drain { reason })
-        });
+    let action = drain::act(&cfg.health, &job.node_name, reason, hook);
     if action.hook_failure().is_none() {
         log_gate(gate, hook);
     }
@@ -143,11 +176,11 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
     // removes its record.
     let record = state.read_record(job.job_id).ok().flatten();
     let prolog_ms = record.as_ref().and_then(|r| r.prolog_ms);
-    let imex_domain = record.and_then(|r| r.domain);
+    let imex_domain = record.as_ref().and_then(|r| r.domain.clone());
     if job.imex_requested {
         teardown_domain(job, cfg, &mut exit);
     }
-    let (outcome, row) = gpu_job::epilog(job, cfg, imex_domain.clone());
+    let (outcome, row) = gpu_job::epilog(job, cfg, record.as_ref());
     let action = act_on_gate(&outcome, job, cfg, Hook::Epilog);
     if let Some(reason) = action.hook_failure() {
         exit.fail(format!("slurm-imex-epilog: {reason}"));

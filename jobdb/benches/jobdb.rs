@@ -32,6 +32,7 @@ fn job(id: u32, start: i64) -> JobRow {
         end_ts: Some(start + 3600),
         imex: id.is_multiple_of(3),
         imex_domain: None,
+        imex_rack_source: None,
         prolog: Some(HookVerdict { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
         epilog: Some(HookVerdict {
             verdict,

@@ -179,6 +179,11 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN imex_domain TEXT;
     "#,
+    // v4: the file that domain's members came from (the topology file, or
+    // the rack map with its sha256), to compare between nodes afterwards.
+    r#"
+    ALTER TABLE jobs ADD COLUMN imex_rack_source TEXT;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

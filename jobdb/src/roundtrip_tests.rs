@@ -23,6 +23,7 @@ pub(crate) fn job(
         end_ts: Some(start + 60),
         imex: false,
         imex_domain: None,
+        imex_rack_source: None,
         prolog: Some(HookVerdict { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
         epilog: Some(HookVerdict {
             verdict,
@@ -64,6 +65,19 @@ fn all() -> HistoryFilter {
         limit: 100,
         ..Default::default()
     }
+}
+
+#[test]
+fn an_imex_domain_and_where_its_members_came_from_round_trip() {
+    let (_d, mut db) = db();
+    let mut j = job(8, "n1", 1_000, &["S1"], Verdict::Pass);
+    j.imex = true;
+    j.imex_domain = Some("rack1".into());
+    j.imex_rack_source = Some("/etc/slurm/imex-racks.toml (sha256 0123456789ab)".into());
+    db.record_job(&j).unwrap();
+    let shown = db.show(8).unwrap();
+    assert_eq!(shown[0].imex_domain, j.imex_domain);
+    assert_eq!(shown[0].imex_rack_source, j.imex_rack_source);
 }
 
 #[test]

@@ -40,6 +40,10 @@ pub struct JobRow {
     /// domain was the whole job (no rack source), or without --imex.
     #[serde(default)]
     pub imex_domain: Option<String>,
+    /// The file that domain's members came from: the topology file, or the
+    /// rack map with its sha256 (`<path> (sha256 <12 hex>)`).
+    #[serde(default)]
+    pub imex_rack_source: Option<String>,
     pub prolog: Option<HookVerdict>,
     pub epilog: Option<HookVerdict>,
     pub gpus: Vec<GpuRecord>,
@@ -180,8 +184,8 @@ fn replace_job_row(tx: &rusqlite::Transaction, row: &JobRow) -> rusqlite::Result
     tx.execute(
         "INSERT INTO jobs (job_id, node, user, uid, start_ts, end_ts, imex, verdict,
             prolog_verdict, prolog_reasons, prolog_ms, epilog_verdict, epilog_reasons, epilog_ms,
-            imex_domain)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+            imex_domain, imex_rack_source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
         params![
             row.job_id,
             row.node,
@@ -197,7 +201,8 @@ fn replace_job_row(tx: &rusqlite::Transaction, row: &JobRow) -> rusqlite::Result
             ev,
             er,
             em,
-            row.imex_domain
+            row.imex_domain,
+            row.imex_rack_source
         ],
     )?;
     Ok((tx.last_insert_rowid(), existed))

@@ -154,6 +154,8 @@ REPORT
   for key in "manager = \"$([ -n "${E2E_SYSTEMD_ROOTFS:-}" ] && echo systemd || echo process)\"" 'proc_devices = "/run/fakehw' 'source = "map"'; do
     grep -qF "$key" "$C/etc-slurm/imex.toml" || { echo "cluster_install: imex.toml override '$key' did not apply" >&2; return 1; }
   done
+  # What reset_nodes puts back before each test.
+  cp -p "$C/etc-slurm/imex.toml" "$C/imex.toml.pristine"
 
   : > "$C/etc-slurm/imex-addresses.toml"
   for i in $(seq 1 "$E2E_NODES"); do echo "n$i = \"$(node_ip "$i")\"" >> "$C/etc-slurm/imex-addresses.toml"; done
@@ -189,6 +191,9 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
+# Job ids wrap within the 2047 IMEX channels, as [imex] domain = "rack"
+# with slurm-imex's channels requires (imex::rack_channels).
+MaxJobId=2047
 MailProg=/bin/true
 SchedulerParameters=sched_interval=1
 CONF

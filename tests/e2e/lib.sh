@@ -81,8 +81,11 @@ wait_node_free() { # node timeout
 
 reset_nodes() {
   local i
-  sed -i -e 's/^channels = .*/channels = "auto"/' -e 's/^span = .*/span = "split"/' -e 's/^domain = .*/domain = "job"/' \
-      -e 's/^topology = .*/topology = "auto"/' "$C/etc-slurm/imex.toml"
+  # A job an earlier failing test left holding its nodes would stall this one.
+  squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null
+  # The config as cluster_install rendered it, and no rack map.
+  cp -p "$C/imex.toml.pristine" "$C/etc-slurm/imex.toml"
+  rm -f "$C/etc-slurm/imex-racks.toml"
   for i in $(seq 1 "$E2E_NODES"); do
     rm -f "$C/nodes/n$i/run-imex/fake-fault" "$C/nodes/n$i/clique"
     write_scenario "$i"

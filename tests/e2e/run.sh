@@ -27,6 +27,7 @@ source "$HERE/fleet.sh"
 source "$HERE/containers.sh"
 source "$HERE/upgrade.sh"
 source "$HERE/systemd.sh"
+source "$HERE/controller.sh"
 
 # The script every test task runs: one line of facts (cluster.sh).
 REPORT=$C/bin/imex-report
@@ -549,57 +550,6 @@ test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing() {
   expect_nodes_up_and_idle
 }
 
-# Every node publishes its NVLink clique (the HealthCheckProgram path).
-publish_cliques() {
-  local i; for i in $(seq 1 "$E2E_NODES"); do
-    expect_contains "$(cli "$i" check 2>&1)" "published in Slurm's node Extra" "n$i publishes its clique"
-  done
-}
-
-test_published_cliques_split_a_job_without_a_topology_file() {
-  publish_cliques
-  expect_contains "$(scontrol show node n3 -o)" "\"nvlink_clique\":\"$CLUSTER_UUID.2\"" "n3's Extra holds its clique"
-  sed -i 's/^topology = .*/topology = "none"/' "$C/etc-slurm/imex.toml"
-  local id i want line out
-  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
-  wait_started "$id" || fail "job $id never started its step"
-  expect_rack_nodes_configs
-  release "$id"
-  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
-  out=$(cat "$C/out/$id.out")
-  for i in 1 2 3 4; do
-    line=$(grep "^NODE=n$i " <<<"$out")
-    case $i in 1|2) want="DOM=$CLUSTER_UUID.1 DOMN=n[1-2]";; *) want="DOM=$CLUSTER_UUID.2 DOMN=n[3-4]";; esac
-    expect_contains "$line" "$want" "n$i names its clique as its domain"
-  done
-  for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
-}
-
-test_a_topology_file_that_contradicts_the_fabric_fails_the_job_and_check_lists_it() {
-  # n2 is cabled into the second rack, but the topology file puts it in b1.
-  echo 2 > "$C/nodes/n2/clique"; write_scenario 2
-  publish_cliques
-  local i; for i in 1 2 3 4; do rm -f "$C/nodes/n$i/run-imex/nvidia-imex.log"; done
-  local id err check rc
-  id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
-  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
-  err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
-  expect_contains "$err" "block b1 holds 2 NVLink cliques: n1 (clique $CLUSTER_UUID.1), n2 (clique $CLUSTER_UUID.2)" "the message names the nodes and their cliques"
-  expect_contains "$err" "topology." "the message names the topology file"
-  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job did not run"
-  expect_nodes_up_and_idle
-  for i in 1 2 3 4; do
-    [ -e "$C/nodes/n$i/run-imex/nvidia-imex.log" ] && fail "an IMEX daemon started on n$i"
-  done
-  check=$(cli 1 topology --check); rc=$?
-  sed 's/^/      | /' <<<"$check"
-  expect_eq "$rc" 1 "topology --check exits 1"
-  expect_contains "$check" "block b1 holds 2 NVLink cliques" "topology --check lists the split block"
-  expect_contains "$check" "NVLink clique $CLUSTER_UUID.2 spans 2 blocks: n2 (block b1), n3 (block b2), n4 (block b2)" "topology --check lists the spanning clique"
-}
-
 test_slurm_accepts_the_topology_the_fabric_describes() {
   publish_cliques
   local f ext out
@@ -723,6 +673,9 @@ main() {
       test_xid_79_before_a_job_drains_the_node
       test_xid_during_job_is_recorded_with_its_class
       test_64_concurrent_epilogs_lose_no_rows
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time
+      test_doctor_reads_the_nodes_slurm_conf_when_the_controller_is_away
     );;
     # Beside switch/nvidia_imex: channels, plus the domain, readiness gate,
     # blame and teardown exactly as without it.
@@ -734,6 +687,8 @@ main() {
       test_peer_that_never_connects_fails_job_without_draining
       test_local_daemon_crash_drains_only_its_node
       test_prolog_killed_midway_then_epilog_restores_idle
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time
     );;
     # Fault figures (tests/e2e/faults.sh).
     faults) tests=(
@@ -754,10 +709,15 @@ main() {
       test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing
       test_span_refuse_fails_a_job_across_two_blocks_before_any_daemon_starts
       test_imex_job_inside_one_block_runs
-      test_published_cliques_split_a_job_without_a_topology_file
-      test_a_topology_file_that_contradicts_the_fabric_fails_the_job_and_check_lists_it
+      test_rack_map_splits_a_job_without_a_topology_file
+      test_a_topology_file_that_contradicts_the_rack_map_fails_the_job_and_check_lists_it
+      test_a_rack_map_that_contradicts_a_nodes_gpus_fails_the_job
       test_slurm_accepts_the_topology_the_fabric_describes
       test_rack_wide_domains_outlive_jobs_and_share_a_node_by_channel
+      test_rack_wide_channels_never_collide
+      test_a_slow_controller_changes_no_rack
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time
     );;
     containers) tests=(
       test_container_sees_only_its_channel_with_enroots_default_dev

@@ -54,6 +54,10 @@ pub struct Config {
     /// failing hook says one line); `slurm-imex status` prints them.
     #[serde(skip)]
     pub deprecations: Vec<String>,
+    /// The file this config was read from (None: defaults, no file). Paths
+    /// that default to "beside imex.toml" are found from it.
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// What slurm-imex keeps on the node itself.
@@ -135,6 +139,9 @@ pub struct ImexConfig {
     pub state_dir: Option<PathBuf>,
     /// Upper bound on the hosts one job's hostlist may expand to.
     pub max_nodes: usize,
+    /// The rack map (`crate::rack_map`): "auto" (imex-racks.toml beside
+    /// this file, when it exists), "none", or a path (must exist).
+    pub rack_map: AutoPath,
     pub daemon: DaemonConfig,
     pub addresses: AddressesConfig,
 }
@@ -155,6 +162,7 @@ impl Default for ImexConfig {
             ready_poll_max: HumanDuration(Duration::from_secs(1)),
             state_dir: None,
             max_nodes: 4096,
+            rack_map: AutoPath::Auto,
             daemon: DaemonConfig::default(),
             addresses: AddressesConfig::default(),
         }
@@ -630,7 +638,8 @@ impl Config {
             ))
         })?;
         let text = utf8_config(bytes, &path)?;
-        let config = Config::parse(&text, &path)?;
+        let mut config = Config::parse(&text, &path)?;
+        config.source = Some(absolute);
         for line in &config.deprecations {
             crate::logging::warn_to_journal(&format!("slurm-imex: {line}"));
         }

@@ -190,6 +190,10 @@ pub struct NotReady {
     pub not_ready: Vec<usize>,
     /// Peers this node reports as not CONNECTED (when it reports connections).
     pub not_connected: Vec<usize>,
+    /// Of those, the peers whose node map differs from this node's (`!M!`,
+    /// NODE_MAP_MISMATCH: the daemons disabled communication). Nodes that
+    /// read different rack files get this, not a peer fault.
+    pub map_mismatch: Vec<usize>,
 }
 
 /// Decide readiness for a domain of `node_count` nodes in which this node has
@@ -228,6 +232,14 @@ pub fn assess_members(
             .collect(),
         _ => Vec::new(),
     };
+    let map_mismatch: Vec<usize> = match status.nodes.get(&local) {
+        Some(n) => not_connected
+            .iter()
+            .copied()
+            .filter(|p| n.connections.get(p).is_some_and(|s| is_map_mismatch(s)))
+            .collect(),
+        None => Vec::new(),
+    };
     let up = status.domain == "UP" || !need_up;
     if up && not_ready.is_empty() && not_connected.is_empty() {
         Readiness::Ready
@@ -237,8 +249,16 @@ pub fn assess_members(
             local_ready: is_ready(&local),
             not_ready,
             not_connected,
+            map_mismatch,
         })
     }
+}
+
+/// A connection status that says the two nodes' maps differ: the text
+/// table's `!M!` (read as NODE_MAP_MISMATCH), or any JSON spelling of it.
+fn is_map_mismatch(status: &str) -> bool {
+    let s = status.to_ascii_uppercase();
+    s.contains("MAP") && s.contains("MISMATCH")
 }
 
 /// Client for one daemon config.
@@ -367,6 +387,24 @@ mod tests {
         // A domain that says UP but misses a configured node is not ready.
         let s = parse_domain_json(r#"{"nodes":{"0":{"status":"READY"}},"status":"UP"}"#).unwrap();
         assert!(matches!(assess(&s, 2, 0), Readiness::NotReady(_)));
+    }
+
+    #[test]
+    fn a_peer_with_another_node_map_is_named_as_such() {
+        let j = r#"{"nodes":{"0":{"status":"READY","connections":{"1":{"status":"NODE_MAP_MISMATCH"},
+                   "2":{"status":"CONNECTED"}}},"1":{"status":"READY"},"2":{"status":"READY"}},
+                   "status":"DEGRADED"}"#;
+        match assess(&parse_domain_json(j).unwrap(), 3, 0) {
+            Readiness::NotReady(n) => {
+                assert_eq!((n.not_connected, n.map_mismatch), (vec![1], vec![1]))
+            }
+            r => panic!("{r:?}"),
+        }
+        let t = "Nodes:\nNode #0   - 10.0.0.1 - READY - Version: 580\nNode #1   - 10.0.0.2 - READY - Version: 580\n\n Nodes From\\To  0   1\n       0        C   !M!\n       1        !M! C\n\nDomain State: DEGRADED\n";
+        match assess(&parse_domain_text(t).unwrap(), 2, 0) {
+            Readiness::NotReady(n) => assert_eq!(n.map_mismatch, vec![1]),
+            r => panic!("{r:?}"),
+        }
     }
 
     #[test]

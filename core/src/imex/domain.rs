@@ -54,6 +54,7 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> SetupOutcome {
         server_port: 0,
         nodes: Vec::new(),
         domain: None,
+        rack_source: None,
         outcome: Outcome::Ready { waited_ms: 0 },
         prolog_ms: None,
     };
@@ -118,6 +119,7 @@ fn setup_inner(
     }
     record.nodes = domain.nodes.clone();
     record.domain = domain.name.clone();
+    record.rack_source = domain.source.clone();
     let addrs = match domain_addresses(cfg, &domain)? {
         Ok(a) => a,
         Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
@@ -155,9 +157,10 @@ pub(super) fn domain_addresses(
 }
 
 /// The job's hosts that form this node's IMEX domain, in Slurm's order: a
-/// valid hostlist that holds this node, cut to this node's NVLink block
-/// (`[imex] span = "split"`), or refused when it spans blocks (`"refuse"`).
-/// The inner `Err` is the job's problem.
+/// valid hostlist that holds this node, cut to this node's NVLink domain by
+/// the rack files on this node (`crate::racks`; no controller call), or
+/// refused when it spans racks and `[imex] span = "refuse"`. The inner
+/// `Err` is the job's problem.
 fn nvlink_domain(
     job: &JobEnv,
     cfg: &Config,
@@ -173,23 +176,24 @@ fn nvlink_domain(
             crate::text::cap(&job.node_list, crate::text::PIECE_MAX)
         )));
     }
-    let racks = RackSources::read(cfg, &job.node_list, &nodes)?;
+    let racks = RackSources::read(cfg)?;
     if let Some(cause) = racks.disagreement(&nodes) {
         return Ok(Err(cause));
     }
     let domain = racks.domain_of(node, &nodes);
     let chosen = match (cfg.imex.span, &racks.blocks) {
         (Span::Split, _) => Ok(domain),
-        (Span::Refuse, Some(blocks)) => blocks
+        (Span::Refuse, Some(blocks)) if blocks.block_of(&nodes).is_some() => blocks
             .check_one_block(&nodes)
             .map(|()| NvlinkDomain::whole_job(nodes)),
-        (Span::Refuse, None) if domain.nodes.len() < nodes.len() => Err(format!(
-            "the job's nodes span more than one NVLink clique (published in each node's Slurm \
-             Extra; this node {node} is in {}); one IMEX domain must stay in one rack: submit \
-             with --segment=<nodes per job>, or to a partition per rack",
+        (Span::Refuse, _) if domain.nodes.len() < nodes.len() => Err(format!(
+            "the job's nodes span more than one NVLink rack (the rack map {}; this node {node} \
+             is in {}); one IMEX domain must stay in one rack: submit with --segment=<nodes per \
+             job>, or to a partition per rack",
+            domain.source.as_deref().unwrap_or("-"),
             domain.name.as_deref().unwrap_or("none")
         )),
-        (Span::Refuse, None) => Ok(NvlinkDomain::whole_job(nodes)),
+        (Span::Refuse, _) => Ok(NvlinkDomain::whole_job(nodes)),
     };
     Ok(chosen.map(|domain| (racks, domain)))
 }
@@ -441,6 +445,22 @@ impl DomainPlan {
         let waited = humantime::format_duration(cfg.imex.ready_timeout.0);
         let name = |i: &usize| format!("{} ({})", nodes[*i], addrs[*i]);
         match last {
+            Some(n) if n.local_ready && !n.map_mismatch.is_empty() => {
+                let list: Vec<String> = n.map_mismatch.iter().map(name).collect();
+                Ok(SetupOutcome::JobFailure(format!(
+                    "IMEX domain of job {}{block} not ready after {waited}: {} hold(s) another \
+                     node map (NODE_MAP_MISMATCH): the nodes disagree on who is in this domain; \
+                     this node {node} put {} in it from {}: every node must read the same \
+                     topology file and rack map (compare `sha256sum` of them on these nodes)",
+                    job.job_id,
+                    crate::text::summarize_list(&list, crate::text::PIECE_MAX),
+                    crate::hostlist::compress(nodes),
+                    domain
+                        .source
+                        .as_deref()
+                        .unwrap_or("the job's node list alone (no rack file)")
+                )))
+            }
             Some(n) if n.local_ready => {
                 let mut culprits: Vec<usize> = n.not_ready.clone();
                 culprits.extend(n.not_connected.iter().filter(|i| !n.not_ready.contains(i)));
@@ -572,6 +592,32 @@ pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
     };
     state.remove_record(job_id)?;
     Ok(outcome)
+}
+
+/// After a domain formed: when the rack map puts this node in a clique its
+/// own GPUs (`live`, read by the prolog's gate) do not report, the job
+/// must not use it. Records the cause for the plugin, which fails the job's
+/// tasks on this node naming it (the node stays up), and gives the cause;
+/// None when the map agrees or says nothing about this node. The domain is
+/// left to the job's epilog: stopped now, it would make every peer blame
+/// this node as one that never became ready.
+pub fn refuse_for_own_clique(job: &JobEnv, cfg: &Config, live: &str) -> Result<Option<String>> {
+    // A map that cannot be read failed the setup already.
+    let Ok(racks) = RackSources::read(cfg) else {
+        return Ok(None);
+    };
+    let Some(cause) = racks.live_clique_disagreement(&job.node_name, live) else {
+        return Ok(None);
+    };
+    let state = StateDir::of(cfg);
+    if let Some(mut record) = state.read_record(job.job_id)? {
+        record.outcome = Outcome::Failed {
+            cause: cause.clone(),
+            node_fault: false,
+        };
+        state.write_record(&record)?;
+    }
+    Ok(Some(cause))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -18,6 +18,10 @@ pub struct JobRecord {
     /// are (every node of the job is in the domain).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub domain: Option<String>,
+    /// The file that membership was cut by (the topology file, or the rack
+    /// map with its sha256), so an admin can compare it between nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rack_source: Option<String>,
     pub outcome: Outcome,
     /// The whole prolog's wall time on this node (GPU gate and domain, run
     /// side by side), written once both are done.

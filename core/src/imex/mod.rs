@@ -1,4 +1,5 @@
-//! The IMEX domain, per job or rack-wide (`rack_domain`): daemon config and node list rendering, the
+//! The IMEX domain, per job or rack-wide (`rack_domain`, and `rack_channels`:
+//! why its jobs never share a channel): daemon config and node list rendering, the
 //! daemon's port, the daemon manager, the control-tool client, what the
 //! prolog concluded for a job (`job_record`; where records are kept is
 //! `crate::state`), the setup/teardown flows run by the prolog and epilog,
@@ -11,5 +12,6 @@ pub mod domain;
 pub mod job_record;
 pub mod manager;
 pub mod port;
+pub mod rack_channels;
 pub mod rack_domain;
 pub mod status;

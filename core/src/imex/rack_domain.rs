@@ -5,13 +5,17 @@
 //! (it starts the daemon only when it is down or the rack changed) and then
 //! waits for the job's nodes of the rack to be READY and connected; the
 //! epilog leaves the daemon up (`domain::teardown`). Jobs are kept apart by
-//! their channels alone. Blame is the per-job domain's: this node's daemon
+//! their channels alone, which must therefore be unique among the rack's
+//! running jobs (`super::rack_channels`), or no job joins. The rack comes
+//! from the rack files on this node, like a per-job domain's: no prolog
+//! reads the controller's node table. Blame is the per-job domain's: this node's daemon
 //! that cannot start or become READY is this node's fault, a peer that never
 //! becomes ready is the job's.
 
 use super::domain::{domain_addresses, DomainPlan, Port, SetupOutcome};
 use super::job_record::JobRecord;
 use super::manager::{Liveness, Manager};
+use super::rack_channels;
 use crate::config::Config;
 use crate::error::Result;
 use crate::racks::RackSources;
@@ -31,12 +35,18 @@ pub(super) fn join(
     racks: &RackSources,
     domain: NvlinkDomain,
 ) -> Result<SetupOutcome> {
+    let channels = rack_channels::guarantee(cfg).map(|g| g.refuses(job.job_id));
+    match channels {
+        Err(cause) | Ok(Some(cause)) => return Ok(SetupOutcome::JobFailure(cause)),
+        Ok(None) => {}
+    }
     let rack = match rack_of(job, cfg, racks, &domain) {
         Ok(rack) => rack,
         Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
     };
     record.nodes = domain.nodes.clone();
     record.domain = rack.name.clone();
+    record.rack_source = rack.source.clone();
     let addrs = match domain_addresses(cfg, &rack)? {
         Ok(a) => a,
         Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
@@ -79,16 +89,12 @@ fn rack_of(
     domain: &NvlinkDomain,
 ) -> std::result::Result<NvlinkDomain, String> {
     let node = &job.node_name;
-    let rack = match racks.whole_rack(cfg, node) {
-        Ok(Some(rack)) => rack,
-        Ok(None) => {
-            return Err(format!(
-                "[imex] domain = \"rack\", but nothing places {node} in a rack: no Slurm \
-                 topology file lists it and it publishes no NVLink clique (run `slurm-imex \
-                 check` on it, or describe the racks in topology.conf or topology.yaml)"
-            ))
-        }
-        Err(e) => return Err(format!("cannot learn the rack of {node}: {e}")),
+    let Some(rack) = racks.whole_rack(node) else {
+        return Err(format!(
+            "[imex] domain = \"rack\", but nothing places {node} in a rack: no Slurm topology \
+             file lists it and no rack map does (write one with `slurm-imex topology --map` and \
+             install it on every node, or describe the racks in topology.conf or topology.yaml)"
+        ));
     };
     if rack.nodes.len() > cfg.imex.max_nodes {
         return Err(format!(

@@ -99,6 +99,7 @@ mod tests {
             server_port: 33797,
             nodes: vec!["n1".into(), "n2".into()],
             domain: Some("b1".into()),
+            rack_source: Some("/etc/slurm/topology.conf".into()),
             outcome: Outcome::Failed {
                 cause: "peer n2 never connected".into(),
                 node_fault: false,

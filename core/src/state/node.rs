@@ -25,6 +25,10 @@ pub struct NodeState {
     /// Drained by slurm-imex (a drain finding of a prolog, epilog or check),
     /// and since when (Unix seconds).
     pub drained_since: Option<i64>,
+    /// When `slurm-imex check` last read this node from slurmctld (None:
+    /// not since boot). Until it has, it asks once whether the node is
+    /// drained by us; after, `drained_since` answers without a call.
+    pub slurm_read_at: Option<i64>,
     pub last_gate_ms: Option<u64>,
     pub last_prolog_ms: Option<u64>,
     pub last_epilog_ms: Option<u64>,

@@ -20,7 +20,8 @@ impl JobDb {
         let jobs = self.rows(
             FAILED,
             "SELECT id, job_id, node, user, uid, start_ts, end_ts, imex, prolog_verdict, prolog_reasons,
-                    prolog_ms, epilog_verdict, epilog_reasons, epilog_ms, imex_domain
+                    prolog_ms, epilog_verdict, epilog_reasons, epilog_ms, imex_domain,
+                    imex_rack_source
              FROM jobs WHERE job_id = ?1 ORDER BY start_ts, node",
             &[Value::Integer(job_id.into())],
             |r| Ok((r.get::<_, i64>(0)?, job_from_row(r)?)),
@@ -94,6 +95,7 @@ fn job_from_row(r: &rusqlite::Row) -> rusqlite::Result<JobRow> {
         end_ts: r.get(6)?,
         imex: r.get(7)?,
         imex_domain: r.get(14)?,
+        imex_rack_source: r.get(15)?,
         prolog: phase(r.get(8)?, r.get(9)?, r.get(10)?),
         epilog: phase(r.get(11)?, r.get(12)?, r.get(13)?),
         gpus: Vec::new(),

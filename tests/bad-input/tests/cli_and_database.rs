@@ -53,6 +53,7 @@ impl Site {
                 end_ts: Some(1_790_000_100 + i as i64),
                 imex: false,
                 imex_domain: None,
+                imex_rack_source: None,
                 prolog: None,
                 epilog: None,
                 gpus: Vec::new(),

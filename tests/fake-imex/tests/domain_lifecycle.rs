@@ -3,7 +3,10 @@
 //! each kind of failure, ownership, and idempotent teardown.
 
 use slurm_imex_core::config::Config;
-use slurm_imex_core::imex::domain::{setup, teardown, SetupOutcome, TeardownOutcome};
+use slurm_imex_core::config::{AutoPath, DomainScope};
+use slurm_imex_core::imex::domain::{
+    refuse_for_own_clique, setup, teardown, SetupOutcome, TeardownOutcome,
+};
 use slurm_imex_core::imex::job_record::Outcome;
 use slurm_imex_core::slurm_env::JobEnv;
 use slurm_imex_core::state::StateDir;
@@ -31,6 +34,8 @@ impl Node {
         )
         .unwrap();
         std::fs::write(p("map.toml"), "n1 = \"127.0.0.1\"\nn2 = \"127.0.0.2\"\n").unwrap();
+        // Job ids within the channels, as rack-wide domains require.
+        std::fs::write(p("slurm.conf"), "MaxJobId=2047\n").unwrap();
         std::fs::write(
             p("base.cfg"),
             format!(
@@ -48,6 +53,7 @@ ready_timeout = "1500ms"
 ready_poll_max = "100ms"
 channels = "plugin"
 [slurm]
+config = "{slurm_conf}"
 topology = "none"
 [imex.daemon]
 manager = "process"
@@ -69,6 +75,7 @@ map_file = "{map}"
             nodes = p("nodes_config.cfg").display(),
             job = p("job.cfg").display(),
             map = p("map.toml").display(),
+            slurm_conf = p("slurm.conf").display(),
         );
         let config = Config::parse(&toml, Path::new("test.toml")).unwrap();
         Node { dir, config }
@@ -542,8 +549,8 @@ fn a_rack_wide_domain_without_a_rack_fails_the_job_before_starting_anything() {
     std::fs::write(&topo, "BlockName=rack9 Nodes=n5\n").unwrap();
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
     node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
-    // Slurm knows no published clique either (an scontrol that lists no node).
-    node.config.health.scontrol = "/bin/true".into();
+    // No rack map either; and the prolog never asks Slurm (an scontrol that fails).
+    node.config.health.scontrol = "/bin/false".into();
     let SetupOutcome::JobFailure(cause) = setup(&node.job(710, "n1"), &node.config) else {
         panic!("a node in no rack is the job's problem, not the node's");
     };
@@ -555,4 +562,191 @@ fn a_rack_wide_domain_without_a_rack_fails_the_job_before_starting_anything() {
     assert!(!state.pid_file().exists(), "a daemon was started");
     assert!(!node.daemon_answers());
     teardown(710, &node.config).unwrap();
+}
+
+const CLIQUE_A: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.1";
+const CLIQUE_B: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
+
+impl Node {
+    /// A rack map beside the test's config: n1 in r1 (clique A), n2 in r2 (B).
+    fn with_rack_map(&mut self) {
+        let map = self.path("imex-racks.toml");
+        std::fs::write(
+            &map,
+            format!(
+                "[[rack]]\nname = \"r1\"\nclique = \"{CLIQUE_A}\"\nnodes = \"n1\"\n\
+                 [[rack]]\nname = \"r2\"\nclique = \"{CLIQUE_B}\"\nnodes = \"n2\"\n"
+            ),
+        )
+        .unwrap();
+        self.config.imex.rack_map = AutoPath::Path(map);
+    }
+}
+
+#[test]
+fn a_rack_map_splits_the_job_and_the_record_names_it_with_its_digest() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46013, "");
+    node.with_rack_map();
+    // The prolog never asks Slurm: an scontrol that would fail is never run.
+    node.config.health.scontrol = "/bin/false".into();
+    let outcome = setup(&node.job(4400, "n[1-2]"), &node.config);
+    assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
+        "127.0.0.1\n"
+    );
+    let record = StateDir::of(&node.config)
+        .read_record(4400)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (record.nodes, record.domain.as_deref()),
+        (vec!["n1".to_string()], Some("r1"))
+    );
+    let source = record.rack_source.unwrap();
+    assert!(source.contains("imex-racks.toml (sha256 "), "{source}");
+    teardown(4400, &node.config).unwrap();
+    node.assert_idle();
+}
+
+#[test]
+fn a_rack_map_that_contradicts_the_nodes_own_gpus_fails_the_job_not_the_node() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46014, "");
+    node.with_rack_map();
+    let job = node.job(4401, "n[1-2]");
+    let outcome = setup(&job, &node.config);
+    assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+    // The GPUs agree with the map: nothing to refuse.
+    assert_eq!(
+        refuse_for_own_clique(&job, &node.config, CLIQUE_A).unwrap(),
+        None
+    );
+    assert!(node.daemon_answers());
+    // n1's tray now reports the other rack's clique.
+    let cause = refuse_for_own_clique(&job, &node.config, CLIQUE_B)
+        .unwrap()
+        .expect("the map contradicts the GPUs");
+    assert!(
+        cause.contains(&format!("n1's GPUs report NVLink clique {CLIQUE_B}")),
+        "{cause}"
+    );
+    assert!(cause.contains("puts n1 in rack r1"), "{cause}");
+    let record = StateDir::of(&node.config)
+        .read_record(4401)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        record.outcome,
+        Outcome::Failed {
+            cause,
+            node_fault: false
+        }
+    );
+    // The domain stays for the epilog, so no peer sees this node vanish.
+    assert!(node.daemon_answers());
+    teardown(4401, &node.config).unwrap();
+    node.assert_idle();
+}
+
+#[test]
+fn rack_wide_domains_refuse_channels_that_could_collide() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46015, "");
+    let topo = node.path("topology.conf");
+    std::fs::write(&topo, "BlockName=rack7 Nodes=n[1-2]\n").unwrap();
+    node.config.slurm.topology = AutoPath::Path(topo);
+    node.config.imex.domain = DomainScope::Rack;
+    // Slurm's default job ids (1..67043328) over 2047 channels.
+    std::fs::write(node.path("slurm.conf"), "ClusterName=c\n").unwrap();
+    let SetupOutcome::JobFailure(cause) = setup(&node.job(720, "n1"), &node.config) else {
+        panic!("the cluster's configuration is not the node's fault");
+    };
+    assert!(cause.contains("set MaxJobId=2047"), "{cause}");
+    assert!(!node.daemon_answers(), "a daemon was started");
+    // Within range: jobs 5 and 5 + 2047 would share channel 6; the second is refused.
+    std::fs::write(node.path("slurm.conf"), "MaxJobId=2047\n").unwrap();
+    assert!(matches!(
+        setup(&node.job(5, "n1"), &node.config),
+        SetupOutcome::Ready { .. }
+    ));
+    let SetupOutcome::JobFailure(cause) = setup(&node.job(5 + 2047, "n1"), &node.config) else {
+        panic!("an id outside the range must not share a channel");
+    };
+    assert!(
+        cause.contains("job id 2052 lies outside FirstJobId..MaxJobId = 1..2047"),
+        "{cause}"
+    );
+    node.config.imex.domain = DomainScope::Job;
+    for id in [720, 5, 2052] {
+        teardown(id, &node.config).unwrap();
+    }
+    node.assert_idle();
+}
+
+/// A second fake daemon standing for n2 on 127.0.0.2, with its own node map.
+fn spawn_peer(
+    node: &Node,
+    nodes_config: &str,
+    server_port: u16,
+    cmd_port: u16,
+) -> std::process::Child {
+    let dir = node.path("peer");
+    std::fs::create_dir_all(dir.join("run")).unwrap();
+    std::fs::write(dir.join("nodes_config.cfg"), nodes_config).unwrap();
+    let cfg = dir.join("config.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "LOG_FILE_NAME={}\nDAEMONIZE=0\nSERVER_PORT={server_port}\nIMEX_CMD_ENABLED=1\n\
+             IMEX_CMD_PORT={cmd_port}\nIMEX_NODE_CONFIG_FILE={}\n",
+            dir.join("imex.log").display(),
+            dir.join("nodes_config.cfg").display()
+        ),
+    )
+    .unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_nvidia-imex"))
+        .args(["-c", cfg.to_str().unwrap()])
+        .env("FAKE_IMEX_RUN_DIR", dir.join("run"))
+        .env("FAKE_IMEX_LOCAL_IPS", "127.0.0.2")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_peer_with_another_node_map_is_named_as_such_not_blamed() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46016, "");
+    node.with_rack_map();
+    // n1 and n2 are one rack in n1's map; n2 read another file.
+    let map = node.path("imex-racks.toml");
+    std::fs::write(
+        &map,
+        format!("[[rack]]\nname = \"r1\"\nclique = \"{CLIQUE_A}\"\nnodes = \"n[1-2]\"\n"),
+    )
+    .unwrap();
+    let job_id = 4402u32;
+    let port = slurm_imex_core::imex::port::server_port(job_id, 33792, 16384, Some(46016));
+    let mut peer = spawn_peer(&node, "127.0.0.1\n127.0.0.2\n127.0.0.3\n", port, 46017);
+    let outcome = setup(&node.job(job_id, "n[1-2]"), &node.config);
+    let _ = peer.kill();
+    let _ = peer.wait();
+    let SetupOutcome::JobFailure(msg) = outcome else {
+        panic!("different node maps are not this node's fault: {outcome:?}")
+    };
+    assert!(
+        msg.contains("n2 (127.0.0.2) hold(s) another node map (NODE_MAP_MISMATCH)"),
+        "{msg}"
+    );
+    assert!(msg.contains("this node n1 put n[1-2] in it from"), "{msg}");
+    assert!(msg.contains("imex-racks.toml (sha256 "), "{msg}");
+    assert!(
+        !msg.contains("never became ready"),
+        "an innocent peer is blamed: {msg}"
+    );
+    teardown(job_id, &node.config).unwrap();
+    node.assert_idle();
 }

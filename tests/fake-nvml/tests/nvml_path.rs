@@ -295,9 +295,15 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
             verdict,
             drain_reason,
             warnings,
+            clique,
         } => {
             assert_eq!((verdict, drain_reason), (Verdict::Warn, None));
             assert!(warnings[0].contains("XID 13"), "{warnings:?}");
+            // The clique the domain side checks the rack map against.
+            assert_eq!(
+                clique.as_deref(),
+                Some("dc6e40c4-d722-4357-9ba6-5291dd461278.7")
+            );
         }
         o => panic!("{o:?}"),
     }

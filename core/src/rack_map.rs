@@ -1,0 +1,395 @@
+//! The rack map: which nodes share an NVLink clique (a rack), as a file every
+//! node keeps, so a prolog learns a job's racks without asking slurmctld
+//! anything (docs/controller-calls.md). `slurm-imex topology --map` writes
+//! it once, off the job path, from the cliques the nodes publish in Slurm;
+//! the site installs the same file on every node, beside imex.toml
+//! (`[imex] rack_map`). Every node of a rack then computes the same
+//! membership from the same bytes, and its digest (the `sha256sum` of the
+//! file) names those bytes in every failure line.
+//!
+//! The format is TOML, read with the toml crate:
+//!
+//! ```toml
+//! [[rack]]
+//! name = "rack1"
+//! clique = "dc6e40c4-d722-4357-9ba6-5291dd461278.1"
+//! nodes = "gb-r1-[01-18]"
+//! ```
+
+use crate::config::{AutoPath, Config};
+use crate::error::{Error, Result};
+use crate::hostlist;
+use crate::topology::NvlinkDomain;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The file's name beside imex.toml (`[imex] rack_map = "auto"`).
+pub const FILE_NAME: &str = "imex-racks.toml";
+/// Largest rack map read: 16,384 nodes in racks of 18 are about 100 KiB.
+const MAX_FILE_BYTES: u64 = 4 << 20;
+/// Longest rack name: it becomes SLURM_IMEX_DOMAIN and a word in messages.
+const MAX_NAME_LEN: usize = 64;
+/// Most nodes a map may list: the whole cluster, far beyond the largest
+/// (a hostlist typo such as `n[1-99999999]` is refused, not expanded).
+pub const MAX_MAP_NODES: usize = 1 << 18;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MapFile {
+    #[serde(default)]
+    rack: Vec<RackEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RackEntry {
+    name: String,
+    clique: String,
+    nodes: String,
+}
+
+/// One rack of the map: its name, the NVLink clique its GPUs report, its
+/// nodes in natural order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rack {
+    pub name: String,
+    pub clique: String,
+    pub nodes: Vec<String>,
+}
+
+/// A rack map, read and checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RackMap {
+    pub source: PathBuf,
+    /// SHA-256 of the file's bytes, hex (what `sha256sum` prints).
+    pub digest: String,
+    racks: Vec<Rack>,
+    /// Node name -> index into `racks`.
+    rack_of_node: HashMap<String, usize>,
+}
+
+/// Where the rack map is, if anywhere: an explicit path (which must then
+/// exist), or with "auto" `imex-racks.toml` beside the config file in force
+/// (`/etc/slurm` when none was read), only when it exists.
+pub fn locate(cfg: &Config) -> Option<PathBuf> {
+    match &cfg.imex.rack_map {
+        AutoPath::None => None,
+        AutoPath::Path(p) => Some(p.clone()),
+        AutoPath::Auto => {
+            let dir = cfg
+                .source
+                .as_deref()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new("/etc/slurm"));
+            let beside = dir.join(FILE_NAME);
+            std::fs::symlink_metadata(&beside).is_ok().then_some(beside)
+        }
+    }
+}
+
+impl RackMap {
+    /// Read the map `cfg` names, held to the trust boundary (it decides who
+    /// can import a job's memory). None when there is none.
+    pub fn load_configured(cfg: &Config) -> Result<Option<RackMap>> {
+        let Some(path) = locate(cfg) else {
+            return Ok(None);
+        };
+        crate::trust::check(&path, crate::trust::Expect::File, "[imex] rack_map")?;
+        RackMap::load(&path, cfg.imex.max_nodes).map(Some)
+    }
+
+    /// Parse `path`; `max_nodes` (`[imex] max_nodes`) bounds every rack's
+    /// hostlist, [`MAX_MAP_NODES`] the whole map.
+    pub fn load(path: &Path, max_nodes: usize) -> Result<RackMap> {
+        let bytes = crate::fsutil::read_bounded(path, MAX_FILE_BYTES)?;
+        let digest = hex(&Sha256::digest(&bytes));
+        let fail = |why: String| {
+            Error::new(format!(
+                "bad rack map {}: {why} (`slurm-imex topology --map` writes one)",
+                path.display()
+            ))
+        };
+        let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8".into()))?;
+        let file: MapFile = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| format!("line {}: ", text[..s.start].matches('\n').count() + 1))
+                .unwrap_or_default();
+            fail(format!("{line}{}", e.message().trim().replace('\n', " ")))
+        })?;
+        let mut map = RackMap {
+            source: path.to_path_buf(),
+            digest,
+            racks: Vec::new(),
+            rack_of_node: HashMap::new(),
+        };
+        for entry in file.rack {
+            map.add(entry, max_nodes).map_err(fail)?;
+        }
+        Ok(map)
+    }
+
+    fn add(&mut self, entry: RackEntry, max_nodes: usize) -> std::result::Result<(), String> {
+        let name = entry.name;
+        let named = format!("rack \"{}\"", crate::text::cap(&name, MAX_NAME_LEN));
+        if !is_rack_name(&name) {
+            return Err(format!(
+                "{named}: a name is 1 to {MAX_NAME_LEN} letters, digits or ._:-"
+            ));
+        }
+        if self.racks.iter().any(|r| r.name == name) {
+            return Err(format!("{named} is listed twice"));
+        }
+        if !crate::clique::is_clique(&entry.clique) {
+            return Err(format!(
+                "{named}: clique \"{}\" is not <cluster uuid>.<clique id> as NVML reports it",
+                crate::text::cap(&entry.clique, 80)
+            ));
+        }
+        let room = MAX_MAP_NODES.saturating_sub(self.rack_of_node.len());
+        let mut nodes = hostlist::expand(&entry.nodes, max_nodes.min(room)).map_err(|e| {
+            format!("{named}: nodes: {e} (a rack holds at most [imex] max_nodes, the map {MAX_MAP_NODES})")
+        })?;
+        hostlist::sort_natural(&mut nodes);
+        let index = self.racks.len();
+        for node in &nodes {
+            if let Some(other) = self.rack_of_node.insert(node.clone(), index) {
+                return Err(format!(
+                    "node {node} is in both rack \"{}\" and {named}",
+                    self.racks.get(other).map_or(name.as_str(), |r| &r.name)
+                ));
+            }
+        }
+        self.racks.push(Rack {
+            name,
+            clique: entry.clique,
+            nodes,
+        });
+        Ok(())
+    }
+
+    /// The map as admins compare it between nodes: `<path> (sha256 <first 12>)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} (sha256 {})",
+            self.source.display(),
+            &self.digest[..12.min(self.digest.len())]
+        )
+    }
+
+    pub fn racks(&self) -> &[Rack] {
+        &self.racks
+    }
+
+    /// The rack `node` is in, if the map lists it.
+    pub fn rack_of(&self, node: &str) -> Option<&Rack> {
+        self.rack_of_node.get(node).and_then(|i| self.racks.get(*i))
+    }
+
+    /// Node -> clique, for the job's `nodes` the map lists.
+    pub fn cliques_of(&self, nodes: &[String]) -> Vec<(String, String)> {
+        nodes
+            .iter()
+            .filter_map(|n| Some((n.clone(), self.rack_of(n)?.clique.clone())))
+            .collect()
+    }
+
+    /// `node`'s NVLink domain among the job's `nodes`: the job's nodes in
+    /// `node`'s rack, in the job's order. None when the map does not list
+    /// every node of the job (then nothing splits it: one domain).
+    pub fn domain_of(&self, node: &str, nodes: &[String]) -> Option<NvlinkDomain> {
+        if !nodes.iter().all(|n| self.rack_of_node.contains_key(n)) {
+            return None;
+        }
+        let mine = self.rack_of_node.get(node)?;
+        Some(NvlinkDomain {
+            name: Some(self.racks[*mine].name.clone()),
+            nodes: nodes
+                .iter()
+                .filter(|n| self.rack_of_node.get(*n) == Some(mine))
+                .cloned()
+                .collect(),
+            source: Some(self.describe()),
+        })
+    }
+}
+
+/// The rack map text for `racks` (name, clique, nodes as a hostlist), with
+/// a header saying where it came from and where it goes.
+pub fn render(racks: &[(String, String, String)], origin: &str) -> String {
+    let mut text = format!(
+        "# slurm-imex rack map: the NVLink racks of this cluster, one per clique.\n\
+         # Written by `slurm-imex topology --map` {origin}.\n\
+         # Install the same file on every node as imex-racks.toml beside imex.toml\n\
+         # ([imex] rack_map): the prolog reads it and asks slurmctld nothing.\n"
+    );
+    for (name, clique, nodes) in racks {
+        text.push_str(&format!(
+            "\n[[rack]]\nname = {}\nclique = {}\nnodes = {}\n",
+            toml_string(name),
+            toml_string(clique),
+            toml_string(nodes)
+        ));
+    }
+    text
+}
+
+/// A TOML basic string (the toml crate's own quoting).
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn is_rack_name(name: &str) -> bool {
+    (1..=MAX_NAME_LEN).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.1";
+    const B: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(FILE_NAME);
+        std::fs::write(&p, text).unwrap();
+        (d, p)
+    }
+
+    fn nodes(list: &str) -> Vec<String> {
+        hostlist::expand(list, 1000).unwrap()
+    }
+
+    #[test]
+    fn what_topology_map_writes_reads_back() {
+        let text = render(
+            &[
+                ("rack1".into(), A.into(), "n[1-2]".into()),
+                ("rack2".into(), B.into(), "n[3-4]".into()),
+            ],
+            "from 4 nodes",
+        );
+        let (_d, p) = write(&text);
+        let map = RackMap::load(&p, 100).unwrap();
+        assert_eq!(map.racks().len(), 2);
+        assert_eq!(map.rack_of("n3").unwrap().clique, B);
+        assert_eq!(map.digest.len(), 64);
+        assert!(map
+            .describe()
+            .ends_with(&format!("(sha256 {})", &map.digest[..12])));
+        let job = nodes("n4,n1,n3");
+        let d = map.domain_of("n3", &job).unwrap();
+        assert_eq!(
+            (d.name.as_deref(), d.nodes),
+            (Some("rack2"), nodes("n4,n3"))
+        );
+        // A job node the map does not list: nothing splits the job.
+        assert_eq!(map.domain_of("n1", &nodes("n1,n9")), None);
+        assert_eq!(map.cliques_of(&nodes("n1,n9")), [("n1".into(), A.into())]);
+    }
+
+    #[test]
+    fn the_same_bytes_have_the_same_digest_and_others_another() {
+        let one = "[[rack]]\nname = \"r\"\nclique = \"".to_string() + A + "\"\nnodes = \"n1\"\n";
+        let (_d, p) = write(&one);
+        let (_e, q) = write(&one);
+        let (_f, r) = write(&one.replace("n1", "n2"));
+        let digest = |p: &Path| RackMap::load(p, 10).unwrap().digest;
+        assert_eq!(digest(&p), digest(&q));
+        assert_ne!(digest(&p), digest(&r));
+    }
+
+    #[test]
+    fn bad_maps_are_one_line_naming_the_file_and_what_is_wrong() {
+        let rack = |name: &str, clique: &str, nodes: &str| {
+            format!("[[rack]]\nname = \"{name}\"\nclique = \"{clique}\"\nnodes = \"{nodes}\"\n")
+        };
+        let cases = [
+            (
+                rack("r1", A, "n[1-2]") + &rack("r2", B, "n[2-3]"),
+                "node n2 is in both rack \"r1\" and rack \"r2\"",
+            ),
+            (
+                rack("r1", A, "n1") + &rack("r1", B, "n2"),
+                "rack \"r1\" is listed twice",
+            ),
+            (rack("r1", "rack-one", "n1"), "clique \"rack-one\" is not"),
+            (rack("r 1", A, "n1"), "a name is 1 to 64"),
+            (rack("r1", A, "n[1-"), "rack \"r1\": nodes:"),
+            (
+                rack("r1", A, "n[1-500]"),
+                "a rack holds at most [imex] max_nodes",
+            ),
+            ("[[rack]]\nname = \"r\"\n".into(), "missing field"),
+            (
+                "[[rack]]\nname = \"r\"\nclique = \"x\"\nnodes = \"n\"\nextra = 1\n".into(),
+                "unknown field",
+            ),
+            ("[rack\n".into(), "line 1"),
+        ];
+        for (text, want) in cases {
+            let (_d, p) = write(&text);
+            let e = RackMap::load(&p, 100).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("bad rack map {}:", p.display())),
+                "{e}"
+            );
+            assert!(e.contains(want), "{want:?} not in {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let (_d, p) = write("");
+        assert!(RackMap::load(&p, 100).unwrap().racks().is_empty());
+        std::fs::write(&p, b"name = \"\xff\"").unwrap();
+        let e = RackMap::load(&p, 100).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
+    }
+
+    #[test]
+    fn a_cluster_larger_than_max_nodes_fits_in_a_map() {
+        // 4,608 nodes (256 NVL72 racks) with the default max_nodes (4096),
+        // which bounds one rack, not the cluster.
+        let racks: Vec<(String, String, String)> = (1..=256)
+            .map(|r| {
+                (
+                    format!("rack{r}"),
+                    format!("dc6e40c4-d722-4357-9ba6-5291dd461278.{r}"),
+                    format!("gb-r{r:03}-[01-18]"),
+                )
+            })
+            .collect();
+        let (_d, p) = write(&render(&racks, "in a test"));
+        let map = RackMap::load(&p, 4096).unwrap();
+        assert_eq!(map.racks().len(), 256);
+        assert_eq!(map.rack_of("gb-r256-18").unwrap().name, "rack256");
+        // One rack beyond max_nodes is refused.
+        let (_d, p) = write(&render(&[("r".into(), A.into(), "n[1-20]".into())], "x"));
+        let e = RackMap::load(&p, 18).unwrap_err().to_string();
+        assert!(e.contains("a rack holds at most [imex] max_nodes"), "{e}");
+    }
+
+    #[test]
+    fn auto_finds_the_map_only_beside_the_config_in_force() {
+        let d = tempfile::tempdir().unwrap();
+        let mut cfg = Config {
+            source: Some(d.path().join("imex.toml")),
+            ..Config::default()
+        };
+        assert_eq!(locate(&cfg), None);
+        std::fs::write(d.path().join(FILE_NAME), "").unwrap();
+        assert_eq!(locate(&cfg), Some(d.path().join(FILE_NAME)));
+        cfg.imex.rack_map = AutoPath::None;
+        assert_eq!(locate(&cfg), None);
+        cfg.imex.rack_map = AutoPath::Path("/x/racks.toml".into());
+        assert_eq!(locate(&cfg), Some(PathBuf::from("/x/racks.toml")));
+    }
+}

@@ -1,0 +1,182 @@
+//! Bad rack maps (`[imex] rack_map`, the file every prolog reads instead of
+//! asking slurmctld): a map root must not trust, one that does not parse or
+//! contradicts itself, a FIFO, a huge file. The prolog of an `--imex` job
+//! refuses each with one line naming the file and what is wrong (a fault of
+//! this node's configuration, as a bad topology file is), and never panics
+//! or hangs.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+const A: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.1";
+const B: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
+
+struct Site {
+    dir: tempfile::TempDir,
+}
+
+impl Site {
+    fn new() -> Site {
+        let site = Site { dir: scratch() };
+        write_mode(
+            &site.path("proc-devices"),
+            b"Character devices:\n507 nvidia-caps-imex-channels\n",
+            0o644,
+        );
+        site
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A config naming `map` as the rack map; no GPU gate, no topology file.
+    fn config(&self, map: &Path) -> PathBuf {
+        let p = self.path("imex.toml");
+        let text = format!(
+            "[node]\nstate_dir = \"{}\"\n[imex]\nproc_devices = \"{}\"\nrack_map = \"{}\"\nchannels = \"plugin\"\n\
+             [slurm]\ntopology = \"none\"\n[health]\nenabled = false\n",
+            self.path("state").display(),
+            self.path("proc-devices").display(),
+            map.display()
+        );
+        write_mode(&p, text.as_bytes(), 0o644);
+        p
+    }
+
+    /// The prolog of an --imex job on n1 of n[1-2], with `map`.
+    fn prolog(&self, map: &Path) -> Ran {
+        let cfg = self.config(map);
+        run(
+            &bin("slurm-imex-prolog"),
+            &[],
+            &[
+                ("SLURM_IMEX_CONFIG", os(cfg.to_str().unwrap())),
+                ("SLURM_JOB_ID", os("7")),
+                ("SLURMD_NODENAME", os("n1")),
+                ("SLURM_JOB_NODELIST", os("n[1-2]")),
+                ("SPANK_IMEX", os("1")),
+            ],
+        )
+    }
+
+    fn refuses(&self, map: &Path, needles: &[&str], case: &str) {
+        let path = map.display().to_string();
+        let mut all = vec![path.as_str()];
+        all.extend_from_slice(needles);
+        self.prolog(map).one_line_error(1, &all, case);
+    }
+}
+
+fn rack(name: &str, clique: &str, nodes: &str) -> String {
+    format!("[[rack]]\nname = \"{name}\"\nclique = \"{clique}\"\nnodes = \"{nodes}\"\n")
+}
+
+#[test]
+fn rack_maps_that_do_not_parse_or_contradict_themselves_are_refused() {
+    let site = Site::new();
+    let cases: Vec<(String, &[&str])> = vec![
+        (
+            rack("r1", A, "n[1-2]") + &rack("r2", B, "n2"),
+            &["node n2 is in both rack \"r1\" and rack \"r2\""],
+        ),
+        (
+            rack("r1", A, "n1") + &rack("r1", B, "n2"),
+            &["listed twice"],
+        ),
+        (
+            rack("r1", "rack-one", "n1"),
+            &["clique \"rack-one\" is not"],
+        ),
+        (
+            rack("r1", "00000000-0000-0000-0000-000000000000.1", "n1"),
+            &["is not <cluster uuid>.<clique id>"],
+        ),
+        (rack("r1", A, "n[1-"), &["rack \"r1\": nodes"]),
+        (
+            rack("r1", A, "n[1-99999999]"),
+            &["a rack holds at most [imex] max_nodes"],
+        ),
+        (rack("$(reboot)", A, "n1"), &["a name is 1 to 64"]),
+        (rack(&"r".repeat(100), A, "n1"), &["a name is 1 to 64"]),
+        ("[[rack]]\nname = \"r\"\n".into(), &["missing field"]),
+        (
+            "[[rack]]\nname = 1\nclique = \"x\"\nnodes = \"n\"\n".into(),
+            &["line 2"],
+        ),
+        ("rack = \"everything\"\n".into(), &["bad rack map"]),
+        ("[[rack]\n".into(), &["line 1"]),
+    ];
+    for (i, (text, needles)) in cases.iter().enumerate() {
+        let map = site.path(&format!("map{i}.toml"));
+        write_mode(&map, text.as_bytes(), 0o644);
+        site.refuses(&map, needles, &format!("{text:?}"));
+    }
+    // Not UTF-8, and far too big.
+    let garbage = site.path("garbage.toml");
+    write_mode(&garbage, &[0xff, 0xfe, b'[', 0x80, b'\n'], 0o644);
+    site.refuses(&garbage, &["not UTF-8"], "binary garbage");
+    let huge = site.path("huge.toml");
+    write_mode(&huge, "# x\n".repeat(1_200_000).as_bytes(), 0o644);
+    site.refuses(&huge, &["larger than"], "huge file");
+    eprintln!("bad-input: {} rack map text cases", cases.len() + 2);
+}
+
+#[test]
+fn rack_maps_root_must_not_trust_are_refused_before_reading() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    if !is_root() {
+        eprintln!("skipped: the trust cases need root (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    let map = site.path("imex-racks.toml");
+    write_mode(&map, rack("r1", A, "n[1-2]").as_bytes(), 0o664);
+    site.refuses(
+        &map,
+        &["refusing [imex] rack_map", "writable by group or others"],
+        "group-writable",
+    );
+    std::fs::set_permissions(&map, std::fs::Permissions::from_mode(0o644)).unwrap();
+    nix::unistd::chown(&map, Some(nix::unistd::Uid::from_raw(4242)), None).unwrap();
+    site.refuses(
+        &map,
+        &["refusing [imex] rack_map", "owned by uid 4242"],
+        "foreign owner",
+    );
+    nix::unistd::chown(&map, Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+    let fifo = site.path("fifo.toml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    site.refuses(&fifo, &["refusing [imex] rack_map", "a FIFO"], "fifo");
+    let open = site.path("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let in_open = open.join("imex-racks.toml");
+    write_mode(&in_open, rack("r1", A, "n1").as_bytes(), 0o644);
+    let link = site.path("link.toml");
+    symlink(&in_open, &link).unwrap();
+    site.refuses(
+        &link,
+        &["refusing [imex] rack_map", "symlink to"],
+        "symlink into a world-writable dir",
+    );
+    let missing = site.path("absent.toml");
+    site.refuses(&missing, &["does not exist"], "named but missing");
+    eprintln!("bad-input: 5 rack map trust cases");
+}
+
+#[test]
+fn a_good_rack_map_gets_past_reading() {
+    let site = Site::new();
+    let map = site.path("imex-racks.toml");
+    write_mode(
+        &map,
+        (rack("r1", A, "n1") + &rack("r2", B, "n2")).as_bytes(),
+        0o644,
+    );
+    let ran = site.prolog(&map);
+    ran.ended_without_panic("good map");
+    // Past the map, the prolog stops at the daemon (none here), a fault it names.
+    assert!(!ran.stderr.contains("rack map"), "{}", ran.stderr);
+}
