@@ -31,19 +31,24 @@ for source in "$@"; do
   # Only the slurm/ directory of that root: clang keeps this machine's libc headers.
   inc=$REPO/target/slurm-headers/$mm
   mkdir -p "$inc"; ln -sfn "$slurm_inc" "$inc/slurm"
-  target=$REPO/target/plugin-build/$mm
   if [ $((16#$hex)) -ge $((16#170b00)) ]; then
     bindings=generated
     # Run cargo outside the checkout, so .cargo/config.toml's
     # SKIP_SLURM_BINDINGS (needed below 23.11) does not apply: slurm-spank
-    # then runs bindgen on this Slurm's <slurm/spank.h>. A target dir per
-    # version, because slurm-spank's build script does not notice a header change.
+    # then runs bindgen on this Slurm's <slurm/spank.h>. One target dir for
+    # every such Slurm, so the plugin's other crates are built once; but
+    # slurm-spank's build script does not notice a header change, so it is
+    # cleaned (and its bindings generated afresh) for each.
+    target=$REPO/target/plugin-build/generated
+    (cd / && CARGO_TARGET_DIR="$target" cargo clean --release --quiet -p slurm-spank \
+       --manifest-path "$REPO/spank-plugin/Cargo.toml" 2>/dev/null || true)
     (cd / && env -u SKIP_SLURM_BINDINGS SLURM_INCLUDE_DIR="$inc" BINDGEN_EXTRA_CLANG_ARGS="-I$inc" \
        CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/spank-plugin/Cargo.toml")
   else
     # Slurm < 23.11 lacks spank_prepend_task_argv, which generated bindings
     # would call: use slurm-spank's bundled bindings (same SPANK ABI) and stamp.
     bindings=bundled
+    target=$REPO/target/plugin-build/bundled
     (cd "$REPO" && SKIP_SLURM_BINDINGS=1 SLURM_INCLUDE_DIR="$inc" \
        CARGO_TARGET_DIR="$target" cargo build --release --quiet -p spank_imex)
   fi

@@ -16,8 +16,8 @@
 #  * picks plugins/<major.minor>/spank_imex.so, the plugin stamped for it;
 #  * learns PluginDir and the config directory from `scontrol show config`
 #    when the controller answers, else from the prefix's layout
-#    (<prefix>/lib/slurm or lib64/slurm, <prefix>/etc); --plugin-dir and
-#    --sysconfdir override;
+#    (<prefix>/lib/slurm or lib64/slurm; <prefix>/etc, or /etc/slurm for
+#    /usr as slurm.spec builds it); --plugin-dir and --sysconfdir override;
 #  * installs the prolog, epilog and CLI under --prefix (default /usr/local),
 #    the plugin into PluginDir, the HealthCheckProgram wrapper, imex.toml
 #    beside slurm.conf (never over an existing one) with scontrol set to this
@@ -109,7 +109,10 @@ learn_layout() {
   [ -d "$plugin_dir" ] || die "PluginDir $plugin_dir is not a directory: give --plugin-dir"
   if [ -z "$sysconfdir" ]; then
     local conf; conf=$(show_config_value SLURM_CONF)
-    if [ -n "$conf" ]; then sysconfdir=$(dirname "$conf"); else sysconfdir=$slurm_prefix/etc; fi
+    if [ -n "$conf" ]; then sysconfdir=$(dirname "$conf")
+    # Installed in /usr (slurm.spec's RPMs): sysconfdir /etc/slurm.
+    elif [ "$slurm_prefix" = /usr ]; then sysconfdir=/etc/slurm
+    else sysconfdir=$slurm_prefix/etc; fi
   fi
   [ -d "$sysconfdir" ] || die "Slurm's config directory $sysconfdir does not exist: give --sysconfdir"
 }

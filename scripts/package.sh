@@ -31,17 +31,23 @@ plugins=(target/slurm-plugins/*/libspank_imex.so)
 # built in a directory of its own and moved there at the end.
 staging=target/debian-staging
 rm -rf "$staging"
+# A Slurm with no Debian-family package of its own (23.02) has no variant:
+# the release tarball serves it.
+packaged=()
 for plugin in "${plugins[@]}"; do
   mm=$(basename "$(dirname "$plugin")")
   variant=slurm${mm/./-}
-  grep -q "^\[package.metadata.deb.variants.$variant\]" cli/Cargo.toml || {
-    echo "package: no [package.metadata.deb.variants.$variant] in cli/Cargo.toml for Slurm $mm" >&2; exit 1; }
+  if ! grep -q "^\[package.metadata.deb.variants.$variant\]" cli/Cargo.toml; then
+    echo "package: no package for Slurm $mm (no [package.metadata.deb.variants.$variant]: the release tarball serves it)" >&2
+    continue
+  fi
   cargo deb --quiet -p slurm-imex-cli --no-build --variant "$variant" \
     --deb-version "${version}+slurm${mm}" -o "$staging/$mm/" >/dev/null
+  packaged+=("$mm")
 done
 mkdir -p target/debian
-for plugin in "${plugins[@]}"; do
-  mm=$(basename "$(dirname "$plugin")")
+rm -f target/debian/slurm-imex_*.deb
+for mm in "${packaged[@]}"; do
   deb=target/debian/slurm-imex_${version}+slurm${mm}_amd64.deb
   mv "$staging/$mm/slurm-imex_${version}+slurm${mm}_amd64.deb" "$deb"
   echo "$deb $(stat -c %s "$deb")"

@@ -1,78 +1,132 @@
 #!/bin/bash
-# Builds (or reuses) SchedMD's Slurm from the upstream tarball into a prefix,
-# the way AWS ParallelCluster and most hand-built sites install it:
-#   ./configure --prefix=/opt/slurm --sysconfdir=/opt/slurm/etc; make; make install
-# (plus --enable-multiple-slurmd, below).
-# The tarball is the upstream orig tarball in Debian's source pool
-# (apt-get source --download-only slurm-wlm/trixie). Prints the path of a
-# cached tree laid out as that prefix (bin, sbin, lib/slurm, include/slurm,
-# etc), to be mounted at /opt/slurm: Slurm compiles its prefix in.
+# Builds (or reuses) one Slurm release from SchedMD's sources, laid out the
+# way a site installs it, for the end-to-end tests and for plugin builds:
 #
-#   scripts/slurm-prefix.sh            # 24.11 from trixie, prefix /opt/slurm
+#   scripts/slurm-prefix.sh [RELEASE] [--layout prefix|rhel]
 #
-# Cached under $SLURM_IMEX_PREFIX_CACHE (default /var/cache/slurm-imex/prefix):
-# a stamp naming the tarball is written last, so an interrupted build is
-# never used. About 7 minutes on 2 cores the first time, 0 s after.
+# RELEASE is 24.11 (the default: the upstream orig tarball in Debian's source
+# pool, `apt-get source --download-only slurm-wlm/trixie`) or a release in
+# ../shared/vendor/slurm (23.02, 23.11, 24.05, 25.05, 25.11, or the full
+# version), whose checksum is checked against ../shared/vendor/SHA256SUMS.
+#   --layout prefix  ./configure --prefix=/opt/slurm --sysconfdir=/opt/slurm/etc,
+#                    as AWS ParallelCluster and most hand-built sites do; the
+#                    tree printed is that prefix, to be mounted at /opt/slurm
+#                    (tests/e2e/in-prefix.sh): Slurm compiles its prefix in.
+#   --layout rhel    what slurm.spec's %configure gives SchedMD's RPMs: prefix
+#                    /usr, libdir /usr/lib64, sysconfdir /etc/slurm; the tree
+#                    printed is a root holding usr/ and etc/slurm, to be laid
+#                    over / (tests/e2e/in-prefix.sh --root).
+# Both add --enable-multiple-slurmd (below) and leave out what no test uses
+# (debug info, slurmrestd, X11), and compile with -O1 and no -g: the build
+# takes about half the CPU time of Slurm's default -g -O2.
+#
+# Cached per release and layout under $SLURM_IMEX_PREFIX_CACHE (default
+# /var/cache/slurm-imex/prefix): a stamp naming the tarball and the flags is
+# written last, so an interrupted build is never used. 2.5 to 3.5 minutes on
+# 2 cores the first time, 0 s after. Exit 3 when the release's source
+# snapshot is not on this machine (the caller shows the phase as skipped).
 set -euo pipefail
-suite=trixie
-prefix=/opt/slurm
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+vendor=${SLURM_IMEX_VENDOR:-$REPO/../shared/vendor}
 cache=${SLURM_IMEX_PREFIX_CACHE:-/var/cache/slurm-imex/prefix}
-tree=$cache/$suite
-stamp=$tree/.slurm-imex-prefix-complete
-log=$cache/$suite.build.log
+release=24.11 layout=prefix
+while [ $# -gt 0 ]; do
+  case $1 in
+    --layout) layout=${2:?--layout needs prefix or rhel}; shift 2;;
+    [0-9]*) release=$1; shift;;
+    *) echo "slurm-prefix: unknown argument '$1' (RELEASE [--layout prefix|rhel])" >&2; exit 2;;
+  esac
+done
 
-# --enable-multiple-slurmd, as Debian builds its packages: the test cluster
-# runs every slurmd on one host beside one munged, and without it slurmd
-# refuses a step's job credential that another node of the same host
-# already decoded ("_verify_signature: failed decode", munged: "Replayed
-# credential"). It changes nothing else the tests touch.
-configure_flags="--prefix=$prefix --sysconfdir=$prefix/etc --disable-debug --enable-multiple-slurmd"
-if [ -f "$stamp" ] && [ "$(sed -n 2p "$stamp")" = "$configure_flags" ]; then echo "$tree"; exit 0; fi
+# --enable-multiple-slurmd, as Debian builds its packages (slurm.spec's
+# `--with multiple_slurmd`): the test cluster runs every slurmd on one host
+# beside one munged, and without it slurmd refuses a step's job credential
+# that another node of the same host already decoded ("_verify_signature:
+# failed decode", munged: "Replayed credential"). It changes nothing else
+# the tests touch.
+common="--disable-debug --enable-multiple-slurmd --disable-slurmrestd --disable-x11"
+cflags="-O1 -pipe"
+case $layout in
+  prefix) configure_flags="--prefix=/opt/slurm --sysconfdir=/opt/slurm/etc $common";;
+  rhel) configure_flags="--prefix=/usr --exec-prefix=/usr --bindir=/usr/bin --sbindir=/usr/sbin \
+--sysconfdir=/etc/slurm --datadir=/usr/share --includedir=/usr/include --libdir=/usr/lib64 \
+--libexecdir=/usr/libexec --localstatedir=/var --sharedstatedir=/var/lib --mandir=/usr/share/man \
+--infodir=/usr/share/info --with-systemdsystemunitdir=/usr/lib/systemd/system --enable-pkgconfig $common";;
+  *) echo "slurm-prefix: --layout is prefix or rhel, not '$layout'" >&2; exit 2;;
+esac
+
+# The source tarball of the release: Debian's orig tarball for 24.11, else
+# the vendored snapshot, its checksum checked.
+tarball_of() {
+  if [ "$release" = 24.11 ]; then debian_orig_tarball; return; fi
+  local file; file=$(cd "$vendor/slurm" 2>/dev/null && ls slurm-"$release"*.tar.xz 2>/dev/null | head -1 || true)
+  if [ -z "$file" ]; then
+    echo "slurm-prefix: no source snapshot of Slurm $release in $vendor/slurm (set SLURM_IMEX_VENDOR)" >&2
+    exit 3
+  fi
+  (cd "$vendor" && grep " slurm/$file\$" SHA256SUMS | sha256sum -c --quiet -) >&2 ||
+    { echo "slurm-prefix: $vendor/slurm/$file does not match its SHA256SUMS line" >&2; exit 1; }
+  echo "$vendor/slurm/$file"
+}
+
+debian_orig_tarball() {
+  mkdir -p "$cache/src"
+  local tarball; tarball=$(ls "$cache"/src/slurm-wlm_*.orig.tar.* 2>/dev/null | head -1 || true)
+  if [ -z "$tarball" ]; then
+    # The mirror apt already uses on this machine, with a deb-src line for
+    # the suite, in a private apt state so the machine's own is untouched.
+    local mirror apt_state=$cache/apt
+    mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+    [ -n "$mirror" ] || mirror=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+    [ -n "$mirror" ] || { echo "slurm-prefix: no Debian mirror found in /etc/apt" >&2; exit 1; }
+    mkdir -p "$apt_state/lists/partial"
+    echo "deb-src $mirror trixie main" > "$apt_state/sources.list"
+    local apt_opts=(-o "Dir::Etc::SourceList=$apt_state/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
+                    -o "Dir::State::Lists=$apt_state/lists" -o "APT::Get::AllowUnauthenticated=false")
+    apt-get "${apt_opts[@]}" update -qq >/dev/null
+    # The .dsc may be refused by this older apt; the orig tarball is all we need.
+    (cd "$cache/src" && apt-get "${apt_opts[@]}" source --download-only -qq "slurm-wlm/trixie" >/dev/null 2>&1) || true
+    tarball=$(ls "$cache"/src/slurm-wlm_*.orig.tar.* 2>/dev/null | head -1 || true)
+    [ -n "$tarball" ] || { echo "slurm-prefix: apt-get source slurm-wlm/trixie fetched no orig tarball" >&2; exit 1; }
+  fi
+  echo "$tarball"
+}
+
+tarball=$(tarball_of)
+name=$(basename "$tarball"); version=$(sed -n 's/^slurm\(-wlm_\|-\)\([0-9][0-9.]*[0-9]\).*/\2/p' <<<"$name")
+tree=$cache/$version-$layout
+stamp=$tree/.slurm-imex-prefix-complete
+log=$cache/$version-$layout.build.log
+if [ -f "$stamp" ] && [ "$(sed -n 2p "$stamp")" = "$configure_flags CFLAGS=$cflags" ]; then echo "$tree"; exit 0; fi
+
 export DEBIAN_FRONTEND=noninteractive
 # What configure needs for the plugins the tests use (munge auth, cons_tres).
-for pkg in libmunge-dev gcc make python3 pkg-config; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need="${need:-} $pkg"
+need=
+for pkg in libmunge-dev gcc make python3 pkg-config xz-utils; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
-if [ -n "${need:-}" ]; then
-  # shellcheck disable=SC2086
-  apt-get install -y -qq --no-install-recommends $need >/dev/null
-fi
+# shellcheck disable=SC2086
+[ -z "$need" ] || apt-get install -y -qq --no-install-recommends $need >/dev/null
 
-mkdir -p "$cache/src"
-tarball=$(ls "$cache"/src/slurm-wlm_*.orig.tar.* 2>/dev/null | head -1 || true)
-if [ -z "$tarball" ]; then
-  # The mirror apt already uses on this machine, with a deb-src line for
-  # the suite, in a private apt state so the machine's own is untouched.
-  mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-  [ -n "$mirror" ] || mirror=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-  [ -n "$mirror" ] || { echo "slurm-prefix: no Debian mirror found in /etc/apt" >&2; exit 1; }
-  apt_state=$cache/apt
-  mkdir -p "$apt_state/lists/partial"
-  echo "deb-src $mirror $suite main" > "$apt_state/sources.list"
-  apt_opts=(-o "Dir::Etc::SourceList=$apt_state/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
-            -o "Dir::State::Lists=$apt_state/lists" -o "APT::Get::AllowUnauthenticated=false")
-  apt-get "${apt_opts[@]}" update -qq >/dev/null
-  # The .dsc may be refused by this older apt; the orig tarball is all we need.
-  (cd "$cache/src" && apt-get "${apt_opts[@]}" source --download-only -qq "slurm-wlm/$suite" >/dev/null 2>&1) || true
-  tarball=$(ls "$cache"/src/slurm-wlm_*.orig.tar.* 2>/dev/null | head -1 || true)
-  [ -n "$tarball" ] || { echo "slurm-prefix: apt-get source slurm-wlm/$suite fetched no orig tarball" >&2; exit 1; }
-fi
-
-build=$cache/build
+build=$cache/build-$version-$layout
 rm -rf "$build" "$tree"
 mkdir -p "$build"
 tar -xf "$tarball" -C "$build"
 src=$(find "$build" -mindepth 1 -maxdepth 1 -type d | head -1)
 start=$SECONDS
-echo "slurm-prefix: building $(basename "$tarball") into $prefix (log: $log)" >&2
-if ! (cd "$src" && ./configure $configure_flags && make -j"$(nproc)" && make install DESTDIR="$build/dest") > "$log" 2>&1; then
+echo "slurm-prefix: building $name ($layout layout; log: $log)" >&2
+# shellcheck disable=SC2086
+if ! (cd "$src" && CFLAGS="$cflags" ./configure $configure_flags && make -j"$(( $(nproc) + 1 ))" &&
+      make install DESTDIR="$build/dest") > "$log" 2>&1; then
   echo "slurm-prefix: the build failed; last lines of $log:" >&2
   tail -5 "$log" >&2
   exit 1
 fi
-mv "$build/dest$prefix" "$tree"
+case $layout in
+  prefix) mv "$build/dest/opt/slurm" "$tree"; mkdir -p "$tree/etc";;
+  rhel) mv "$build/dest" "$tree"; mkdir -p "$tree/etc/slurm";;
+esac
 rm -rf "$build"
-mkdir -p "$tree/etc"
-printf '%s\n%s\n' "$(basename "$tarball")" "$configure_flags" > "$stamp"
-echo "slurm-prefix: built in $((SECONDS - start)) s ($(du -sh "$tree" | cut -f1))" >&2
+printf '%s\n%s\n' "$name" "$configure_flags CFLAGS=$cflags" > "$stamp"
+echo "slurm-prefix: built Slurm $version in $((SECONDS - start)) s ($(du -sh "$tree" | cut -f1))" >&2
 echo "$tree"

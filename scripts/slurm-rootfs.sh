@@ -26,6 +26,11 @@ case "$flavor" in
 esac
 stamp=$root/.slurm-imex-rootfs-complete
 
+# One maker at a time per root (the background build queue may ask for it
+# too: scripts/slurm-builds.sh); the second finds it made.
+mkdir -p "$cache"
+exec 9>"$root.lock"
+flock 9
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$packages" ]; then
   echo "$root"; exit 0
 fi

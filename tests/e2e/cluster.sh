@@ -8,9 +8,11 @@
 # Plugin, prolog and epilog come from the build (E2E_INSTALL=target, the
 # plugin from $E2E_PLUGIN) or from the installed Debian package
 # (E2E_INSTALL=package), or from the release tarball by its install.sh
-# into a Slurm built into /opt/slurm (E2E_INSTALL=prefix, run inside
-# tests/e2e/in-prefix.sh: slurm.conf then lives in /opt/slurm/etc and every
-# Slurm program comes from /opt/slurm); configs are rendered from conf-examples/.
+# into a Slurm built into a prefix (E2E_INSTALL=prefix, run inside
+# tests/e2e/in-prefix.sh: /opt/slurm, slurm.conf in /opt/slurm/etc; or, with
+# E2E_SLURM_PREFIX=/usr E2E_SLURM_SYSCONFDIR=/etc/slurm, slurm.spec's layout
+# laid over /), every Slurm program from there; configs are rendered from
+# conf-examples/.
 # E2E_SWITCH=1 turns on Slurm's own switch/nvidia_imex; E2E_TOPOLOGY=conf or
 # yaml describes two racks (blocks) of two nodes with topology/block.
 # E2E_CONTAINERS=1 gives each node its own enroot and pyxis runtime paths.
@@ -36,11 +38,12 @@ NET=10.77.0
 CHANNEL_MAJOR=507
 TEST_USER=imexuser
 export SLURM_CONF=$C/etc-slurm/slurm.conf
-SLURM_PREFIX=/opt/slurm
+SLURM_PREFIX=${E2E_SLURM_PREFIX:-/opt/slurm}
+SLURM_SYSCONFDIR=${E2E_SLURM_SYSCONFDIR:-$SLURM_PREFIX/etc}
 if [ "$E2E_INSTALL" = prefix ]; then
-  # $C/etc-slurm is bound on /opt/slurm/etc (cluster_install), where this
+  # $C/etc-slurm is bound on the sysconfdir (cluster_install), where this
   # Slurm was built to look; its programs come first on PATH.
-  export SLURM_CONF=$SLURM_PREFIX/etc/slurm.conf
+  export SLURM_CONF=$SLURM_SYSCONFDIR/slurm.conf
   export PATH=$SLURM_PREFIX/bin:$SLURM_PREFIX/sbin:$PATH
 fi
 
@@ -69,8 +72,8 @@ prefix_install() {
     { echo "cluster_install: want one release tarball in target/release-tarball, found: ${tarballs[*]} (run scripts/release.sh)" >&2; return 1; }
   tarball=${tarballs[0]}
   [ -x "$SLURM_PREFIX/sbin/slurmctld" ] || { echo "cluster_install: no Slurm in $SLURM_PREFIX (run inside tests/e2e/in-prefix.sh)" >&2; return 1; }
-  umount "$SLURM_PREFIX/etc" 2>/dev/null || true
-  mount --bind "$C/etc-slurm" "$SLURM_PREFIX/etc"
+  umount "$SLURM_SYSCONFDIR" 2>/dev/null || true
+  mount --bind "$C/etc-slurm" "$SLURM_SYSCONFDIR"
   mkdir -p "$C/release"
   tar -xzf "$tarball" -C "$C/release"
   "$C"/release/slurm-imex-*/install.sh --slurm-prefix "$SLURM_PREFIX" > "$C/install.out" 2>&1 ||
@@ -79,9 +82,15 @@ prefix_install() {
 }
 
 # The imex.toml the test config is rendered from: the one install.sh put
-# beside slurm.conf (prefix), else the shipped example.
+# beside slurm.conf (prefix), the installed package's conffile (package: in
+# the upgrade phase that is the previous release's, which knows no newer
+# key), else the shipped example.
 imex_toml_source() {
-  if [ "$E2E_INSTALL" = prefix ]; then echo "$C/etc-slurm/imex.toml"; else echo "$REPO/conf-examples/imex.toml"; fi
+  case $E2E_INSTALL in
+    prefix) echo "$C/etc-slurm/imex.toml";;
+    package) echo /etc/slurm/imex.toml;;
+    *) echo "$REPO/conf-examples/imex.toml";;
+  esac
 }
 
 # Copy the built artifacts and render every config from conf-examples.

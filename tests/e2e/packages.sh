@@ -62,31 +62,33 @@ test_package_for_another_slurm_is_refused() { # rootfs wrong-deb
 # whose apt lists are emptied (a SchedMD site's archive offers no Debian
 # Slurm of the release, or apt would "solve" a refusal by swapping Slurms),
 # so the cached rootfs is untouched. Prints the overlay's root;
-# smd_root_done ends it.
-smd_root() { # rootfs smd-version
-  local root=$1 version=$2 work
+# smd_root_done ends it. A third argument names another Slurm package to
+# stand in (Ubuntu's slurm-wlm-basic-plugins), without SchedMD's conflicts.
+smd_root() { # rootfs version [package]
+  local root=$1 version=$2 package=${3:-slurm-smd} work conflicts=
+  [ "$package" = slurm-smd ] && conflicts="Conflicts: slurm-wlm, slurm-wlm-basic-plugins"
   work=$(mktemp -d /var/tmp/slurm-imex-smd.XXXXXX)
   mkdir -p "$work"/{upper,work,root,pkg}
   mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/upper,workdir=$work/work" "$work/root" || return 1
-  cat > "$work/pkg/slurm-smd" <<CTL
+  cat > "$work/pkg/$package" <<CTL
 Section: admin
 Priority: optional
 Standards-Version: 4.6.2
-Package: slurm-smd
+Package: $package
 Version: $version
 Maintainer: slurm-imex tests <tests@slurm-imex.invalid>
 Architecture: amd64
-Conflicts: slurm-wlm, slurm-wlm-basic-plugins
-Description: stand-in for SchedMD's slurm-smd $version (names and version only)
+$conflicts
+Description: stand-in for $package $version (names and version only)
 CTL
-  (cd "$work/pkg" && equivs-build slurm-smd >/dev/null 2>&1) || { echo "smd_root: equivs-build failed" >&2; return 1; }
+  (cd "$work/pkg" && equivs-build "$package" >/dev/null 2>&1) || { echo "smd_root: equivs-build failed" >&2; return 1; }
   local debian_slurm
   debian_slurm=$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${Package}\n' | grep -E '^(slurm|libslurm|slurmd|slurmctld)' | tr '\n' ' ')
   # shellcheck disable=SC2086
   "$REPO/tests/e2e/in-rootfs.sh" "$work/root" dpkg --purge --force-depends $debian_slurm >/dev/null 2>&1
   rm -rf "$work"/root/var/lib/apt/lists/*
-  cp "$work"/pkg/slurm-smd_*.deb "$work/root/srv/"
-  "$REPO/tests/e2e/in-rootfs.sh" "$work/root" sh -c 'dpkg -i /srv/slurm-smd_*.deb' >/dev/null || { echo "smd_root: the stand-in did not install" >&2; return 1; }
+  cp "$work"/pkg/"$package"_*.deb "$work/root/srv/"
+  "$REPO/tests/e2e/in-rootfs.sh" "$work/root" sh -c "dpkg -i /srv/${package}_*.deb" >/dev/null || { echo "smd_root: the stand-in did not install" >&2; return 1; }
   echo "$work"
 }
 
@@ -116,5 +118,18 @@ test_package_for_another_schedmd_slurm_is_refused() { # rootfs deb smd-version
   [ $rc -ne 0 ] || fail "dpkg -i accepted it"
   expect_contains "$out" "dependency problems" "dpkg refuses to configure it"
   echo "    dpkg says: $(grep -m1 'depends on' <<<"$out" | sed 's/^ *//')"
+  smd_root_done "$work"
+}
+
+# Ubuntu 24.04 (the base of DGX OS 7) packages Slurm 23.11 as slurm-wlm,
+# like Debian: the 23.11 package installs beside it, plugin in its PluginDir.
+test_package_installs_beside_ubuntu_slurm() { # rootfs deb version
+  local work out
+  work=$(smd_root "$1" "$3" slurm-wlm-basic-plugins) || { fail "cannot make a root filesystem with slurm-wlm-basic-plugins $3"; return; }
+  cp "$2" "$work/root/srv/"
+  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" apt-get install -y -q "/srv/$(basename "$2")" 2>&1) ||
+    fail "apt refused $(basename "$2") beside slurm-wlm-basic-plugins $3: $(tail -3 <<<"$out")"
+  expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${db:Status-Abbrev}' slurm-imex 2>&1)" "ii " "slurm-imex installed beside Ubuntu's Slurm $3"
+  [ -f "$work/root/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so" ] || fail "no plugin in slurm-wlm's PluginDir"
   smd_root_done "$work"
 }

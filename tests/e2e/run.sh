@@ -3,8 +3,10 @@
 # (tests/e2e/cluster.sh), whichever Slurm this machine (or rootfs) has.
 # tests/e2e/versions.sh runs it on every supported Slurm. Needs root.
 # E2E_PHASE picks the tests: base (default), switch (beside Slurm's
-# switch/nvidia_imex), topology (topology/block racks) or containers
-# (pyxis + enroot; tests/e2e/containers.sh). Prints
+# switch/nvidia_imex), topology (topology/block racks), segments (both, with
+# a channel per segment: Slurm 25.11+), containers (pyxis + enroot;
+# tests/e2e/containers.sh), and the fault, fleet, rack, upgrade and systemd
+# phases of their own files. Prints
 # "e2e: N passed, M failed" and exits non-zero on any failure.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -15,6 +17,8 @@ case "$E2E_PHASE" in
   switch) export E2E_SWITCH=1;;
   # Two racks of two nodes; E2E_TOPOLOGY (conf or yaml) says how Slurm learns them.
   topology) export E2E_NODES=4 E2E_TOPOLOGY=${E2E_TOPOLOGY:-conf};;
+  # The same racks beside switch/nvidia_imex, one channel per segment (25.11+).
+  segments) export E2E_SWITCH=1 E2E_NODES=4 E2E_TOPOLOGY=${E2E_TOPOLOGY:-yaml};;
   # One NVL72 rack: 18 trays.
   rack) export E2E_NODES=18;;
   # pyxis + enroot (tests/e2e/containers.sh).
@@ -28,6 +32,7 @@ source "$HERE/containers.sh"
 source "$HERE/upgrade.sh"
 source "$HERE/systemd.sh"
 source "$HERE/controller.sh"
+source "$HERE/segments.sh"
 
 # The script every test task runs: one line of facts (cluster.sh).
 REPORT=$C/bin/imex-report
@@ -183,13 +188,13 @@ test_install_sh_uninstall_keeps_only_the_config() {
   local sh out f files
   sh=$(ls "$C"/release/slurm-imex-*/install.sh)
   files=$(cat /usr/local/share/slurm-imex/installed-files)
-  expect_contains "$files" "/opt/slurm/lib/slurm/spank_imex.so" "the manifest lists the plugin"
-  out=$("$sh" --slurm-prefix /opt/slurm --dry-run 2>&1) || fail "install.sh --dry-run: $out"
-  expect_contains "$out" "kept /opt/slurm/etc/imex.toml" "a second install keeps the admin's imex.toml"
+  expect_contains "$files" "$(scontrol show config | awk '$1 == "PluginDir" {print $3}')/spank_imex.so" "the manifest lists the plugin in Slurm's PluginDir"
+  out=$("$sh" --slurm-prefix "$SLURM_PREFIX" --dry-run 2>&1) || fail "install.sh --dry-run: $out"
+  expect_contains "$out" "kept $SLURM_SYSCONFDIR/imex.toml" "a second install keeps the admin's imex.toml"
   out=$("$sh" --uninstall 2>&1) || fail "install.sh --uninstall: $out"
   for f in $files; do [ -e "$f" ] && fail "$f left after --uninstall"; done
-  [ -f /opt/slurm/etc/imex.toml ] || fail "--uninstall removed the admin's imex.toml"
-  out=$("$sh" --slurm-prefix /opt/slurm 2>&1) || fail "install.sh again: $out"
+  [ -f "$SLURM_SYSCONFDIR/imex.toml" ] || fail "--uninstall removed the admin's imex.toml"
+  out=$("$sh" --slurm-prefix "$SLURM_PREFIX" 2>&1) || fail "install.sh again: $out"
   for f in $files; do [ -e "$f" ] || fail "$f missing after installing again"; done
   out=$("$sh" --slurm-prefix relative/path 2>&1) && fail "install.sh took a relative prefix"
   expect_eq "$(grep -c . <<<"$out")" 1 "a bad option is one line"
@@ -719,6 +724,13 @@ main() {
       test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
       test_health_check_asks_the_controller_nothing_the_second_time
     );;
+    # Slurm 25.11+: a channel per segment (tests/e2e/segments.sh).
+    segments) tests=(
+      test_each_segment_gets_its_own_channel_in_per_job_domains
+      test_each_segment_gets_its_own_channel_in_rack_domains
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time
+    );;
     containers) tests=(
       test_container_sees_only_its_channel_with_enroots_default_dev
       test_plugin_order_does_not_matter
@@ -740,7 +752,7 @@ main() {
       test_epilog_is_idempotent_without_prolog
       test_gpu_history_recorded_on_every_node
     );;
-    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, faults, fleet, rack, containers, upgrade or systemd)" >&2; exit 2;;
+    *) echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (base, switch, topology, segments, faults, fleet, rack, containers, upgrade or systemd)" >&2; exit 2;;
   esac
   [ "$E2E_INSTALL" = prefix ] && tests+=(test_install_sh_uninstall_keeps_only_the_config)
   local t

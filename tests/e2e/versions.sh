@@ -1,27 +1,29 @@
 #!/bin/bash
-# The end-to-end suite on every Slurm we ship for, each from Debian's own
-# packages: 22.05 on this machine (Debian 12), 24.11 (Debian 13 "trixie")
-# and 26.05 (Debian unstable) in root filesystems made by
-# scripts/slurm-rootfs.sh. Builds one plugin per Slurm and the packages,
-# tests the packages, then runs the phases of tests/e2e/run.sh:
-#   22.05  systemd                   (each node a Debian 12 container booted by
-#                                     systemd-nspawn, systemd 252 as PID 1)
-#   22.05  base, faults, fleet, rack (from the build tree; faults needs
-#                                     strace, sqlite3 and python3; fleet
-#                                     node_exporter and promtool; rack is
-#                                     one 18-node --imex job)
-#   24.11  upgrade                   (the previous release's .deb, then this one
-#                                     over it with an --imex job running)
-#   24.11  base, switch, topology,   (from the installed .deb; topology.conf;
-#          containers                 pyxis + enroot from ../shared/vendor, built
-#                                     by tests/e2e/containers-build.sh; shown
-#                                     as skipped when those snapshots are absent)
-#   24.11  base                      (SchedMD's tarball built into /opt/slurm
-#                                     by scripts/slurm-prefix.sh; slurm-imex
-#                                     from the release tarball's install.sh)
-#   26.05  base, switch, topology    (from the build tree; topology.yaml)
-# Prints a table of Slurm version x phase x tests x wall time, then
-# "e2e: N passed, M failed". Needs root; run after cargo build --release.
+# The end-to-end suite on every Slurm release a GB200 site runs, 22.05 to
+# 26.05 (docs/test-cluster.md), with the packages, and a table of release x
+# phase x tests x wall time. Each release, and how it is installed:
+#   22.05  Debian 12's own packages (this machine): systemd (nodes booted by
+#          systemd-nspawn, systemd 252 as PID 1), base, faults (needs strace,
+#          sqlite3, python3), fleet (node_exporter, promtool), rack (one
+#          18-node --imex job), from the build tree
+#   24.11  Debian 13's packages (a debootstrap rootfs): upgrade (the previous
+#          release's .deb, then this one over it with an --imex job running),
+#          then base, switch, topology (topology.conf) and containers (pyxis +
+#          enroot from ../shared/vendor) from the installed .deb
+#   26.05  Debian unstable's packages (a rootfs): base, switch, topology
+#          (topology.yaml), segments (a channel per segment), build tree
+#   source builds (scripts/slurm-prefix.sh, in /opt/slurm; slurm-imex from
+#          the release tarball's install.sh): 23.02 base; 23.11 base,
+#          topology; 24.05 base, topology, switch; 24.11 base; 25.05 base,
+#          topology, switch; 25.11 base, topology, switch, segments; and 25.11
+#          built with slurm.spec's layout (/usr, /usr/lib64, /etc/slurm,
+#          slurm-imex by install.sh --slurm-prefix /usr): base
+# The source builds (and the previous release's .deb) compile in the
+# background at the lowest priority (scripts/slurm-builds.sh) while the
+# phases that need none run; each release's phases start when its build is
+# done. A release whose sources are not on this machine (no ../shared/vendor)
+# shows as skipped. Prints "e2e: N passed, M failed"; needs root, and runs
+# after cargo build --release.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
@@ -33,31 +35,41 @@ ROWS=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
 
-# The Slurm version of a root filesystem (its slurmd package), or of a
-# prefix build (its slurm_version.h).
+# The Slurm version of a root filesystem (its slurmd package), of a prefix
+# build (its slurm_version.h), or of a build in slurm.spec's layout.
 upstream_version() {
-  local h=$1/include/slurm/slurm_version.h hex
-  if [ -f "$h" ]; then
+  local h hex
+  for h in "$1/include/slurm/slurm_version.h" "$1/usr/include/slurm/slurm_version.h"; do
+    [ -f "$h" ] || continue
+    [ -f "$1/var/lib/dpkg/status" ] && continue
     hex=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]\{6\}\).*/\1/p' "$h")
     printf '%d.%02d.%d\n' "$((16#${hex:0:2}))" "$((16#${hex:2:2}))" "$((16#${hex:4:2}))"
     return
-  fi
+  done
   dpkg-query --admindir="$1/var/lib/dpkg" -W -f='${Version}' slurmd | sed 's/-[^-]*$//'
 }
 
-# One phase of run.sh; on the host when rootfs is "/".
-run_phase() { # rootfs install phase [env...]
-  local root=$1 install=$2 phase=$3; shift 3
-  local version mm log start rc line passed failed
-  version=$(upstream_version "$root"); mm=${version%.*}
+row() { # version phase from passed failed wall
+  ROWS+=("$(printf '| %-8s | %-10s | %-7s | %6s | %6s | %7s |' "$@")")
+}
+
+# One phase of run.sh: on the host when the tree is "/", in a rootfs, or
+# with a source build mounted (install "prefix"; "rhel": slurm.spec's layout).
+run_phase() { # tree install phase [env...]
+  local tree=$1 install=$2 phase=$3; shift 3
+  local version mm log start rc line passed failed from=$install
+  version=$(upstream_version "$tree"); mm=${version%.*}
   log=$LOGS/slurm-$mm-$phase-$install.log
   start=$SECONDS
   local cmd=(env E2E_PHASE="$phase" E2E_INSTALL="$install" E2E_SLURM_VERSION="$version"
              E2E_PLUGIN="$REPO/target/slurm-plugins/$mm/libspank_imex.so" "$@" bash tests/e2e/run.sh)
   echo "== Slurm $version: phase $phase (from $install) -> $log"
-  if [ "$root" = / ]; then "${cmd[@]}" > "$log" 2>&1
-  elif [ "$install" = prefix ]; then tests/e2e/in-prefix.sh "$root" "${cmd[@]}" > "$log" 2>&1
-  else tests/e2e/in-rootfs.sh "$root" "${cmd[@]}" > "$log" 2>&1; fi
+  if [ "$tree" = / ]; then "${cmd[@]}" > "$log" 2>&1
+  elif [ "$install" = prefix ]; then tests/e2e/in-prefix.sh "$tree" "${cmd[@]}" > "$log" 2>&1
+  elif [ "$install" = rhel ]; then
+    cmd[2]=E2E_INSTALL=prefix
+    tests/e2e/in-prefix.sh --root "$tree" env E2E_SLURM_PREFIX=/usr E2E_SLURM_SYSCONFDIR=/etc/slurm "${cmd[@]}" > "$log" 2>&1
+  else tests/e2e/in-rootfs.sh "$tree" "${cmd[@]}" > "$log" 2>&1; fi
   rc=$?
   line=$(grep -E '^e2e: [0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
   passed=$(sed -n 's/^e2e: \([0-9]*\) passed.*/\1/p' <<<"$line"); failed=$(sed -n 's/.* \([0-9]*\) failed$/\1/p' <<<"$line")
@@ -66,28 +78,85 @@ run_phase() { # rootfs install phase [env...]
   grep -E '^(---|    (ok|FAIL|FAILED))' "$log" | grep -E 'FAIL' -B1 | sed 's/^/   /'
   echo "   $passed passed, $failed failed in $((SECONDS - start)) s"
   TOTAL_PASSED=$((TOTAL_PASSED + passed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
-  ROWS+=("$(printf '| %-8s | %-8s | %-7s | %6s | %6s | %5s s |' "$version" "$phase" "$install" "$passed" "$failed" "$((SECONDS - start))")")
+  row "$version" "$phase" "$from" "$passed" "$failed" "$((SECONDS - start)) s"
 }
 
 # A package test, counted like the e2e tests.
 run_package_test() {
   CURRENT_OK=1
-  echo "--- $1"
+  echo "--- $*"
   local start=$SECONDS
   "$@"
   if [ "$CURRENT_OK" = 1 ]; then TOTAL_PASSED=$((TOTAL_PASSED + 1)); echo "    ok ($((SECONDS - start)) s)"
   else TOTAL_FAILED=$((TOTAL_FAILED + 1)); echo "    FAILED"; fi
 }
 
+# The plugins and the release tarball again, with every plugin built so far
+# (install.sh picks a release's plugin from the tarball).
+refresh_release() { # plugin-source...
+  [ $# -eq 0 ] || scripts/build-plugins.sh "$@" || return 1
+  scripts/release.sh >/dev/null || return 1
+}
+
+# A source build's phases, once the background queue has built it:
+# NAME (scripts/slurm-builds.sh), then the phases.
+source_release() { # name install phase...
+  local name=$1 install=$2 tree rc=0; shift 2
+  echo "== Slurm $name from source (scripts/slurm-builds.sh wait $name)"
+  tree=$(scripts/slurm-builds.sh wait "$name") || rc=$?
+  if [ $rc = 3 ]; then
+    local phase; for phase in "$@"; do row "${name%-rhel}" "$phase" "$install" - - skipped; done
+    return
+  fi
+  if [ $rc != 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" build "$install" 0 1 failed; return; fi
+  local headers=$tree; [ "$install" = rhel ] && headers=$tree/usr
+  refresh_release "prefix=$headers" || { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" plugin "$install" 0 1 failed; return; }
+  local phase; for phase in "$@"; do
+    case $phase in
+      topology:*) run_phase "$tree" "$install" topology E2E_TOPOLOGY="${phase#topology:}";;
+      *) run_phase "$tree" "$install" "$phase";;
+    esac
+  done
+}
+
+lintian_clean() { # deb
+  local out; out=$(lintian "$1" 2>&1 | grep -v '^N: ')
+  echo "    lintian: ${out:-nothing}"
+  expect_eq "$out" "" "lintian on $(basename "$1")"
+}
+
+# Every package: lintian says nothing, and each installs beside the Slurm of
+# its release (a stand-in of SchedMD's slurm-smd, or of Ubuntu 24.04's
+# slurm-wlm for 23.11) and is refused beside the next release's.
+package_tests() { # trixie sid
+  local trixie=$1 sid=$2 deb
+  echo "== packages: lintian and installs (Slurm $(upstream_version "$trixie") rootfs)"
+  for deb in "$REPO"/target/debian/slurm-imex_*_amd64.deb; do run_package_test lintian_clean "$deb"; done
+  local d2205 d2311 d2405 d2411 d2505 d2511
+  d2205=$(ls target/debian/*+slurm22.05_amd64.deb); d2411=$(ls target/debian/*+slurm24.11_amd64.deb)
+  run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$trixie" "$d2411"
+  run_package_test test_package_for_another_slurm_is_refused "$trixie" "$d2205"
+  run_package_test test_package_for_another_slurm_is_refused "$sid" "$d2411"
+  run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$d2411" 24.11.5-1
+  run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$d2411" 25.05.3-1
+  local mm next deb
+  for mm in 23.11 24.05 25.05 25.11; do
+    deb=$(ls target/debian/*+slurm"$mm"_amd64.deb 2>/dev/null) || { echo "    (no package for Slurm $mm: its plugin was not built)"; continue; }
+    next=$(printf '%s\n' 23.11 24.05 24.11 25.05 25.11 26.05 | grep -A1 -x "$mm" | tail -1)
+    run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$deb" "$mm.1-1"
+    run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$deb" "$next.1-1"
+  done
+  deb=$(ls target/debian/*+slurm23.11_amd64.deb 2>/dev/null) &&
+    run_package_test test_package_installs_beside_ubuntu_slurm "$trixie" "$deb" 23.11.4-1.2ubuntu5
+}
+
 main() {
   [ "$(id -u)" = 0 ] || { echo "versions: must run as root" >&2; exit 1; }
   local t0=$SECONDS trixie sid bookworm_systemd
+  scripts/slurm-builds.sh start
   trixie=$(scripts/slurm-rootfs.sh trixie) || exit 1
   sid=$(scripts/slurm-rootfs.sh sid) || exit 1
   bookworm_systemd=$(scripts/slurm-rootfs.sh bookworm systemd) || exit 1
-  echo "== Slurm from the upstream tarball in /opt/slurm (scripts/slurm-prefix.sh)"
-  local prefix_tree
-  prefix_tree=$(scripts/slurm-prefix.sh) || exit 1
   echo "== enroot and pyxis in the Slurm $(upstream_version "$trixie") rootfs (tests/e2e/containers-build.sh)"
   local containers=yes rc=0
   tests/e2e/containers-build.sh "$trixie" || rc=$?
@@ -96,63 +165,59 @@ main() {
     3) containers=no;;   # no source snapshots on this machine: said above, shown in the table
     *) exit 1;;
   esac
-  echo "== plugins, one per Slurm (each stamped from its own headers)"
+  echo "== plugins for Debian's Slurms (each stamped from its own headers), packages, the release tarball"
   scripts/build-plugins.sh host "$trixie" "$sid" || exit 1
-  echo "== packages and the release tarball"
   scripts/package.sh || exit 1
-  scripts/release.sh || exit 1
-  local deb2205 deb2411 deb2605
-  deb2205=$(ls "$REPO"/target/debian/slurm-imex_*+slurm22.05_amd64.deb)
-  deb2411=$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_amd64.deb)
-  deb2605=$(ls "$REPO"/target/debian/slurm-imex_*+slurm26.05_amd64.deb)
-  echo "== lintian"
-  local d; for d in "$deb2205" "$deb2411" "$deb2605"; do
-    echo "   $(basename "$d"): $(lintian "$d" 2>/dev/null | sed 's/^[EWIP]: slurm-imex: //' | sort | uniq -c | awk '{$1=$1};1' | paste -sd ';')"
-  done
-  echo "== package tests (Slurm $(upstream_version "$trixie"))"
-  run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$trixie" "$deb2411"
-  run_package_test test_package_for_another_slurm_is_refused "$trixie" "$deb2205"
-  run_package_test test_package_for_another_slurm_is_refused "$sid" "$deb2411"
-  run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$deb2411" 24.11.5-1
-  run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$deb2411" 25.05.3-1
+  refresh_release || exit 1
+  local deb2411; deb2411=$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_amd64.deb)
 
+  # What needs no source build, while the builds run.
   run_phase / target base
   run_phase / target faults
   run_phase / target fleet
   run_phase / target rack
-  # Nodes booted by systemd-nspawn (Debian 12, systemd 252 as PID 1),
-  # manager = "systemd" through the real systemctl.
   run_phase / target systemd E2E_SYSTEMD_ROOTFS="$bookworm_systemd"
-  # The previous release's package, then the current one over it with a job running.
-  local previous prc=0
-  previous=$(tests/e2e/previous-release.sh "$trixie") || prc=$?
-  if [ $prc = 0 ]; then
-    tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$previous" >/dev/null || { echo "versions: dpkg -i $previous failed" >&2; exit 1; }
-    run_phase "$trixie" package upgrade E2E_UPGRADE_TO="$deb2411"
-    tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
-  elif [ $prc = 3 ]; then ROWS+=("$(printf '| %-8s | %-8s | %-7s | %6s | %6s | %7s |' "$(upstream_version "$trixie")" upgrade package - - skipped)")
-  else exit 1
-  fi
-  # 24.11 runs from the installed package.
+  run_phase "$sid" target base
+  run_phase "$sid" target switch
+  run_phase "$sid" target topology E2E_TOPOLOGY=yaml
+  run_phase "$sid" target segments
   tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$deb2411" >/dev/null || { echo "versions: dpkg -i $deb2411 failed" >&2; exit 1; }
   run_phase "$trixie" package base
   run_phase "$trixie" package switch
   run_phase "$trixie" package topology E2E_TOPOLOGY=conf
   # enroot needs user namespaces: this phase enters the rootfs with pivot_root.
   if [ "$containers" = yes ]; then IN_ROOTFS_PIVOT=1 run_phase "$trixie" package containers
-  else ROWS+=("$(printf '| %-8s | %-8s | %-7s | %6s | %6s | %7s |' "$(upstream_version "$trixie")" containers package - - skipped)")
+  else row "$(upstream_version "$trixie")" containers package - - skipped
   fi
   tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
-  # A Slurm built into /opt/slurm, slurm-imex from the release tarball's install.sh.
-  run_phase "$prefix_tree" prefix base
-  run_phase "$sid" target base
-  run_phase "$sid" target switch
-  run_phase "$sid" target topology E2E_TOPOLOGY=yaml
+  # The previous release's package, then the current one over it with a job running.
+  local previous prc=0
+  previous=$(scripts/slurm-builds.sh wait previous) || prc=$?
+  if [ $prc = 0 ]; then
+    tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$previous" >/dev/null || { echo "versions: dpkg -i $previous failed" >&2; exit 1; }
+    run_phase "$trixie" package upgrade E2E_UPGRADE_TO="$deb2411"
+    tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
+  elif [ $prc = 3 ]; then row "$(upstream_version "$trixie")" upgrade package - - skipped
+  else TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$(upstream_version "$trixie")" upgrade package 0 1 failed
+  fi
+
+  # Releases built from source, as their builds finish (slurm-builds.sh's order).
+  source_release 24.11 prefix base
+  source_release 25.11 prefix base topology:yaml switch segments
+  source_release 25.11-rhel rhel base
+  source_release 24.05 prefix base topology:conf switch
+  source_release 23.11 prefix base topology:conf
+  source_release 25.05 prefix base topology:yaml switch
+  source_release 23.02 prefix base
+
+  scripts/package.sh >/dev/null || { echo "versions: packaging every plugin failed" >&2; exit 1; }
+  package_tests "$trixie" "$sid"
 
   echo
-  echo "| Slurm    | phase    | from    | passed | failed | wall    |"
-  echo "|----------|----------|---------|--------|--------|---------|"
+  echo "| Slurm    | phase      | from    | passed | failed | wall    |"
+  echo "|----------|------------|---------|--------|--------|---------|"
   printf '%s\n' "${ROWS[@]}"
+  echo "plugins: $(ls target/slurm-plugins | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_amd64.deb/\1/p' | paste -sd ' ')"
   echo "all Slurm versions: $((SECONDS - t0)) s"
   echo "e2e: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
   [ "$TOTAL_FAILED" = 0 ]

@@ -1,0 +1,66 @@
+#!/bin/bash
+# Builds every Slurm release the end-to-end matrix needs from source, one
+# after another, in the background and at the lowest CPU priority, so that
+# they compile while the tests that need no source build run:
+#
+#   scripts/slurm-builds.sh start        # start the queue (returns at once)
+#   scripts/slurm-builds.sh wait NAME    # wait for one build; prints its tree
+#   scripts/slurm-builds.sh run NAME     # build one now, in the foreground
+#
+# NAME is RELEASE or RELEASE-rhel (slurm.spec's layout), as in QUEUE below;
+# each is scripts/slurm-prefix.sh RELEASE [--layout rhel], cached by release.
+# The previous slurm-imex release's .deb (tests/e2e/previous-release.sh) is
+# in the queue too: it is the other long build. `wait` exits 3 when a
+# build had nothing to build from (no source snapshot, no earlier release),
+# and 1 when it failed (its log is named).
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+state=$REPO/target/slurm-builds
+# Most needed first: the releases with the most phases.
+QUEUE=(24.11 25.11 25.11-rhel previous 24.05 23.11 25.05 23.02)
+
+build_one() { # name
+  local name=$1 rc=0
+  case $name in
+    previous) "$REPO/tests/e2e/previous-release.sh" "$("$REPO/scripts/slurm-rootfs.sh" trixie)" || rc=$?;;
+    *-rhel) "$REPO/scripts/slurm-prefix.sh" "${name%-rhel}" --layout rhel || rc=$?;;
+    *) "$REPO/scripts/slurm-prefix.sh" "$name" || rc=$?;;
+  esac
+  return $rc
+}
+
+# Each build writes its result to $state/NAME.out and its exit status to
+# $state/NAME.rc, the latter last.
+run_queue() {
+  local name rc
+  for name in "${QUEUE[@]}"; do
+    [ -f "$state/$name.rc" ] && continue
+    rc=0
+    build_one "$name" > "$state/$name.out" 2> "$state/$name.err" || rc=$?
+    echo "$rc" > "$state/$name.rc"
+  done
+}
+
+case ${1:-} in
+  start)
+    mkdir -p "$state"
+    # Once per run: a queue that is still going is left to finish.
+    if [ -f "$state/queue.pid" ] && kill -0 "$(cat "$state/queue.pid")" 2>/dev/null; then exit 0; fi
+    rm -f "$state"/*.rc "$state"/*.out "$state"/*.err
+    nohup nice -n 19 "$0" queue > "$state/queue.log" 2>&1 &
+    echo $! > "$state/queue.pid"
+    echo "slurm-builds: started (${QUEUE[*]}); logs in $state" >&2;;
+  queue) run_queue;;
+  wait)
+    name=${2:?wait NAME}
+    [ -d "$state" ] || { echo "slurm-builds: no queue was started (scripts/slurm-builds.sh start)" >&2; exit 1; }
+    until [ -f "$state/$name.rc" ]; do sleep 2; done
+    rc=$(cat "$state/$name.rc")
+    case $rc in
+      0) tail -1 "$state/$name.out";;
+      3) cat "$state/$name.err" >&2; exit 3;;
+      *) echo "slurm-builds: $name failed:" >&2; tail -5 "$state/$name.err" >&2; exit 1;;
+    esac;;
+  run) build_one "${2:?run NAME}";;
+  *) echo "usage: slurm-builds.sh start | wait NAME | run NAME" >&2; exit 2;;
+esac
