@@ -19,6 +19,7 @@
 #   RACKS=256 JOB_RACKS=64 PAR=64   the cluster, the job, the parallelism
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+source "$REPO/tests/e2e/wait.sh"
 BIN=${BIN:-$REPO/target/release}
 RACKS=${RACKS:-256}
 JOB_RACKS=${JOB_RACKS:-64}
@@ -82,7 +83,7 @@ CONF
     runuser -u munge -- /usr/sbin/munged --force
   fi
   slurmctld -f "$D/slurm.conf" -c || return 1
-  local i; for i in $(seq 1 100); do scontrol ping >/dev/null 2>&1 && break; sleep 0.1; done
+  poll_until 10 scontrol ping >/dev/null 2>&1 || { echo "ctld-bench: slurmctld never answered scontrol ping" >&2; return 1; }
   for r in $(seq 1 "$RACKS"); do
     scontrol update NodeName="$(rack "$r")-[01-18]" Extra="{\"nvlink_clique\":\"$UUID.$r\"}" || return 1
   done

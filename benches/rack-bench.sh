@@ -43,6 +43,9 @@ if [ "$RACKS" = 2 ] && [ "$ONE_DOMAIN" != 1 ]; then
 fi
 echo "slurm-imex rack benchmark: $RACKS rack(s)$([ "$ONE_DOMAIN" = 1 ] && echo ", one domain"), $E2E_NODES namespaced nodes up in $((SECONDS - start)) s, $(sinfo -V), $(nproc) cores, $JOBS jobs per size"
 
+job_is_queued() { squeue -h -j "$1" 2>/dev/null | grep -q .; }
+node_is_idle() { [ "$(sinfo -h -N -n "$1" -o %T | head -1)" = idle ]; }
+
 failed=0
 for size in $SIZES; do
   : > "$C/out/prolog-$size"; : > "$C/out/ready-$size"
@@ -52,8 +55,7 @@ for size in $SIZES; do
       "$size" "$C" "$C" > "$script"
     chmod 755 "$script"
     id=$(as_user sbatch --parsable --imex -N"$size" -o "$C/out/%j.out" -e "$C/out/%j.err" "$script") || { failed=$((failed + 1)); continue; }
-    for i in $(seq 1 600); do [ -e "$C/out/started-$id" ] && break; sleep 0.1; done
-    if [ ! -e "$C/out/started-$id" ]; then
+    if ! poll_until 60 test -e "$C/out/started-$id"; then
       echo "job $id ($size nodes) never started: $(cat "$C/out/$id.err" 2>/dev/null | head -2)"; failed=$((failed + 1))
     else
       for rec in "$C"/nodes/n*/run-slurm-imex/jobs/"$id".json; do
@@ -62,10 +64,8 @@ for size in $SIZES; do
       done
     fi
     touch "$C/out/release-$id"
-    for i in $(seq 1 600); do squeue -h -j "$id" 2>/dev/null | grep -q . || break; sleep 0.1; done
-    for i in $(seq 1 "$E2E_NODES"); do
-      for k in $(seq 1 100); do case "$(sinfo -h -N -n "n$i" -o %T | head -1)" in idle) break;; esac; sleep 0.1; done
-    done
+    wait_until 60 "job $id to leave the queue" not job_is_queued "$id"
+    for i in $(seq 1 "$E2E_NODES"); do wait_until 10 "n$i to be idle after job $id" node_is_idle "n$i"; done
   done
   echo "--imex on $size nodes: prolog wall ms    $(pct < "$C/out/prolog-$size")"
   echo "--imex on $size nodes: readiness ms      $(pct < "$C/out/ready-$size")"

@@ -13,6 +13,12 @@ cluster_down >/dev/null 2>&1 || true
 cluster_install "$REPO/target/release"
 cluster_up
 trap 'cluster_down >/dev/null 2>&1 || true' EXIT
+job_state_of() { scontrol show job -o "$1" | grep -o 'JobState=[A-Z]*' | cut -d= -f2; }
+job_is_in() { # id state...
+  local s want; s=$(job_state_of "$1"); shift
+  for want in "$@"; do [ "$s" = "$want" ] && return 0; done
+  return 1
+}
 sinfo
 
 cat > "$C/out/demo-job.sh" <<'JOB'
@@ -28,12 +34,8 @@ sed -i "s#DEMO_BIN#$C/bin#" "$C/out/demo-job.sh"
 chmod 755 "$C/out/demo-job.sh"
 echo "\$ sbatch $C/out/demo-job.sh   (as $TEST_USER)"
 id=$(as_user sbatch --parsable -o "$C/out/demo-%j.out" "$C/out/demo-job.sh")
-for i in $(seq 1 300); do
-  s=$(scontrol show job -o "$id" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)
-  case "$s" in COMPLETED|FAILED|CANCELLED) break;; esac
-  sleep 0.1
-done
-echo "job $id: $s"
+wait_until 60 "job $id to end" job_is_in "$id" COMPLETED FAILED CANCELLED
+echo "job $id: $(job_state_of "$id")"
 cat "$C/out/demo-$id.out"
 echo "after the job, the epilog restored idle: nodes_config.cfg on n1 has $(wc -l < "$C/nodes/n1/etc-imex/nodes_config.cfg") lines"
 echo "and a job without --imex sees an empty channel directory:"
@@ -42,15 +44,13 @@ as_user srun -N1 ls -la /dev/nvidia-caps-imex-channels
 # GPU health: an application XID during a job, then the history an admin reviews.
 echo
 echo "\$ sbatch -N1 -w n1 (a job during which GPU 1 logs XID 13)"
-hid=$(as_user sbatch --parsable -N1 -w n1 -o "$C/out/demo-%j.out" --wrap "sleep 1")
-sleep 0.5
+hid=$(as_user sbatch --parsable -N1 -w n1 -o "$C/out/demo-%j.out" --wrap "touch $C/out/demo-started-\$SLURM_JOB_ID; sleep 1")
+wait_until 30 "job $hid to start its script" test -e "$C/out/demo-started-$hid"
 kmsg_append 1 "NVRM: Xid (PCI:0000:1b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0): Out Of Range Address"
-for i in $(seq 1 300); do
-  case "$(scontrol show job -o "$hid" | grep -o 'JobState=[A-Z]*' | cut -d= -f2)" in COMPLETED|FAILED) break;; esac
-  sleep 0.1
-done
-sleep 0.5
 cli_demo() { nsenter -t "$(slurmd_pid 1)" -n -m -u -- "$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" "$@"; }
+# Its epilog writes the job's row last.
+job_is_recorded() { cli_demo --json history --job "$1" 2>/dev/null | grep -q "\"job_id\": $1"; }
+wait_until 60 "job $hid's row in n1's job database" job_is_recorded "$hid"
 echo; echo "\$ slurm-imex history            (on n1)"; cli_demo history
 echo; echo "\$ slurm-imex show $hid           (on n1)"; cli_demo show "$hid"
 echo; echo "\$ slurm-imex gpus               (on n1)"; cli_demo gpus

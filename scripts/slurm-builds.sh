@@ -17,7 +17,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 state=$REPO/target/slurm-builds
 # Most needed first: the releases with the most phases.
-QUEUE=(24.11 25.11 25.11-rhel previous 24.05 23.11 25.05 23.02)
+QUEUE=(25.11 25.11-rhel previous 24.05 23.11 25.05 23.02)
 
 build_one() { # name
   local name=$1 rc=0
@@ -54,7 +54,15 @@ case ${1:-} in
   wait)
     name=${2:?wait NAME}
     [ -d "$state" ] || { echo "slurm-builds: no queue was started (scripts/slurm-builds.sh start)" >&2; exit 1; }
-    until [ -f "$state/$name.rc" ]; do sleep 2; done
+    case " ${QUEUE[*]} " in *" $name "*) ;; *) echo "slurm-builds: $name is not in the queue (${QUEUE[*]})" >&2; exit 2;; esac
+    # Until its status is written, as long as the queue runs (a queue that
+    # died, killed or out of disk, never writes it).
+    until [ -f "$state/$name.rc" ]; do
+      if ! kill -0 "$(cat "$state/queue.pid" 2>/dev/null)" 2>/dev/null && [ ! -f "$state/$name.rc" ]; then
+        echo "slurm-builds: the queue stopped before building $name; see $state/queue.log" >&2; exit 1
+      fi
+      sleep 2
+    done
     rc=$(cat "$state/$name.rc")
     case $rc in
       0) tail -1 "$state/$name.out";;

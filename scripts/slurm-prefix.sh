@@ -4,10 +4,9 @@
 #
 #   scripts/slurm-prefix.sh [RELEASE] [--layout prefix|rhel]
 #
-# RELEASE is 24.11 (the default: the upstream orig tarball in Debian's source
-# pool, `apt-get source --download-only slurm-wlm/trixie`) or a release in
-# ../shared/vendor/slurm (23.02, 23.11, 24.05, 25.05, 25.11, or the full
-# version), whose checksum is checked against ../shared/vendor/SHA256SUMS.
+# RELEASE is a release in ../shared/vendor/slurm (23.02, 23.11, 24.05,
+# 25.05, 25.11, or the full version), whose checksum is checked against
+# ../shared/vendor/SHA256SUMS.
 #   --layout prefix  ./configure --prefix=/opt/slurm --sysconfdir=/opt/slurm/etc,
 #                    as AWS ParallelCluster and most hand-built sites do; the
 #                    tree printed is that prefix, to be mounted at /opt/slurm
@@ -29,7 +28,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 vendor=${SLURM_IMEX_VENDOR:-$REPO/../shared/vendor}
 cache=${SLURM_IMEX_PREFIX_CACHE:-/var/cache/slurm-imex/prefix}
-release=24.11 layout=prefix
+release= layout=prefix
 while [ $# -gt 0 ]; do
   case $1 in
     --layout) layout=${2:?--layout needs prefix or rhel}; shift 2;;
@@ -37,14 +36,18 @@ while [ $# -gt 0 ]; do
     *) echo "slurm-prefix: unknown argument '$1' (RELEASE [--layout prefix|rhel])" >&2; exit 2;;
   esac
 done
+[ -n "$release" ] || { echo "slurm-prefix: name a release (RELEASE [--layout prefix|rhel]), such as 25.11" >&2; exit 2; }
 
 # --enable-multiple-slurmd, as Debian builds its packages (slurm.spec's
 # `--with multiple_slurmd`): the test cluster runs every slurmd on one host
 # beside one munged, and without it slurmd refuses a step's job credential
 # that another node of the same host already decoded ("_verify_signature:
 # failed decode", munged: "Replayed credential"). It changes nothing else
-# the tests touch.
-common="--disable-debug --enable-multiple-slurmd --disable-slurmrestd --disable-x11"
+# the tests touch. --with-json and --with-yaml make configure fail rather
+# than leave out the serializers: slurmctld 25.05+ reads topology.yaml
+# through serializer/yaml and exits at start without serializer/json
+# ("fatal: serializer_required: could not find plugin for application/json").
+common="--disable-debug --enable-multiple-slurmd --disable-slurmrestd --disable-x11 --with-json --with-yaml"
 cflags="-O1 -pipe"
 case $layout in
   prefix) configure_flags="--prefix=/opt/slurm --sysconfdir=/opt/slurm/etc $common";;
@@ -55,10 +58,9 @@ case $layout in
   *) echo "slurm-prefix: --layout is prefix or rhel, not '$layout'" >&2; exit 2;;
 esac
 
-# The source tarball of the release: Debian's orig tarball for 24.11, else
-# the vendored snapshot, its checksum checked.
+# The source tarball of the release: the vendored snapshot, its checksum
+# checked.
 tarball_of() {
-  if [ "$release" = 24.11 ]; then debian_orig_tarball; return; fi
   local file; file=$(cd "$vendor/slurm" 2>/dev/null && ls slurm-"$release"*.tar.xz 2>/dev/null | head -1 || true)
   if [ -z "$file" ]; then
     echo "slurm-prefix: no source snapshot of Slurm $release in $vendor/slurm (set SLURM_IMEX_VENDOR)" >&2
@@ -69,40 +71,18 @@ tarball_of() {
   echo "$vendor/slurm/$file"
 }
 
-debian_orig_tarball() {
-  mkdir -p "$cache/src"
-  local tarball; tarball=$(ls "$cache"/src/slurm-wlm_*.orig.tar.* 2>/dev/null | head -1 || true)
-  if [ -z "$tarball" ]; then
-    # The mirror apt already uses on this machine, with a deb-src line for
-    # the suite, in a private apt state so the machine's own is untouched.
-    local mirror apt_state=$cache/apt
-    mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-    [ -n "$mirror" ] || mirror=$(awk '$1=="deb"{print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-    [ -n "$mirror" ] || { echo "slurm-prefix: no Debian mirror found in /etc/apt" >&2; exit 1; }
-    mkdir -p "$apt_state/lists/partial"
-    echo "deb-src $mirror trixie main" > "$apt_state/sources.list"
-    local apt_opts=(-o "Dir::Etc::SourceList=$apt_state/sources.list" -o "Dir::Etc::SourceParts=/nonexistent"
-                    -o "Dir::State::Lists=$apt_state/lists" -o "APT::Get::AllowUnauthenticated=false")
-    apt-get "${apt_opts[@]}" update -qq >/dev/null
-    # The .dsc may be refused by this older apt; the orig tarball is all we need.
-    (cd "$cache/src" && apt-get "${apt_opts[@]}" source --download-only -qq "slurm-wlm/trixie" >/dev/null 2>&1) || true
-    tarball=$(ls "$cache"/src/slurm-wlm_*.orig.tar.* 2>/dev/null | head -1 || true)
-    [ -n "$tarball" ] || { echo "slurm-prefix: apt-get source slurm-wlm/trixie fetched no orig tarball" >&2; exit 1; }
-  fi
-  echo "$tarball"
-}
-
 tarball=$(tarball_of)
-name=$(basename "$tarball"); version=$(sed -n 's/^slurm\(-wlm_\|-\)\([0-9][0-9.]*[0-9]\).*/\2/p' <<<"$name")
+name=$(basename "$tarball"); version=$(sed -n 's/^slurm-\([0-9][0-9.]*[0-9]\).*/\1/p' <<<"$name")
 tree=$cache/$version-$layout
 stamp=$tree/.slurm-imex-prefix-complete
 log=$cache/$version-$layout.build.log
 if [ -f "$stamp" ] && [ "$(sed -n 2p "$stamp")" = "$configure_flags CFLAGS=$cflags" ]; then echo "$tree"; exit 0; fi
 
 export DEBIAN_FRONTEND=noninteractive
-# What configure needs for the plugins the tests use (munge auth, cons_tres).
+# What configure needs for the plugins the tests use (munge auth, cons_tres,
+# the JSON and YAML serializers).
 need=
-for pkg in libmunge-dev gcc make python3 pkg-config xz-utils; do
+for pkg in libmunge-dev libjson-c-dev libyaml-dev gcc make python3 pkg-config xz-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 # shellcheck disable=SC2086

@@ -8,7 +8,8 @@ use slurm_imex_core::clique::Published;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::imex;
-use slurm_imex_core::slurm_node::NodeRead;
+use slurm_imex_core::slurm::node::NodeRead;
+use slurm_imex_core::slurm::Scontrol;
 use slurm_imex_core::state::{NodeState, StateDir};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_gpu::clique::node_clique;
@@ -89,11 +90,13 @@ fn print_table(cli: &Cli, mut t: Table) -> Result<()> {
     Ok(())
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
+/// A value, or "-" for none (as sacct prints an empty field).
+fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map_or("-".into(), |x| x.to_string())
 }
 
-fn kj(mj: Option<i64>) -> String {
+/// Millijoules (NVML's energy unit) as kilojoules with one decimal.
+fn kilojoules(mj: Option<i64>) -> String {
     mj.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1e6))
 }
 
@@ -162,14 +165,14 @@ fn history_table(rows: &[HistoryRow]) -> Table {
         t.row(vec![
             r.job_id.to_string(),
             r.node.clone(),
-            opt(r.user.as_deref()),
+            or_dash(r.user.as_deref()),
             format_ts(r.start_ts),
             r.end_ts.map_or("-".into(), format_ts),
             r.gpus.to_string(),
-            kj(r.energy_mj),
+            kilojoules(r.energy_mj),
             r.xids.to_string(),
             r.verdict.clone(),
-            opt(r.reason.as_deref()),
+            or_dash(r.reason.as_deref()),
         ]);
     }
     t
@@ -203,7 +206,7 @@ fn print_job_phases(j: &JobRow) -> Result<()> {
         "job {} on {}  user {}  {} .. {}  imex {}  verdict {}",
         j.job_id,
         j.node,
-        opt(j.user.as_deref()),
+        or_dash(j.user.as_deref()),
         format_ts(j.start_ts),
         j.end_ts.map_or("-".into(), format_ts),
         match (j.imex, &j.imex_domain) {
@@ -253,12 +256,12 @@ fn job_gpu_table(j: &JobRow) -> Table {
             s.index.to_string(),
             s.serial.clone(),
             s.pci.clone(),
-            kj(s.energy_mj.value.map(|v| v as i64)) + reset,
-            opt(s.ecc_sbe.value),
-            opt(s.ecc_dbe.value),
-            opt(s.retired_pages.value),
-            opt(s.remapped_uncorrectable.value),
-            opt(s.pcie_replays.value),
+            kilojoules(s.energy_mj.value.map(|v| v as i64)) + reset,
+            or_dash(s.ecc_sbe.value),
+            or_dash(s.ecc_dbe.value),
+            or_dash(s.retired_pages.value),
+            or_dash(s.remapped_uncorrectable.value),
+            or_dash(s.pcie_replays.value),
             (throttle_ns / 1_000_000).to_string(),
             s.xids.len().to_string(),
             g.verdict.as_str().into(),
@@ -278,8 +281,8 @@ fn print_job_gpu_events(j: &JobRow) -> Result<()> {
                 s.serial,
                 x.xid,
                 x.bucket.as_str(),
-                opt(x.pid),
-                opt(x.process.as_deref()),
+                or_dash(x.pid),
+                or_dash(x.process.as_deref()),
                 x.message
             );
         }
@@ -288,9 +291,9 @@ fn print_job_gpu_events(j: &JobRow) -> Result<()> {
                 "  process gpu{} pid {}: util {}% mem util {}% max memory {} MiB, {} ms",
                 s.index,
                 p.pid,
-                opt(p.gpu_util),
-                opt(p.mem_util),
-                opt(p.max_memory_bytes.map(|b| b >> 20)),
+                or_dash(p.gpu_util),
+                or_dash(p.mem_util),
+                or_dash(p.max_memory_bytes.map(|b| b >> 20)),
                 p.time_ms
             );
         }
@@ -441,7 +444,8 @@ fn check(
         undrain,
     };
     let state = StateDir::of(config);
-    let slurm = NodeRead::new(&config.health, &node);
+    let scontrol = Scontrol::of(&config.slurm);
+    let slurm = NodeRead::new(&scontrol, &node);
     let standing = NodeState::load(&state);
     let action = drain::act_on_check(&slurm, &standing, drain_reason(&findings), flags)?;
     let clique = node_clique(&gate.snapshots);
@@ -506,7 +510,7 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
         print_json(&s)?;
         return Ok(0);
     }
-    out!("IMEX owner job:   {}", opt(s.owner));
+    out!("IMEX owner job:   {}", or_dash(s.owner));
     if s.owner.is_none() {
         if let Some(serves) = &s.serves {
             out!("daemon serves:    {serves} ([imex] domain = \"rack\")");
@@ -541,7 +545,7 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
 
 fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
     let node = this_node(node);
-    let outcome = drain::undrain(&config.health, &node)?;
+    let outcome = drain::undrain(&Scontrol::of(&config.slurm), &node)?;
     let code = match outcome {
         DrainAction::LeftDrained { .. } => 1,
         _ => 0,

@@ -6,13 +6,13 @@ use crate::Cli;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_doctor::{examine, Finding, Patient, Verdict};
+use slurm_imex_doctor::{examine, Check, Patient, Status};
 use std::path::PathBuf;
 
 #[derive(Serialize)]
 struct Report<'a> {
     config: String,
-    checks: &'a [Finding],
+    checks: &'a [Check],
     fail: usize,
     warn: usize,
 }
@@ -31,8 +31,8 @@ pub fn doctor(cli: &Cli, cluster_only: bool) -> Result<u8> {
         cluster_only,
     };
     let found = examine(&patient);
-    let count = |v: Verdict| found.iter().filter(|f| f.verdict == v).count();
-    let (fail, warn) = (count(Verdict::Fail), count(Verdict::Warn));
+    let count = |v: Status| found.iter().filter(|f| f.verdict == v).count();
+    let (fail, warn) = (count(Status::Fail), count(Status::Warn));
     if cli.json {
         let report = Report {
             config: path.display().to_string(),

@@ -11,10 +11,10 @@ use crate::{Cli, TopologyArgs};
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::hostlist;
 use slurm_imex_core::rack_map::{self, RackMap};
 use slurm_imex_core::racks::RackSources;
-use slurm_imex_core::topology::Blocks;
+use slurm_imex_core::slurm::hostlist;
+use slurm_imex_core::slurm::topology::Blocks;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -39,7 +39,9 @@ struct Report {
 }
 
 pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
-    let (names, cliques) = slurm_imex_core::clique::published_cluster(&config.health)?;
+    let (names, cliques) = slurm_imex_core::clique::published_cluster(
+        &slurm_imex_core::slurm::Scontrol::of(&config.slurm),
+    )?;
     let files = RackSources::read_before_writing_the_map(config)?;
     let mut report = Report {
         // The map's racks take the blocks' names, so a job's domain has one

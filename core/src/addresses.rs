@@ -14,50 +14,58 @@ pub struct Unresolved {
     pub detail: String,
 }
 
-/// Resolve every node, in order. Either all resolve, or the error lists the
-/// nodes that did not (config problems, like an unreadable map, are `Err`
-/// of the outer result).
-pub fn resolve_all(
-    nodes: &[String],
-    cfg: &AddressesConfig,
-) -> Result<std::result::Result<Vec<String>, Unresolved>> {
-    match cfg.source {
-        AddressSource::Hostname => Ok(Ok(nodes.to_vec())),
-        AddressSource::Map => {
-            let map = load_map(&cfg.map_file)?;
-            let missing: Vec<String> = nodes
-                .iter()
-                .filter(|n| !map.contains_key(n.as_str()))
-                .cloned()
-                .collect();
-            if !missing.is_empty() {
-                return Ok(Err(Unresolved {
-                    nodes: missing,
-                    detail: format!("not listed in {}", cfg.map_file.display()),
-                }));
+/// The configured way to find nodes' addresses, loaded. Loading can fail
+/// only on this node's own files (an unreadable or bad map); resolving can
+/// fail only on names, which the caller blames.
+pub enum Resolver {
+    Hostname,
+    Map {
+        map: HashMap<String, IpAddr>,
+        file: std::path::PathBuf,
+    },
+    Dns,
+}
+
+impl Resolver {
+    pub fn new(cfg: &AddressesConfig) -> Result<Resolver> {
+        Ok(match cfg.source {
+            AddressSource::Hostname => Resolver::Hostname,
+            AddressSource::Map => Resolver::Map {
+                map: load_map(&cfg.map_file)?,
+                file: cfg.map_file.clone(),
+            },
+            AddressSource::Dns => Resolver::Dns,
+        })
+    }
+
+    /// Every node's address, in order; or the nodes that have none.
+    pub fn resolve_all(&self, nodes: &[String]) -> std::result::Result<Vec<String>, Unresolved> {
+        let mut out = Vec::with_capacity(nodes.len());
+        let mut missing = Vec::new();
+        for n in nodes {
+            match self.resolve(n) {
+                Some(addr) => out.push(addr),
+                None => missing.push(n.clone()),
             }
-            Ok(Ok(nodes
-                .iter()
-                .map(|n| map[n.as_str()].to_string())
-                .collect()))
         }
-        AddressSource::Dns => {
-            let mut out = Vec::with_capacity(nodes.len());
-            let mut missing = Vec::new();
-            for n in nodes {
-                match resolve_dns(n) {
-                    Some(ip) => out.push(ip.to_string()),
-                    None => missing.push(n.clone()),
-                }
-            }
-            if missing.is_empty() {
-                Ok(Ok(out))
-            } else {
-                Ok(Err(Unresolved {
-                    nodes: missing,
-                    detail: "no address from the system resolver".into(),
-                }))
-            }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let detail = match self {
+            Resolver::Map { file, .. } => format!("not listed in {}", file.display()),
+            _ => "no address from the system resolver".into(),
+        };
+        Err(Unresolved {
+            nodes: missing,
+            detail,
+        })
+    }
+
+    fn resolve(&self, node: &str) -> Option<String> {
+        match self {
+            Resolver::Hostname => Some(node.to_string()),
+            Resolver::Map { map, .. } => map.get(node).map(|ip| ip.to_string()),
+            Resolver::Dns => resolve_dns(node).map(|ip| ip.to_string()),
         }
     }
 }
@@ -131,15 +139,18 @@ mod tests {
         let c = cfg(AddressSource::Map, &m);
         let nodes = vec!["n2".to_string(), "n1".to_string()];
         assert_eq!(
-            resolve_all(&nodes, &c).unwrap().unwrap(),
+            Resolver::new(&c).unwrap().resolve_all(&nodes).unwrap(),
             ["fd00::2", "10.0.0.1"]
         );
         let nodes = vec!["n1".to_string(), "n9".to_string()];
-        let u = resolve_all(&nodes, &c).unwrap().unwrap_err();
+        let u = Resolver::new(&c).unwrap().resolve_all(&nodes).unwrap_err();
         assert_eq!(u.nodes, ["n9"]);
         std::fs::write(&m, "[nodes]\nn1 = \"10.0.0.1\"\n").unwrap();
         assert_eq!(
-            resolve_all(&["n1".to_string()], &c).unwrap().unwrap(),
+            Resolver::new(&c)
+                .unwrap()
+                .resolve_all(&["n1".to_string()])
+                .unwrap(),
             ["10.0.0.1"]
         );
     }
@@ -149,32 +160,36 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let m = d.path().join("map.toml");
         std::fs::write(&m, "n1 = \"10.0.0.300\"\n").unwrap();
-        let e = resolve_all(&["n1".into()], &cfg(AddressSource::Map, &m)).unwrap_err();
+        let e = Resolver::new(&cfg(AddressSource::Map, &m)).err().unwrap();
         assert!(e.to_string().contains("not an IP address"), "{e}");
         std::fs::write(&m, "n1 = \n").unwrap();
-        let e = resolve_all(&["n1".into()], &cfg(AddressSource::Map, &m)).unwrap_err();
+        let e = Resolver::new(&cfg(AddressSource::Map, &m)).err().unwrap();
         assert!(e.to_string().contains("map.toml:1"), "{e}");
-        let e = resolve_all(
-            &["n1".into()],
-            &cfg(AddressSource::Map, &d.path().join("x")),
-        );
-        assert!(e.unwrap_err().to_string().contains("map_file"));
+        let e = Resolver::new(&cfg(AddressSource::Map, &d.path().join("x")));
+        assert!(e.err().unwrap().to_string().contains("map_file"));
     }
 
     #[test]
     fn dns_and_hostname_sources() {
         let c = cfg(AddressSource::Dns, Path::new("/x"));
         assert_eq!(
-            resolve_all(&["localhost".into()], &c).unwrap().unwrap(),
+            Resolver::new(&c)
+                .unwrap()
+                .resolve_all(&["localhost".into()])
+                .unwrap(),
             ["127.0.0.1"]
         );
-        let u = resolve_all(&["no-such-host.invalid".into()], &c)
+        let u = Resolver::new(&c)
             .unwrap()
+            .resolve_all(&["no-such-host.invalid".into()])
             .unwrap_err();
         assert_eq!(u.nodes, ["no-such-host.invalid"]);
         let c = cfg(AddressSource::Hostname, Path::new("/x"));
         assert_eq!(
-            resolve_all(&["gb-01".into()], &c).unwrap().unwrap(),
+            Resolver::new(&c)
+                .unwrap()
+                .resolve_all(&["gb-01".into()])
+                .unwrap(),
             ["gb-01"]
         );
     }

@@ -9,9 +9,9 @@
 //! and said once in the log. A published value is trusted only in the shape
 //! `<uuid>.<id>` that the GPU side writes.
 
-use crate::config::HealthConfig;
 use crate::error::Result;
-use crate::slurm_node::{self, NodeRead};
+use crate::slurm::node::NodeRead;
+use crate::slurm::Scontrol;
 use crate::state::StateDir;
 use std::collections::BTreeMap;
 
@@ -62,8 +62,8 @@ pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<St
 /// Every node Slurm knows, in its order, and the trusted clique of each
 /// that publishes one: one `scontrol show node` call, for the tools that
 /// run off the job path (`slurm-imex topology`, `doctor`).
-pub fn published_cluster(cfg: &HealthConfig) -> Result<(Vec<String>, BTreeMap<String, String>)> {
-    let nodes = slurm_node::nodes_status(cfg, None)?;
+pub fn published_cluster(scontrol: &Scontrol) -> Result<(Vec<String>, BTreeMap<String, String>)> {
+    let nodes = scontrol.nodes(None)?;
     let cliques = nodes
         .iter()
         .filter_map(|n| Some((n.name.clone(), clique_in_extra(n.extra.as_deref())?)))
@@ -97,7 +97,7 @@ pub fn publish(state: &StateDir, slurm: &NodeRead, clique: &str) -> Result<Publi
     let node = slurm.node();
     match merged_extra(extra.as_deref(), clique) {
         Ok(text) => {
-            slurm_node::set_extra(slurm.config(), node, &text)?;
+            slurm.scontrol().set_extra(node, &text)?;
             state.note_published_clique(clique);
             Ok(Published::Updated)
         }
@@ -136,7 +136,7 @@ mod tests {
 
     /// A stand-in scontrol that logs each call and answers `show node` with
     /// `extra` as the node's Extra.
-    fn scontrol(dir: &std::path::Path, extra: &str) -> HealthConfig {
+    fn scontrol(dir: &std::path::Path, extra: &str) -> Scontrol {
         use std::os::unix::fs::PermissionsExt;
         let script = dir.join("scontrol");
         std::fs::write(
@@ -148,10 +148,7 @@ mod tests {
         )
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        HealthConfig {
-            scontrol: script,
-            ..HealthConfig::default()
-        }
+        Scontrol::new(&script, std::time::Duration::from_secs(15))
     }
 
     #[test]

@@ -18,8 +18,8 @@
 
 use crate::config::{AutoPath, Config};
 use crate::error::{Error, Result};
-use crate::hostlist;
-use crate::topology::NvlinkDomain;
+use crate::slurm::hostlist;
+use crate::slurm::topology::NvlinkDomain;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -380,10 +380,8 @@ mod tests {
     #[test]
     fn auto_finds_the_map_only_beside_the_config_in_force() {
         let d = tempfile::tempdir().unwrap();
-        let mut cfg = Config {
-            source: Some(d.path().join("imex.toml")),
-            ..Config::default()
-        };
+        let mut cfg = Config::default();
+        cfg.source = Some(d.path().join("imex.toml"));
         assert_eq!(locate(&cfg), None);
         std::fs::write(d.path().join(FILE_NAME), "").unwrap();
         assert_eq!(locate(&cfg), Some(d.path().join(FILE_NAME)));

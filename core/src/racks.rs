@@ -16,8 +16,8 @@
 use crate::config::Config;
 use crate::error::Result;
 use crate::rack_map::RackMap;
+use crate::slurm::topology::{self, Blocks, NvlinkDomain};
 use crate::text::{cap, PIECE_MAX};
-use crate::topology::{self, Blocks, NvlinkDomain};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the racks of a job's nodes are known from.
@@ -49,7 +49,7 @@ impl RackSources {
     }
 
     fn read_with(cfg: &Config, map: Option<RackMap>) -> Result<RackSources> {
-        let slurm_conf = crate::slurm_conf::locate(&cfg.slurm);
+        let slurm_conf = crate::slurm::conf::locate(&cfg.slurm);
         let blocks =
             match topology::locate(&cfg.slurm, slurm_conf.as_deref()) {
                 Some(path) => Some(Blocks::load(&path, cfg.imex.max_nodes).map_err(|e| {
@@ -244,7 +244,7 @@ mod tests {
     const B: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
 
     fn nodes(list: &str) -> Vec<String> {
-        crate::hostlist::expand(list, 100).unwrap()
+        crate::slurm::hostlist::expand(list, 100).unwrap()
     }
 
     /// Sources from a topology.conf text and a rack map of (name, clique,

@@ -2,13 +2,13 @@
 //! config, the channel device in /proc/devices and the channel directory,
 //! the SERVER_PORT span against the ephemeral ports, and the systemd unit.
 
-use crate::finding::Finding;
+use crate::check::Check;
 use slurm_imex_core::config::{Config, DaemonManager, DomainScope};
 use slurm_imex_core::imex::daemon_config::DaemonConfigFile;
 use slurm_imex_core::trust::{self, Expect};
 use std::time::Duration;
 
-pub fn programs(config: &Config) -> Vec<Finding> {
+pub fn programs(config: &Config) -> Vec<Check> {
     let d = &config.imex.daemon;
     [
         ("imex-daemon", "[imex.daemon] binary", &d.binary),
@@ -17,8 +17,8 @@ pub fn programs(config: &Config) -> Vec<Finding> {
     .into_iter()
     .map(
         |(check, what, program)| match trust::trusted_program(program, what) {
-            Ok(found) => Finding::pass(check, found.display().to_string()),
-            Err(e) => Finding::fail(
+            Ok(found) => Check::pass(check, found.display().to_string()),
+            Err(e) => Check::fail(
                 check,
                 e.to_string(),
                 format!(
@@ -30,12 +30,12 @@ pub fn programs(config: &Config) -> Vec<Finding> {
     .collect()
 }
 
-pub fn base_config(config: &Config) -> Finding {
+pub fn base_config(config: &Config) -> Check {
     let path = &config.imex.daemon.base_config;
     let file = match DaemonConfigFile::read(path) {
         Ok(f) => f,
         Err(e) => {
-            return Finding::fail(
+            return Check::fail(
                 "imex-config",
                 e.to_string(),
                 "install NVIDIA's config.cfg there, or set [imex.daemon] base_config",
@@ -43,12 +43,12 @@ pub fn base_config(config: &Config) -> Finding {
         }
     };
     if file.get("IMEX_CMD_ENABLED") != Some("1") {
-        return Finding::fail("imex-config",
+        return Check::fail("imex-config",
             format!("{}: IMEX_CMD_ENABLED is {}: the prolog cannot ask the daemon whether the domain is UP", path.display(), file.get("IMEX_CMD_ENABLED").unwrap_or("unset")),
             format!("set IMEX_CMD_ENABLED=1 in {}", path.display()));
     }
     match file.cmd_port(path) {
-        Ok(port) => Finding::pass(
+        Ok(port) => Check::pass(
             "imex-config",
             format!(
                 "{}: IMEX_CMD_ENABLED=1, IMEX_CMD_PORT={port}, SERVER_PORT={}",
@@ -56,7 +56,7 @@ pub fn base_config(config: &Config) -> Finding {
                 file.get("SERVER_PORT").unwrap_or("50000")
             ),
         ),
-        Err(e) => Finding::fail(
+        Err(e) => Check::fail(
             "imex-config",
             e.to_string(),
             format!("set IMEX_CMD_PORT in {}", path.display()),
@@ -64,15 +64,15 @@ pub fn base_config(config: &Config) -> Finding {
     }
 }
 
-pub fn channel_device(config: &Config) -> Finding {
+pub fn channel_device(config: &Config) -> Check {
     match slurm_imex_core::channel::channel_major(&config.imex.proc_devices) {
-        Ok(major) => Finding::pass("channel-device", format!("nvidia-caps-imex-channels is major {major} ({})", config.imex.proc_devices.display())),
-        Err(e) => Finding::fail("channel-device", e.to_string(),
+        Ok(major) => Check::pass("channel-device", format!("nvidia-caps-imex-channels is major {major} ({})", config.imex.proc_devices.display())),
+        Err(e) => Check::fail("channel-device", e.to_string(),
             "load the NVIDIA driver with IMEX channels (modprobe nvidia NVreg_ImexChannelCount=2048, the driver's default)"),
     }
 }
 
-pub fn channel_dir(config: &Config) -> Finding {
+pub fn channel_dir(config: &Config) -> Check {
     let dir = &config.imex.channel_dir;
     if std::fs::symlink_metadata(dir).is_err() {
         return crate::node_state::made_on_first_use(
@@ -84,11 +84,11 @@ pub fn channel_dir(config: &Config) -> Finding {
         );
     }
     match trust::check(dir, Expect::Dir, "[imex] channel_dir") {
-        Ok(()) => Finding::pass(
+        Ok(()) => Check::pass(
             "channel-dir",
             format!("{} is root's and only root can write it", dir.display()),
         ),
-        Err(e) => Finding::fail(
+        Err(e) => Check::fail(
             "channel-dir",
             e.to_string(),
             format!("chown root:root {0}; chmod 0755 {0}", dir.display()),
@@ -98,9 +98,9 @@ pub fn channel_dir(config: &Config) -> Finding {
 
 /// Every per-job SERVER_PORT (or the rack daemon's one) out of the
 /// ephemeral range or reserved.
-pub fn ports(config: &Config) -> Finding {
+pub fn ports(config: &Config) -> Check {
     if config.imex.domain == DomainScope::Rack {
-        return Finding::pass(
+        return Check::pass(
             "ports",
             "[imex] domain = \"rack\": one daemon on the base config's SERVER_PORT",
         );
@@ -110,8 +110,8 @@ pub fn ports(config: &Config) -> Finding {
     let hi = (u32::from(lo) + u32::from(span) - 1).min(65535) as u16;
     let exposed = slurm_imex_core::imex::port::exposed_ports(lo, hi, &range, &reserved);
     match exposed.first() {
-        None => Finding::pass("ports", format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
-        Some(first) => Finding::fail("ports",
+        None => Check::pass("ports", format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
+        Some(first) => Check::fail("ports",
             format!("{} ports of the SERVER_PORT span {lo}-{hi} are ephemeral and not reserved (first {first}): any outgoing connection can take a job's port", exposed.len()),
             format!("sysctl -w net.ipv4.ip_local_reserved_ports={lo}-{hi}, kept in /etc/sysctl.d/90-slurm-imex.conf")),
     }
@@ -119,10 +119,10 @@ pub fn ports(config: &Config) -> Finding {
 
 /// With `manager = "systemd"`: the unit exists and starts the daemon on
 /// our per-job config (the drop-in).
-pub fn systemd_unit(config: &Config) -> Finding {
+pub fn systemd_unit(config: &Config) -> Check {
     let d = &config.imex.daemon;
     if d.manager == DaemonManager::Process {
-        return Finding::pass(
+        return Check::pass(
             "systemd",
             "[imex.daemon] manager = \"process\": slurm-imex runs the daemon itself",
         );
@@ -130,7 +130,7 @@ pub fn systemd_unit(config: &Config) -> Finding {
     let systemctl = match trust::trusted_program(&d.systemctl, "[imex.daemon] systemctl") {
         Ok(p) => p,
         Err(e) => {
-            return Finding::fail(
+            return Check::fail(
                 "systemd",
                 e.to_string(),
                 "install systemd, or set [imex.daemon] manager = \"process\"",
@@ -146,20 +146,20 @@ pub fn systemd_unit(config: &Config) -> Finding {
     let text = match shown {
         Ok(out) if out.success() => out.stdout,
         Ok(out) => {
-            return Finding::fail(
+            return Check::fail(
                 "systemd",
                 format!("systemctl cat {unit}: {}", out.one_line()),
                 format!("install NVIDIA's {unit} (nvidia-imex package), or set [imex.daemon] unit"),
             )
         }
-        Err(e) => return Finding::fail("systemd", e.to_string(), "check systemd on this node"),
+        Err(e) => return Check::fail("systemd", e.to_string(), "check systemd on this node"),
     };
     judge_unit_text(&unit, &text, &d.job_config.display().to_string())
 }
 
 /// What `systemctl cat <unit>` says: the daemon must start on the per-job
 /// config, and the start limit must be off (every job restarts the unit).
-fn judge_unit_text(unit: &str, text: &str, job_config: &str) -> Finding {
+fn judge_unit_text(unit: &str, text: &str, job_config: &str) -> Check {
     let drop_in = format!("install conf-examples/nvidia-imex.service.d/slurm-imex.conf as /etc/systemd/system/{unit}.d/slurm-imex.conf, then systemctl daemon-reload");
     let setting = |l: &str| l.trim_start().to_string();
     if !text
@@ -167,16 +167,16 @@ fn judge_unit_text(unit: &str, text: &str, job_config: &str) -> Finding {
         .map(setting)
         .any(|l| l.starts_with("ExecStart=") && l.contains(job_config))
     {
-        return Finding::fail("systemd", format!("{unit} does not start the daemon with -c {job_config}: it would serve the base config, not the job's domain"), drop_in);
+        return Check::fail("systemd", format!("{unit} does not start the daemon with -c {job_config}: it would serve the base config, not the job's domain"), drop_in);
     }
     if !text
         .lines()
         .map(setting)
         .any(|l| l == "StartLimitIntervalSec=0")
     {
-        return Finding::warn("systemd", format!("{unit} keeps systemd's start limit (5 starts in 10 s): a 6th back-to-back restart is refused and fails that prolog"), drop_in);
+        return Check::warn("systemd", format!("{unit} keeps systemd's start limit (5 starts in 10 s): a 6th back-to-back restart is refused and fails that prolog"), drop_in);
     }
-    Finding::pass(
+    Check::pass(
         "systemd",
         format!("{unit} starts the daemon with -c {job_config}, no start limit"),
     )
@@ -185,14 +185,14 @@ fn judge_unit_text(unit: &str, text: &str, job_config: &str) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Verdict;
+    use crate::check::Status;
 
     #[test]
     fn the_unit_must_run_the_job_config_without_a_start_limit() {
         let cfg = "/run/slurm-imex/nvidia-imex.cfg";
         let nvidia = "[Service]\nType=forking\nExecStart=/usr/bin/nvidia-imex -c /etc/nvidia-imex/config.cfg\n";
         let f = judge_unit_text("nvidia-imex.service", nvidia, cfg);
-        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(f.verdict, Status::Fail);
         assert!(
             f.remedy.contains("nvidia-imex.service.d/slurm-imex.conf"),
             "{}",
@@ -211,10 +211,10 @@ mod tests {
                 cfg
             )
             .verdict,
-            Verdict::Warn
+            Status::Warn
         );
         let f = judge_unit_text("nvidia-imex.service", &format!("{nvidia}{shipped}"), cfg);
-        assert_eq!(f.verdict, Verdict::Pass, "{}", f.line());
+        assert_eq!(f.verdict, Status::Pass, "{}", f.line());
     }
 
     #[test]
@@ -223,9 +223,9 @@ mod tests {
         config.imex.daemon.manager = DaemonManager::Systemd;
         config.imex.daemon.systemctl = "/nonexistent/systemctl".into();
         let f = systemd_unit(&config);
-        assert_eq!((f.check, f.verdict), ("systemd", Verdict::Fail));
+        assert_eq!((f.check, f.verdict), ("systemd", Status::Fail));
         config.imex.daemon.manager = DaemonManager::Process;
-        assert_eq!(systemd_unit(&config).verdict, Verdict::Pass);
+        assert_eq!(systemd_unit(&config).verdict, Status::Pass);
     }
 
     #[test]
@@ -235,12 +235,9 @@ mod tests {
         config.imex.daemon.ctl = "/nonexistent/nvidia-imex-ctl".into();
         config.imex.daemon.base_config = "/nonexistent/config.cfg".into();
         let found = programs(&config);
-        assert!(
-            found.iter().all(|f| f.verdict == Verdict::Fail),
-            "{found:?}"
-        );
+        assert!(found.iter().all(|f| f.verdict == Status::Fail), "{found:?}");
         assert_eq!(found[0].check, "imex-daemon");
-        assert_eq!(base_config(&config).verdict, Verdict::Fail);
+        assert_eq!(base_config(&config).verdict, Status::Fail);
     }
 
     #[test]
@@ -255,7 +252,7 @@ mod tests {
         let mut config = Config::default();
         config.imex.daemon.base_config = cfg.clone();
         let f = base_config(&config);
-        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(f.verdict, Status::Fail);
         assert!(f.remedy.contains("IMEX_CMD_ENABLED=1"), "{}", f.remedy);
         std::fs::write(
             &cfg,
@@ -264,7 +261,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             base_config(&config).verdict,
-            Verdict::Pass,
+            Status::Pass,
             "{}",
             base_config(&config).line()
         );

@@ -1,10 +1,10 @@
 //! `slurm-imex doctor`: the preflight an admin runs on a node (and on the
 //! controller host) to check an installation end to end. Each check gives
-//! one [`Finding`]: PASS, WARN or FAIL, what it found, and the exact remedy.
+//! one [`Check`]: PASS, WARN or FAIL, what it found, and the exact remedy.
 //! The checks read; the only thing they may create is nothing (the job
 //! database is opened only when it exists).
 
-mod finding;
+mod check;
 mod imex_node;
 mod node_state;
 mod plugin_stamp;
@@ -12,7 +12,7 @@ mod plugstack;
 mod slurm_view;
 mod slurm_wiring;
 
-pub use finding::{Finding, Verdict};
+pub use check::{Check, Status};
 pub use slurm_view::SlurmView;
 
 use slurm_imex_core::config::Config;
@@ -33,7 +33,7 @@ pub struct Patient<'a> {
 
 /// Every check, in the order an admin fixes them: Slurm's wiring, the
 /// config, the IMEX daemon and channels, then GPUs and records.
-pub fn examine(p: &Patient) -> Vec<Finding> {
+pub fn examine(p: &Patient) -> Vec<Check> {
     let mut found = slurm_side(p);
     found.push(node_state::config_file(p.config_path, &p.loaded, p.config));
     if p.cluster_only {
@@ -53,7 +53,7 @@ pub fn examine(p: &Patient) -> Vec<Finding> {
 
 /// The checks of Slurm's side, on what the controller runs with, else on
 /// the slurm.conf this node reads; one FAIL only when neither can be read.
-fn slurm_side(p: &Patient) -> Vec<Finding> {
+fn slurm_side(p: &Patient) -> Vec<Check> {
     let slurm = match slurm_view(p) {
         Ok(found) => found,
         Err(fail) => return vec![fail],
@@ -63,7 +63,7 @@ fn slurm_side(p: &Patient) -> Vec<Finding> {
         .into_iter()
         .next()
         .unwrap_or_else(|| PathBuf::from("<PluginDir>"));
-    let mut found = vec![slurm_finding(&slurm, p)];
+    let mut found = vec![slurm_check(&slurm, p)];
     found.extend(plugstack::check(
         &slurm,
         p.config_path,
@@ -97,25 +97,25 @@ fn slurm_side(p: &Patient) -> Vec<Finding> {
 
 /// What the controller runs with; when it does not answer, the slurm.conf
 /// this node reads. Err: the one FAIL when neither can be read.
-fn slurm_view(p: &Patient) -> Result<SlurmView, Finding> {
-    let health = &p.config.health;
-    let asked = SlurmView::query(&health.scontrol, health.scontrol_timeout.0);
+fn slurm_view(p: &Patient) -> Result<SlurmView, Check> {
+    let scontrol = slurm_imex_core::slurm::Scontrol::of(&p.config.slurm);
+    let asked = SlurmView::query(&scontrol);
     let controller_error = match asked {
         Ok(view) => return Ok(view),
         Err(e) => e,
     };
-    let local = slurm_imex_core::slurm_conf::locate(&p.config.slurm)
+    let local = slurm_imex_core::slurm::conf::locate(&p.config.slurm)
         .ok_or_else(|| slurm_imex_core::Error::new("[slurm] config = \"none\""))
-        .and_then(|path| slurm_imex_core::slurm_conf::SlurmConf::read(&path));
+        .and_then(|path| slurm_imex_core::slurm::conf::SlurmConf::read(&path));
     match local {
-        Ok(conf) => Ok(SlurmView::from_file(&conf, &health.scontrol, health.scontrol_timeout.0)),
-        Err(e) => Err(Finding::fail("slurm", format!("{controller_error}; and this node's slurm.conf: {e}"),
-            "start slurmctld, or point [health] scontrol at this Slurm's scontrol (e.g. /opt/slurm/bin/scontrol) and [slurm] config at its slurm.conf; the Slurm checks were skipped")),
+        Ok(conf) => Ok(SlurmView::from_file(&conf, &scontrol)),
+        Err(e) => Err(Check::fail("slurm", format!("{controller_error}; and this node's slurm.conf: {e}"),
+            "start slurmctld, or point [slurm] scontrol at this Slurm's scontrol (e.g. /opt/slurm/bin/scontrol) and [slurm] config at its slurm.conf; the Slurm checks were skipped")),
     }
 }
 
 /// The `slurm` line: which Slurm, and where its values came from.
-fn slurm_finding(slurm: &SlurmView, p: &Patient) -> Finding {
+fn slurm_check(slurm: &SlurmView, p: &Patient) -> Check {
     let conf = slurm
         .slurm_conf()
         .map(|p| p.display().to_string())
@@ -126,12 +126,12 @@ fn slurm_finding(slurm: &SlurmView, p: &Patient) -> Finding {
         &slurm.version
     };
     match &slurm.from_file {
-        None => Finding::pass("slurm", format!("Slurm {version} (slurm.conf {conf})")),
-        Some(file) => Finding::warn(
+        None => Check::pass("slurm", format!("Slurm {version} (slurm.conf {conf})")),
+        Some(file) => Check::warn(
             "slurm",
             format!(
                 "Slurm {version}: slurmctld did not answer `{} show config`, so the Slurm checks below read {}, the slurm.conf this node reads",
-                p.config.health.scontrol.display(),
+                p.config.slurm.scontrol.display(),
                 file.display()
             ),
             "start slurmctld, or fix this node's way to it; slurmctld may run with other values than this file",

@@ -2,43 +2,43 @@
 //! database, the metrics textfile directory, and the rack files (topology
 //! file, rack map) against each other and this node's GPUs.
 
-use crate::finding::Finding;
+use crate::check::Check;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::trust::{self, Expect};
 use std::path::Path;
 
 /// The config file: read, trusted, every value in range, and the files and
 /// programs it names held to the trust boundary.
-pub fn config_file(path: &Path, loaded: &Result<(), String>, config: &Config) -> Finding {
+pub fn config_file(path: &Path, loaded: &Result<(), String>, config: &Config) -> Check {
     if let Err(e) = loaded {
-        return Finding::fail(
+        return Check::fail(
             "config",
             e.clone(),
             "fix what it names (conf-examples/imex.toml documents every key)",
         );
     }
     if let Err(e) = config.check_trust() {
-        return Finding::fail(
+        return Check::fail(
             "config",
             e.to_string(),
             "make what it names root's and writable by root only",
         );
     }
     if std::fs::symlink_metadata(path).is_err() {
-        return Finding::warn("config", format!("no {}: every key at its default", path.display()),
+        return Check::warn("config", format!("no {}: every key at its default", path.display()),
             "install imex.toml beside slurm.conf (or set $SLURM_IMEX_CONFIG) if this node needs other values");
     }
-    Finding::pass("config", format!("{} read and trusted", path.display()))
+    Check::pass("config", format!("{} read and trusted", path.display()))
 }
 
-pub fn nvml(config: &Config) -> Finding {
+pub fn nvml(config: &Config) -> Check {
     let library = &config.gpu.nvml_library;
     let expected = config.health.expected_gpus;
     // Root loads only a library root alone can change (a bare soname is the
     // loader's search path, as in the hooks).
     if library.is_absolute() && library.exists() {
         if let Err(e) = trust::check(library, Expect::File, "[gpu] nvml_library") {
-            return Finding::fail(
+            return Check::fail(
                 "nvml",
                 e.to_string(),
                 "make the library root's and writable by root only",
@@ -50,20 +50,20 @@ pub fn nvml(config: &Config) -> Finding {
             let count = reader.device_count().unwrap_or(0);
             let driver = reader.driver_version().unwrap_or_else(|| "unknown".into());
             if expected > 0 && count != expected {
-                return Finding::fail("nvml", format!("NVML sees {count} GPUs, [health] expected_gpus = {expected} (driver {driver})"),
+                return Check::fail("nvml", format!("NVML sees {count} GPUs, [health] expected_gpus = {expected} (driver {driver})"),
                     "reseat or replace the missing GPU, or fix expected_gpus");
             }
-            Finding::pass(
+            Check::pass(
                 "nvml",
                 format!("{} loads: driver {driver}, {count} GPUs", library.display()),
             )
         }
-        Err(e) if expected > 0 => Finding::fail(
+        Err(e) if expected > 0 => Check::fail(
             "nvml",
             e.to_string(),
             "install the NVIDIA driver's libnvidia-ml.so.1, or set [gpu] nvml_library",
         ),
-        Err(e) => Finding::warn(
+        Err(e) => Check::warn(
             "nvml",
             e.to_string(),
             "on a GPU node, install the driver's libnvidia-ml.so.1 (a CPU node needs nothing)",
@@ -71,10 +71,10 @@ pub fn nvml(config: &Config) -> Finding {
     }
 }
 
-pub fn database(config: &Config) -> Finding {
+pub fn database(config: &Config) -> Check {
     let path = &config.database.path;
     if let Some(problem) = slurm_imex_jobdb::storage_problem(path) {
-        return Finding::fail(
+        return Check::fail(
             "database",
             problem,
             "free space or remount read-write; epilogs keep running meanwhile",
@@ -90,11 +90,11 @@ pub fn database(config: &Config) -> Finding {
         );
     }
     match slurm_imex_jobdb::JobDb::open(path, config.database.busy_timeout.0) {
-        Ok(_) => Finding::pass(
+        Ok(_) => Check::pass(
             "database",
             format!("{} opens, schema current", path.display()),
         ),
-        Err(e) => Finding::fail(
+        Err(e) => Check::fail(
             "database",
             e.to_string(),
             "fix what it names (the directory root's and not writable by others, the file 0600); a corrupt file: move it aside, the next epilog starts a new one",
@@ -110,17 +110,17 @@ pub(crate) fn made_on_first_use(
     parent_what: &str,
     who_makes_it: &str,
     fix_parent: &str,
-) -> Finding {
+) -> Check {
     match path
         .parent()
         .map(|p| trust::check(p, Expect::Dir, parent_what))
     {
-        Some(Ok(())) => Finding::pass(
+        Some(Ok(())) => Check::pass(
             check,
             format!("{} not made yet: {who_makes_it}", path.display()),
         ),
-        Some(Err(e)) => Finding::fail(check, e.to_string(), fix_parent),
-        None => Finding::fail(
+        Some(Err(e)) => Check::fail(check, e.to_string(), fix_parent),
+        None => Check::fail(
             check,
             format!("{} has no parent directory", path.display()),
             format!("set {parent_what} to an absolute path"),
@@ -128,16 +128,16 @@ pub(crate) fn made_on_first_use(
     }
 }
 
-pub fn textfile_dir(config: &Config) -> Finding {
+pub fn textfile_dir(config: &Config) -> Check {
     let Some(dir) = config.metrics.textfile_dir() else {
-        return Finding::pass(
+        return Check::pass(
             "textfile-dir",
             "metrics export off ([metrics] textfile_dir)",
         );
     };
     match trust::check(&dir, Expect::Dir, "[metrics] textfile_dir") {
-        Ok(()) => Finding::pass("textfile-dir", format!("{} (node_exporter's textfile collector)", dir.display())),
-        Err(e) => Finding::fail("textfile-dir", e.to_string(), "make it root's, or point [metrics] textfile_dir at node_exporter's --collector.textfile.directory"),
+        Ok(()) => Check::pass("textfile-dir", format!("{} (node_exporter's textfile collector)", dir.display())),
+        Err(e) => Check::fail("textfile-dir", e.to_string(), "make it root's, or point [metrics] textfile_dir at node_exporter's --collector.textfile.directory"),
     }
 }
 
@@ -158,11 +158,11 @@ pub fn own_clique(config: &Config) -> Option<String> {
 /// The rack files a prolog reads (the topology file, the rack map) parse,
 /// agree with each other, and, on a node, with the clique its own GPUs
 /// report (`own`). All local: it asks slurmctld nothing.
-pub fn topology(config: &Config, own: Option<&str>) -> Finding {
+pub fn topology(config: &Config, own: Option<&str>) -> Check {
     use slurm_imex_core::racks::RackSources;
     let racks = match RackSources::read(config) {
         Ok(r) => r,
-        Err(e) => return Finding::fail("topology", e.to_string(),
+        Err(e) => return Check::fail("topology", e.to_string(),
             "fix the file (`slurm-imex topology` prints a topology.conf and `slurm-imex topology --map` a rack map from the fabric)"),
     };
     let topo = racks
@@ -171,7 +171,7 @@ pub fn topology(config: &Config, own: Option<&str>) -> Finding {
         .map(|b| b.source.display().to_string());
     let map = racks.map.as_ref().map(|m| m.describe());
     let sources = match (&topo, &map) {
-        (None, None) => return Finding::warn("topology",
+        (None, None) => return Check::warn("topology",
             "no topology file and no rack map: an --imex job is one IMEX domain, whatever racks its nodes are in",
             "write a rack map (`slurm-imex topology --map -o imex-racks.toml` where scontrol answers) and install it beside imex.toml on every node, or describe the racks in topology.conf/topology.yaml"),
         (Some(t), Some(m)) => format!("{t} and the rack map {m}"),
@@ -195,9 +195,9 @@ pub fn topology(config: &Config, own: Option<&str>) -> Finding {
             .and_then(|r| r.name)
             .map(|r| format!("; {node} is in rack {r}"))
             .unwrap_or_default();
-        return Finding::pass("topology", format!("{sources}{mine}"));
+        return Check::pass("topology", format!("{sources}{mine}"));
     }
-    Finding::fail("topology", format!("{sources}: {}", slurm_imex_core::text::summarize_list(&found, 300)),
+    Check::fail("topology", format!("{sources}: {}", slurm_imex_core::text::summarize_list(&found, 300)),
         "fix the file that is wrong; `slurm-imex topology --check` compares both with the cliques every node publishes")
 }
 

@@ -4,7 +4,7 @@
 //! plugstack.conf is split by hand (no crate reads it): each line is
 //! `required|optional path [args]` or `include glob`, `#` starts a comment.
 
-use crate::finding::Finding;
+use crate::check::Check;
 use crate::slurm_view::{major_minor, SlurmView};
 use slurm_imex_core::fsutil::read_bounded_text;
 use std::path::{Path, PathBuf};
@@ -107,9 +107,9 @@ pub fn resolve(line: &PluginLine, slurm: &SlurmView) -> Option<PathBuf> {
 }
 
 /// The plugstack and plugin checks.
-pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> Vec<Finding> {
+pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> Vec<Check> {
     let Some(stack) = slurm.plugstack() else {
-        return vec![Finding::fail(
+        return vec![Check::fail(
             "plugstack",
             "Slurm names no plugstack.conf (no PlugStackConfig, no SLURM_CONF)",
             "set PlugStackConfig in slurm.conf",
@@ -122,14 +122,14 @@ pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> V
     );
     let line = match find_line(&stack, 0) {
         Err(e) => {
-            return vec![Finding::fail(
+            return vec![Check::fail(
                 "plugstack",
                 format!("cannot read {}: {e}", stack.display()),
                 add_line,
             )]
         }
         Ok(None) => {
-            return vec![Finding::fail(
+            return vec![Check::fail(
                 "plugstack",
                 format!(
                     "no line of {} (or what it includes) names {PLUGIN_FILE}",
@@ -145,16 +145,16 @@ pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> V
     found
 }
 
-fn registration(line: &PluginLine, config_path: &Path) -> Finding {
+fn registration(line: &PluginLine, config_path: &Path) -> Check {
     if !line.required {
-        return Finding::warn("plugstack", format!("{}: optional {}", line.origin, line.path),
+        return Check::warn("plugstack", format!("{}: optional {}", line.origin, line.path),
             "write `required`: with `optional`, a node where the plugin fails to load runs --imex jobs without their channel");
     }
     match &line.config {
-        Some(c) if !same_file(Path::new(c), config_path) => Finding::warn("plugstack",
+        Some(c) if !same_file(Path::new(c), config_path) => Check::warn("plugstack",
             format!("{}: the plugin reads {c}, this node's prolog and CLI read {}", line.origin, config_path.display()),
             "point config= and the prolog at one file (imex.toml beside slurm.conf, or $SLURM_IMEX_CONFIG)"),
-        _ => Finding::pass("plugstack", format!("{}: required {}", line.origin, line.path)),
+        _ => Check::pass("plugstack", format!("{}: required {}", line.origin, line.path)),
     }
 }
 
@@ -167,9 +167,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> Finding {
+fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> Check {
     let Some(path) = resolve(line, slurm) else {
-        return Finding::fail(
+        return Check::fail(
             "plugin",
             format!(
                 "{} names {}, which is in no PluginDir ({})",
@@ -187,15 +187,15 @@ fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> 
     if let Err(e) =
         slurm_imex_core::trust::check(&path, slurm_imex_core::trust::Expect::File, "plugin")
     {
-        return Finding::fail("plugin", e.to_string(), release_hint);
+        return Check::fail("plugin", e.to_string(), release_hint);
     }
     match crate::plugin_stamp::read(&path, &slurm.plugin_dirs()) {
-        Err(e) => Finding::fail(
+        Err(e) => Check::fail(
             "plugin",
             format!("{} does not load: {e}", path.display()),
             release_hint,
         ),
-        Ok(stamp) if major_minor(&stamp) != slurm.major_minor() => Finding::fail(
+        Ok(stamp) if major_minor(&stamp) != slurm.major_minor() => Check::fail(
             "plugin",
             format!(
                 "{} is stamped for Slurm {stamp}, this Slurm is {}: slurmd refuses to load it",
@@ -204,7 +204,7 @@ fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> 
             ),
             release_hint,
         ),
-        Ok(stamp) => Finding::pass(
+        Ok(stamp) => Check::pass(
             "plugin",
             format!(
                 "{} loads, stamped for Slurm {stamp} (running {})",
@@ -256,7 +256,7 @@ mod tests {
 #[cfg(test)]
 mod stamp_tests {
     use super::*;
-    use crate::finding::Verdict;
+    use crate::check::Status;
 
     /// A shared object carrying a SPANK plugin's stamp for Slurm 22.05,
     /// built with the C compiler the Rust toolchain links with.
@@ -295,7 +295,7 @@ mod stamp_tests {
 
         std::fs::write(&stack, "required /x/pyxis.so\n").unwrap();
         let f = &check(&slurm, cfg, "/p/spank_imex.so")[0];
-        assert_eq!((f.check, f.verdict), ("plugstack", Verdict::Fail));
+        assert_eq!((f.check, f.verdict), ("plugstack", Status::Fail));
         assert!(
             f.remedy
                 .contains("required /p/spank_imex.so config=/etc/slurm/imex.toml"),
@@ -309,10 +309,10 @@ mod stamp_tests {
         )
         .unwrap();
         let found = check(&slurm, cfg, "/p/spank_imex.so");
-        assert_eq!(found[0].verdict, Verdict::Pass);
+        assert_eq!(found[0].verdict, Status::Pass);
         assert_eq!(
             (found[1].check, found[1].verdict),
-            ("plugin", Verdict::Fail),
+            ("plugin", Status::Fail),
             "{}",
             found[1].line()
         );
@@ -327,7 +327,7 @@ mod stamp_tests {
 
         std::fs::remove_file(&so).unwrap();
         let found = check(&slurm, cfg, "/p/spank_imex.so");
-        assert_eq!(found[1].verdict, Verdict::Fail);
+        assert_eq!(found[1].verdict, Status::Fail);
         assert!(
             found[1].found.contains("in no PluginDir"),
             "{}",
@@ -337,7 +337,7 @@ mod stamp_tests {
         std::fs::write(&stack, "optional /x/spank_imex.so\n").unwrap();
         assert_eq!(
             check(&slurm, cfg, "/p/spank_imex.so")[0].verdict,
-            Verdict::Warn
+            Status::Warn
         );
     }
 }

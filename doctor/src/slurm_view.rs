@@ -9,11 +9,11 @@
 //! `show config` prints `Key = value` lines; they are split by hand (no
 //! crate reads this format, and only the first `=` matters).
 
-use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::slurm_conf::SlurmConf;
+use slurm_imex_core::error::Result;
+use slurm_imex_core::slurm::conf::SlurmConf;
+use slurm_imex_core::slurm::Scontrol;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Largest `show config` answer read (real ones are about 10 KB).
 const MAX_ANSWER_BYTES: usize = 1 << 20;
@@ -28,17 +28,10 @@ pub struct SlurmView {
 }
 
 impl SlurmView {
-    /// Ask `scontrol` (the [health] scontrol of the config).
-    pub fn query(scontrol: &Path, limit: Duration) -> Result<SlurmView> {
-        let program = slurm_imex_core::trust::trusted_program(scontrol, "[health] scontrol")?;
-        let version = client_version(&program, limit)?;
-        let config = slurm_imex_core::process::run_checked(
-            &program,
-            &["show", "config"],
-            limit,
-            "scontrol show config",
-        )?;
-        let mut view = SlurmView::parse(&config.stdout);
+    /// Ask the controller (`[slurm] scontrol`).
+    pub fn query(scontrol: &Scontrol) -> Result<SlurmView> {
+        let version = scontrol.version()?;
+        let mut view = SlurmView::parse(&scontrol.show_config()?);
         view.version = version;
         Ok(view)
     }
@@ -47,13 +40,9 @@ impl SlurmView {
     /// when slurmctld does not answer. `scontrol` gives the version (it
     /// needs no controller for that) and, when slurm.conf sets no
     /// PluginDir, the prefix Slurm was installed in.
-    pub fn from_file(conf: &SlurmConf, scontrol: &Path, limit: Duration) -> SlurmView {
-        let program = slurm_imex_core::trust::trusted_program(scontrol, "[health] scontrol");
-        let version = program
-            .as_ref()
-            .ok()
-            .and_then(|p| client_version(p, limit).ok())
-            .unwrap_or_default();
+    pub fn from_file(conf: &SlurmConf, scontrol: &Scontrol) -> SlurmView {
+        let version = scontrol.version().unwrap_or_default();
+        let program = slurm_imex_core::trust::resolve_program(scontrol.program());
         let dir = conf.path.parent().unwrap_or(Path::new("/"));
         let mut values = BTreeMap::new();
         for key in [
@@ -85,7 +74,7 @@ impl SlurmView {
             }
         }
         if !values.contains_key("plugindir") {
-            if let Some(guess) = program.ok().and_then(|p| default_plugin_dir(&p)) {
+            if let Some(guess) = program.and_then(|p| default_plugin_dir(&p)) {
                 values.insert("plugindir".into(), guess.display().to_string());
             }
         }
@@ -169,18 +158,6 @@ impl SlurmView {
     }
 }
 
-/// `scontrol version`: the client's own version, which needs no controller.
-fn client_version(program: &Path, limit: Duration) -> Result<String> {
-    let out =
-        slurm_imex_core::process::run_checked(program, &["version"], limit, "scontrol version")?;
-    parse_version(&out.stdout).ok_or_else(|| {
-        Error::new(format!(
-            "scontrol version printed no version: {}",
-            out.one_line()
-        ))
-    })
-}
-
 /// Slurm's compiled-in PluginDir, for a slurm.conf that sets none: `lib/slurm`
 /// of the prefix scontrol runs from (a source build), else the distributions'
 /// places, whichever exists.
@@ -203,14 +180,6 @@ pub fn major_minor(version: &str) -> &str {
         Some((i, _)) => &version[..i],
         None => version,
     }
-}
-
-/// "24.11.5" from "slurm 24.11.5" (or "slurm-wlm 24.11.5").
-fn parse_version(text: &str) -> Option<String> {
-    let word = text.split_whitespace().nth(1)?;
-    let ok =
-        word.split('.').count() >= 3 && word.split('.').take(3).all(|p| p.parse::<u32>().is_ok());
-    ok.then(|| word.split('.').take(3).collect::<Vec<_>>().join("."))
 }
 
 #[cfg(test)]
@@ -255,11 +224,8 @@ mod tests {
             "PrologFlags=Contain\nProlog=/usr/sbin/slurm-imex-prolog,prolog.d/*\nEpilog=/e\nPluginDir=/p\n",
         )
         .unwrap();
-        let v = SlurmView::from_file(
-            &SlurmConf::read(&conf).unwrap(),
-            Path::new("/nonexistent"),
-            Duration::from_secs(1),
-        );
+        let scontrol = Scontrol::new(Path::new("/nonexistent"), std::time::Duration::from_secs(1));
+        let v = SlurmView::from_file(&SlurmConf::read(&conf).unwrap(), &scontrol);
         assert_eq!(v.from_file.as_deref(), Some(conf.as_path()));
         assert_eq!(v.get("PrologFlags"), Some("Contain"));
         let prologs = v.get_all("Prolog");
@@ -272,14 +238,9 @@ mod tests {
         assert_eq!(v.plugstack(), Some(d.path().join("plugstack.conf")));
     }
 
+    // parse_version's assertions moved with it to slurm_imex_core::slurm::controller.
     #[test]
     fn versions() {
-        assert_eq!(parse_version("slurm 24.11.5\n").as_deref(), Some("24.11.5"));
-        assert_eq!(
-            parse_version("slurm-wlm 22.05.8\n").as_deref(),
-            Some("22.05.8")
-        );
-        assert_eq!(parse_version("slurm\n"), None);
         assert_eq!(major_minor("26.05.5"), "26.05");
     }
 }

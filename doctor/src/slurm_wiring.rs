@@ -2,7 +2,7 @@
 //! Epilog programs, HealthCheckProgram, Slurm's own IMEX switch beside our
 //! channels mode, and what keeps channels apart in rack-wide domains.
 
-use crate::finding::Finding;
+use crate::check::Check;
 use crate::slurm_view::SlurmView;
 use slurm_imex_core::config::{ChannelMode, Config, DomainScope};
 use slurm_imex_core::imex::rack_channels;
@@ -11,15 +11,15 @@ use std::path::Path;
 /// Largest wrapper script read when looking for our program in it.
 const MAX_WRAPPER_BYTES: u64 = 1 << 20;
 
-pub fn prolog_flags(slurm: &SlurmView) -> Finding {
+pub fn prolog_flags(slurm: &SlurmView) -> Check {
     let flags = slurm.get("PrologFlags").unwrap_or("");
     if flags
         .split(',')
         .any(|f| f.trim().eq_ignore_ascii_case("Alloc"))
     {
-        Finding::pass("prolog-flags", format!("PrologFlags={flags}"))
+        Check::pass("prolog-flags", format!("PrologFlags={flags}"))
     } else {
-        Finding::fail("prolog-flags",
+        Check::fail("prolog-flags",
             format!("PrologFlags={} lacks Alloc: the prolog would run at the first step, after the batch script started", if flags.is_empty() { "(none)" } else { flags }),
             "add Alloc to PrologFlags in slurm.conf (keep the flags you have), then restart slurmctld and slurmd")
     }
@@ -27,14 +27,14 @@ pub fn prolog_flags(slurm: &SlurmView) -> Finding {
 
 /// `Prolog`/`Epilog` (`which`) runs `program` (slurm-imex-prolog), directly
 /// or from a wrapper script that names it.
-pub fn hook(slurm: &SlurmView, which: &'static str, program: &str, suggested: &Path) -> Finding {
+pub fn hook(slurm: &SlurmView, which: &'static str, program: &str, suggested: &Path) -> Check {
     let remedy = format!(
         "set {which}={} in slurm.conf (or call it from your {which} script), then restart slurmd",
         suggested.display()
     );
     let values = slurm.get_all(which);
     if values.is_empty() {
-        return Finding::fail(
+        return Check::fail(
             which_check(which),
             format!("{which} is unset: slurm-imex never runs on this cluster"),
             remedy,
@@ -49,8 +49,8 @@ pub fn hook(slurm: &SlurmView, which: &'static str, program: &str, suggested: &P
                 slurm_imex_core::trust::Expect::Program,
                 which,
             ) {
-                Ok(()) => Finding::pass(which_check(which), format!("{which}={entry}")),
-                Err(e) => Finding::fail(
+                Ok(()) => Check::pass(which_check(which), format!("{which}={entry}")),
+                Err(e) => Check::fail(
                     which_check(which),
                     e.to_string(),
                     format!("install {program} there, owned by root, or fix {which}"),
@@ -60,13 +60,13 @@ pub fn hook(slurm: &SlurmView, which: &'static str, program: &str, suggested: &P
         let script =
             slurm_imex_core::fsutil::read_bounded_text(path, MAX_WRAPPER_BYTES).unwrap_or_default();
         if script.contains(program) {
-            return Finding::pass(
+            return Check::pass(
                 which_check(which),
                 format!("{which}={entry}, a wrapper that runs {program}"),
             );
         }
     }
-    Finding::fail(
+    Check::fail(
         which_check(which),
         format!("{which}={value} does not run {program}"),
         remedy,
@@ -81,9 +81,9 @@ fn which_check(which: &'static str) -> &'static str {
     }
 }
 
-pub fn health_check(slurm: &SlurmView) -> Finding {
+pub fn health_check(slurm: &SlurmView) -> Check {
     let Some(program) = slurm.get("HealthCheckProgram") else {
-        return Finding::warn("healthcheck", "no HealthCheckProgram: an idle node's GPUs are checked only when a job starts",
+        return Check::warn("healthcheck", "no HealthCheckProgram: an idle node's GPUs are checked only when a job starts",
             "set HealthCheckProgram=<sbin>/slurm-imex-healthcheck and HealthCheckInterval=300 in slurm.conf");
     };
     let script = slurm_imex_core::fsutil::read_bounded_text(Path::new(program), MAX_WRAPPER_BYTES)
@@ -92,10 +92,10 @@ pub fn health_check(slurm: &SlurmView) -> Finding {
         || (script.contains("slurm-imex") && script.contains("check"))
     {
         if !Path::new(program).exists() {
-            return Finding::fail("healthcheck", format!("HealthCheckProgram={program} does not exist: slurmd drains nothing, checks nothing"),
+            return Check::fail("healthcheck", format!("HealthCheckProgram={program} does not exist: slurmd drains nothing, checks nothing"),
                 "install slurm-imex-healthcheck there or fix HealthCheckProgram");
         }
-        return Finding::pass(
+        return Check::pass(
             "healthcheck",
             format!(
                 "HealthCheckProgram={program} (every {}s)",
@@ -103,40 +103,40 @@ pub fn health_check(slurm: &SlurmView) -> Finding {
             ),
         );
     }
-    Finding::warn("healthcheck", format!("HealthCheckProgram={program} does not run `slurm-imex check`"),
+    Check::warn("healthcheck", format!("HealthCheckProgram={program} does not run `slurm-imex check`"),
         "call `slurm-imex check --drain --undrain` from it (e.g. from NHC) so idle nodes are gated too")
 }
 
 /// Our channels mode against Slurm's SwitchType.
-pub fn switch(slurm: &SlurmView, config: &Config) -> Finding {
+pub fn switch(slurm: &SlurmView, config: &Config) -> Check {
     let switch = slurm.get("SwitchType").unwrap_or("switch/none");
     let slurm_channels = switch.eq_ignore_ascii_case("switch/nvidia_imex");
     match (config.imex.channels, slurm_channels) {
-        (ChannelMode::Slurm, false) => Finding::fail("switch",
+        (ChannelMode::Slurm, false) => Check::fail("switch",
             format!("[imex] channels = \"slurm\" but SwitchType={switch}: no job would get a channel"),
             "set SwitchType=switch/nvidia_imex in slurm.conf, or [imex] channels = \"auto\""),
-        (ChannelMode::Plugin, true) => Finding::pass("switch",
+        (ChannelMode::Plugin, true) => Check::pass("switch",
             format!("SwitchType={switch}, [imex] channels = \"plugin\": slurm-imex replaces Slurm's channel in --imex jobs")),
-        (mode, _) => Finding::pass("switch", format!("SwitchType={switch}, [imex] channels = \"{}\"{}", mode.as_str(),
+        (mode, _) => Check::pass("switch", format!("SwitchType={switch}, [imex] channels = \"{}\"{}", mode.as_str(),
             if mode == ChannelMode::Auto { if slurm_channels { " (Slurm's channels)" } else { " (slurm-imex's channels)" } } else { "" })),
     }
 }
 
 /// `[imex] domain = "rack"`: two running jobs of a rack never share a
 /// channel (`imex::rack_channels`), or every --imex job fails.
-pub fn rack_channels(config: &Config) -> Finding {
+pub fn rack_channels(config: &Config) -> Check {
     if config.imex.domain == DomainScope::Job {
-        return Finding::pass(
+        return Check::pass(
             "rack-channels",
             "[imex] domain = \"job\": every --imex job has an IMEX domain of its own",
         );
     }
     match rack_channels::guarantee(config) {
-        Ok(g) => Finding::pass(
+        Ok(g) => Check::pass(
             "rack-channels",
             format!("[imex] domain = \"rack\": {}", g.describe()),
         ),
-        Err(why) => Finding::fail(
+        Err(why) => Check::fail(
             "rack-channels",
             why,
             "every --imex job fails until then; doctor reads slurm.conf as this node does",
@@ -147,7 +147,7 @@ pub fn rack_channels(config: &Config) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Verdict;
+    use crate::check::Status;
     use std::os::unix::fs::PermissionsExt;
 
     fn view(lines: &str) -> SlurmView {
@@ -158,10 +158,10 @@ mod tests {
     fn prolog_flags_without_alloc_fail() {
         assert_eq!(
             prolog_flags(&view("PrologFlags = Alloc,Contain\n")).verdict,
-            Verdict::Pass
+            Status::Pass
         );
         let f = prolog_flags(&view("PrologFlags = Contain,X11\n"));
-        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(f.verdict, Status::Fail);
         assert!(
             f.line()
                 .starts_with("FAIL  prolog-flags    PrologFlags=Contain,X11 lacks Alloc"),
@@ -171,7 +171,7 @@ mod tests {
         assert!(f.remedy.contains("add Alloc to PrologFlags"));
         assert_eq!(
             prolog_flags(&view("PrologFlags = (null)\n")).verdict,
-            Verdict::Fail
+            Status::Fail
         );
     }
 
@@ -186,7 +186,7 @@ mod tests {
             "slurm-imex-prolog",
             suggested,
         );
-        assert_eq!((unset.check, unset.verdict), ("prolog", Verdict::Fail));
+        assert_eq!((unset.check, unset.verdict), ("prolog", Status::Fail));
         assert!(
             unset.remedy.contains("Prolog=/usr/sbin/slurm-imex-prolog"),
             "{}",
@@ -201,7 +201,7 @@ mod tests {
             "slurm-imex-prolog",
             suggested,
         );
-        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(f.verdict, Status::Fail);
         assert!(
             f.found.contains("does not run slurm-imex-prolog"),
             "{}",
@@ -215,7 +215,7 @@ mod tests {
             "slurm-imex-prolog",
             suggested,
         );
-        assert_eq!(f.verdict, Verdict::Pass, "{}", f.line());
+        assert_eq!(f.verdict, Status::Pass, "{}", f.line());
 
         let missing = hook(
             &view(&format!("Prolog = {}\n", sbin.display())),
@@ -223,7 +223,7 @@ mod tests {
             "slurm-imex-prolog",
             suggested,
         );
-        assert_eq!(missing.verdict, Verdict::Fail);
+        assert_eq!(missing.verdict, Status::Fail);
         assert!(
             missing.found.contains("does not exist"),
             "{}",
@@ -237,7 +237,7 @@ mod tests {
             "slurm-imex-prolog",
             suggested,
         );
-        assert_eq!(present.verdict, Verdict::Pass, "{}", present.line());
+        assert_eq!(present.verdict, Status::Pass, "{}", present.line());
     }
 
     #[test]
@@ -245,11 +245,11 @@ mod tests {
         let mut config = Config::default();
         config.imex.channels = ChannelMode::Slurm;
         let f = switch(&view("SwitchType = switch/none\n"), &config);
-        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(f.verdict, Status::Fail);
         assert!(f.remedy.contains("SwitchType=switch/nvidia_imex"));
         assert_eq!(
             switch(&view("SwitchType = switch/nvidia_imex\n"), &config).verdict,
-            Verdict::Pass
+            Status::Pass
         );
     }
 
@@ -260,14 +260,14 @@ mod tests {
         std::fs::write(&conf, "ClusterName=x\n").unwrap();
         let mut config = Config::default();
         config.slurm.config = slurm_imex_core::config::AutoPath::Path(conf.clone());
-        assert_eq!(rack_channels(&config).verdict, Verdict::Pass);
+        assert_eq!(rack_channels(&config).verdict, Status::Pass);
         config.imex.domain = DomainScope::Rack;
         let f = rack_channels(&config);
-        assert_eq!(f.verdict, Verdict::Fail);
+        assert_eq!(f.verdict, Status::Fail);
         assert!(f.found.contains("set MaxJobId=2047"), "{}", f.found);
         std::fs::write(&conf, "MaxJobId=2047\n").unwrap();
         let f = rack_channels(&config);
-        assert_eq!(f.verdict, Verdict::Pass, "{}", f.line());
+        assert_eq!(f.verdict, Status::Pass, "{}", f.line());
         assert!(f.found.contains("job ids 1..2047"), "{}", f.found);
     }
 
@@ -275,11 +275,11 @@ mod tests {
     fn health_check_unset_warns_and_a_missing_wrapper_fails() {
         assert_eq!(
             health_check(&view("HealthCheckProgram = (null)\n")).verdict,
-            Verdict::Warn
+            Status::Warn
         );
         let f = health_check(&view(
             "HealthCheckProgram = /nonexistent/slurm-imex-healthcheck\n",
         ));
-        assert_eq!(f.verdict, Verdict::Fail, "{}", f.line());
+        assert_eq!(f.verdict, Status::Fail, "{}", f.line());
     }
 }

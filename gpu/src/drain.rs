@@ -1,6 +1,6 @@
 //! Acting on a verdict: the one place that decides what a drain-class
 //! finding does to the node, for the prolog, the epilog and `slurm-imex
-//! check` alike, and the only caller of `slurm_node::drain` and `resume`.
+//! check` alike, and the only caller of `Scontrol::drain` and `resume`.
 //! It answers with a [`DrainAction`], which callers act on by its variant
 //! (never by matching words), and which also says what the node's standing
 //! (`NodeState::drained_since`) records.
@@ -20,10 +20,11 @@
 //!   since boot (docs/controller-calls.md).
 
 use crate::health::DRAIN_PREFIX;
-use slurm_imex_core::config::HealthConfig;
+use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::slurm_node::{self, NodeRead, NodeStatus};
+use slurm_imex_core::slurm::node::{NodeRead, NodeStatus};
+use slurm_imex_core::slurm::Scontrol;
 use slurm_imex_core::state::NodeState;
 
 /// What `slurm-imex check` was asked to do beyond reporting (`--drain`,
@@ -99,15 +100,12 @@ impl DrainAction {
 /// `drain_reason` is the verdict's drain reason (`health::drain_reason`:
 /// None unless a finding is drain-class). A failing scontrol is logged: the
 /// hook's exit status still takes the node out of service.
-pub fn act(
-    cfg: &HealthConfig,
-    node: &str,
-    drain_reason: Option<String>,
-    hook: Hook,
-) -> DrainAction {
+pub fn act(cfg: &Config, node: &str, drain_reason: Option<String>, hook: Hook) -> DrainAction {
     match (hook, drain_reason) {
         (Hook::Prolog, Some(reason)) => hook_drain(cfg, node, reason),
-        (Hook::Epilog, Some(reason)) if cfg.drain_from_epilog => hook_drain(cfg, node, reason),
+        (Hook::Epilog, Some(reason)) if cfg.health.drain_from_epilog => {
+            hook_drain(cfg, node, reason)
+        }
         _ => DrainAction::Nothing,
     }
 }
@@ -123,13 +121,13 @@ pub fn act_on_check(
     drain_reason: Option<String>,
     flags: CheckFlags,
 ) -> Result<DrainAction> {
-    let (cfg, node) = (slurm.config(), slurm.node());
+    let (scontrol, node) = (slurm.scontrol(), slurm.node());
     match drain_reason {
         Some(reason) if flags.drain => {
             if standing.drained_since.is_some() {
                 return Ok(DrainAction::StillDrained { reason });
             }
-            slurm_node::drain(cfg, node, &reason)?;
+            scontrol.drain(node, &reason)?;
             Ok(DrainAction::Drain { reason })
         }
         None if flags.undrain => {
@@ -138,7 +136,7 @@ pub fn act_on_check(
             if known_in_service {
                 return Ok(DrainAction::Nothing);
             }
-            resume_if_ours(cfg, node, slurm.get()?)
+            resume_if_ours(scontrol, node, slurm.get()?)
         }
         _ => Ok(DrainAction::Nothing),
     }
@@ -146,9 +144,9 @@ pub fn act_on_check(
 
 /// A prolog's or epilog's drain finding: set our reason when the site wants
 /// it shown, then have the hook fail.
-fn hook_drain(cfg: &HealthConfig, node: &str, reason: String) -> DrainAction {
-    if cfg.set_drain_reason {
-        if let Err(e) = slurm_node::drain(cfg, node, &reason) {
+fn hook_drain(cfg: &Config, node: &str, reason: String) -> DrainAction {
+    if cfg.health.set_drain_reason {
+        if let Err(e) = Scontrol::of(&cfg.slurm).drain(node, &reason) {
             tracing::warn!("{e}");
         }
     }
@@ -157,19 +155,19 @@ fn hook_drain(cfg: &HealthConfig, node: &str, reason: String) -> DrainAction {
 
 /// Resume `node` only if its drain reason is ours (`slurm-imex undrain`:
 /// always asks).
-pub fn undrain(cfg: &HealthConfig, node: &str) -> Result<DrainAction> {
-    resume_if_ours(cfg, node, &slurm_node::node_status(cfg, node)?)
+pub fn undrain(scontrol: &Scontrol, node: &str) -> Result<DrainAction> {
+    resume_if_ours(scontrol, node, &scontrol.node(node)?)
 }
 
 /// Resume `node`, as Slurm holds it (`status`), only if it is drained with
 /// our reason.
-fn resume_if_ours(cfg: &HealthConfig, node: &str, status: &NodeStatus) -> Result<DrainAction> {
+fn resume_if_ours(scontrol: &Scontrol, node: &str, status: &NodeStatus) -> Result<DrainAction> {
     if !status.is_drained() {
         return Ok(DrainAction::NotDrained);
     }
     match &status.reason {
         Some(was) if was.starts_with(DRAIN_PREFIX) => {
-            slurm_node::resume(cfg, node)?;
+            scontrol.resume(node)?;
             Ok(DrainAction::Resumed { was: was.clone() })
         }
         other => Ok(DrainAction::LeftDrained {
@@ -195,7 +193,7 @@ mod tests {
 
     /// A stand-in scontrol that logs its arguments and answers `show node`
     /// with `state` and `reason`.
-    fn scontrol(dir: &std::path::Path, state: &str, reason: &str) -> HealthConfig {
+    fn scontrol(dir: &std::path::Path, state: &str, reason: &str) -> Config {
         let log = dir.join("calls");
         let script = dir.join("scontrol");
         std::fs::write(
@@ -207,10 +205,13 @@ mod tests {
         )
         .unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        HealthConfig {
-            scontrol: script,
-            ..HealthConfig::default()
-        }
+        let mut cfg = Config::default();
+        cfg.slurm.scontrol = script;
+        cfg
+    }
+
+    fn handle(cfg: &Config) -> Scontrol {
+        Scontrol::of(&cfg.slurm)
     }
 
     fn calls(dir: &std::path::Path) -> String {
@@ -226,17 +227,17 @@ mod tests {
         let drain = || drain_reason(&findings);
         assert_eq!(drain_reason(&findings[..1]), None);
         // Prolog: fails, and sets the reason only when asked to.
-        cfg.set_drain_reason = false;
+        cfg.health.set_drain_reason = false;
         let a = act(&cfg, "n1", drain(), Hook::Prolog);
         assert_eq!(a.hook_failure(), Some(reason.as_str()));
         assert_eq!(calls(d.path()), "");
-        cfg.set_drain_reason = true;
+        cfg.health.set_drain_reason = true;
         act(&cfg, "n1", drain(), Hook::Prolog);
         assert!(calls(d.path()).contains("State=DRAIN Reason=imex-health: xid"));
         // Epilog: only with drain_from_epilog.
-        cfg.drain_from_epilog = false;
+        cfg.health.drain_from_epilog = false;
         assert_eq!(act(&cfg, "n1", drain(), Hook::Epilog), DrainAction::Nothing);
-        cfg.drain_from_epilog = true;
+        cfg.health.drain_from_epilog = true;
         let a = act(&cfg, "n1", drain(), Hook::Epilog);
         assert_eq!(a.hook_failure(), Some(reason.as_str()));
     }
@@ -244,7 +245,7 @@ mod tests {
     #[test]
     fn check_drains_once_when_asked_and_never_for_a_warning() {
         let d = tempfile::tempdir().unwrap();
-        let cfg = scontrol(d.path(), "IDLE", "");
+        let cfg = handle(&scontrol(d.path(), "IDLE", ""));
         let slurm = NodeRead::new(&cfg, "n1");
         let mut standing = NodeState::default();
         let findings = [finding(Severity::Warn), finding(Severity::Drain)];
@@ -277,7 +278,11 @@ mod tests {
             drain: false,
             undrain: true,
         };
-        let ours = scontrol(d.path(), "IDLE+DRAIN", "imex-health: xid: XID 79");
+        let ours = handle(&scontrol(
+            d.path(),
+            "IDLE+DRAIN",
+            "imex-health: xid: XID 79",
+        ));
         // Not read since boot: one read, then the resume.
         let mut standing = NodeState::default();
         let a = act_on_check(&NodeRead::new(&ours, "n1"), &standing, None, undrain).unwrap();
@@ -308,7 +313,7 @@ mod tests {
         assert!(matches!(a, DrainAction::Resumed { .. }));
 
         let d = tempfile::tempdir().unwrap();
-        let admins = scontrol(d.path(), "IDLE+DRAIN", "bad fan");
+        let admins = handle(&scontrol(d.path(), "IDLE+DRAIN", "bad fan"));
         let a = act_on_check(&NodeRead::new(&admins, "n1"), &standing, None, undrain).unwrap();
         assert_eq!(
             a.describe("n1").unwrap(),
@@ -318,11 +323,10 @@ mod tests {
         // Not ours: the standing stops asking.
         a.record(&mut standing, 600);
         assert_eq!(standing.drained_since, None);
-        let idle = scontrol(d.path(), "IDLE", "");
-        assert_eq!(undrain_node(&idle), DrainAction::NotDrained);
-    }
-
-    fn undrain_node(cfg: &HealthConfig) -> DrainAction {
-        undrain(cfg, "n1").unwrap()
+        let idle = handle(&scontrol(d.path(), "IDLE", ""));
+        assert_eq!(
+            super::undrain(&idle, "n1").unwrap(),
+            DrainAction::NotDrained
+        );
     }
 }

@@ -12,8 +12,8 @@ use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::imex::job_record::JobRecord;
-use slurm_imex_core::slurm_env::JobEnv;
-use slurm_imex_core::slurm_node::NodeRead;
+use slurm_imex_core::slurm::env::JobEnv;
+use slurm_imex_core::slurm::node::NodeRead;
 use slurm_imex_core::state::StateDir;
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::clique::node_clique;
@@ -127,7 +127,8 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
 /// as HealthCheckProgram, which slurmd runs at its start, not even the
 /// first). Best effort.
 fn publish_clique(cfg: &Config, state: &StateDir, node: &str, clique: &str) {
-    let slurm = NodeRead::new(&cfg.health, node);
+    let scontrol = slurm_imex_core::slurm::Scontrol::of(&cfg.slurm);
+    let slurm = NodeRead::new(&scontrol, node);
     if let Err(e) = slurm_imex_core::clique::publish(state, &slurm, clique) {
         // Not on stderr, which carries a hook's one failure line.
         tracing::info!("NVLink clique of {node} not published (slurm-imex check will): {e}");

@@ -4,15 +4,17 @@
 //! What a GPU verdict does to the node is decided by `slurm_imex_gpu::drain`.
 
 use crate::gpu_job::{self, GpuOutcome};
+use slurm_imex_core::blame::{Blamed, Fault};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::imex::domain::{self, SetupOutcome, TeardownOutcome};
-use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_core::imex::domain::{self, TeardownOutcome};
+use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::drain::{self, DrainAction};
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobdb::{journal, metrics};
+use std::time::Duration;
 
 /// What a prolog/epilog run ends with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,14 +77,14 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     }
     match domain.map(|d| check_own_clique(d, &gate, job, cfg)) {
         None => {}
-        Some(SetupOutcome::Ready { waited }) => {
+        Some(Ok(waited)) => {
             tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP")
         }
-        Some(SetupOutcome::JobFailure(cause)) => {
+        Some(Err(Fault::Job(cause))) => {
             // Not this node's fault: the plugin fails the job with this cause.
             tracing::warn!("job {} cannot use IMEX: {cause}", job.job_id)
         }
-        Some(SetupOutcome::NodeFault(cause)) => exit.fail(format!("slurm-imex-prolog: {cause}")),
+        Some(Err(Fault::Node(e))) => exit.fail(format!("slurm-imex-prolog: {e}")),
     }
     // The prolog writes nothing for the metrics (every job pays for the
     // prolog): the epilog derives them from the job's record and row.
@@ -96,13 +98,13 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
 /// the clique this node's GPUs report (the gate read it, beside the
 /// domain's start): the job fails naming both, the node stays up.
 fn check_own_clique(
-    domain: SetupOutcome,
+    domain: Blamed<Duration>,
     gate: &GpuOutcome,
     job: &JobEnv,
     cfg: &Config,
-) -> SetupOutcome {
+) -> Blamed<Duration> {
     let (
-        SetupOutcome::Ready { .. },
+        Ok(_),
         GpuOutcome::Done {
             clique: Some(live), ..
         },
@@ -110,12 +112,7 @@ fn check_own_clique(
     else {
         return domain;
     };
-    match domain::refuse_for_own_clique(job, cfg, live) {
-        Ok(None) => domain,
-        Ok(Some(cause)) => SetupOutcome::JobFailure(cause),
-        // Without its record the plugin cannot let the job run: as in setup.
-        Err(e) => SetupOutcome::NodeFault(format!("cannot record the IMEX job state: {e}")),
-    }
+    domain::refuse_for_own_clique(job, cfg, live).and(domain)
 }
 
 /// A prolog's drain finding is in the node's standing, so the next `check
@@ -137,7 +134,7 @@ fn act_on_gate(gate: &GpuOutcome, job: &JobEnv, cfg: &Config, hook: Hook) -> Dra
         GpuOutcome::Done { drain_reason, .. } => drain_reason.clone(),
         GpuOutcome::Skipped(_) => None,
     };
-    let action = drain::act(&cfg.health, &job.node_name, reason, hook);
+    let action = drain::act(cfg, &job.node_name, reason, hook);
     if action.hook_failure().is_none() {
         log_gate(gate, hook);
     }

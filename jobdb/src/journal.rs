@@ -6,7 +6,7 @@
 //! Loki or Elasticsearch gets a fleet-wide per-job GPU health log.
 
 use crate::write::JobRow;
-use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::text::{cap, summarize_list, PIECE_MAX};
 
 /// Emit the summary of `job` on this node. `row` is what the epilog

@@ -17,15 +17,13 @@ pub(crate) fn init_post_opt(
     // (SLURM_SPANK__SLURM_SPANK_OPTION_imex_imex=...).
     if let Ok(Some(v)) = spank.get_option_value(IMEX_OPTION) {
         if !v.is_empty() && v != "(null)" {
-            return Err(
-                format!("imex: --imex takes no value (got \"{v}\"): write just --imex").into(),
-            );
+            return Err(format!("--imex takes no value (got \"{v}\"): write just --imex").into());
         }
     }
     // Refuse at submission what would fail on every node later.
     args.load_config()?;
-    spank.job_control_setenv("IMEX", "1", true).map_err(|e| {
-        format!("imex: cannot pass --imex to the prolog (spank_job_control_setenv): {e}")
-    })?;
+    spank
+        .job_control_setenv("IMEX", "1", true)
+        .map_err(|e| format!("cannot pass --imex to the prolog (spank_job_control_setenv): {e}"))?;
     Ok(())
 }

@@ -1,16 +1,44 @@
 //! libspank_imex.so — the SPANK adapter of slurm-imex. It holds no domain
 //! logic: like pyxis' dispatcher, each SPANK callback is routed to the file
-//! of its context (allocator/local, remote, job_script). Panics never cross
-//! into Slurm (slurm-spank catches them), and errors reach the user through
-//! the SPANK log.
+//! of its context (allocator/local, remote); the job_script context
+//! (job_prolog, job_epilog) has nothing to do, all IMEX work being the
+//! prolog's and epilog's programs, so the crate's defaults stand. Panics
+//! never cross into Slurm (slurm-spank catches them), and errors reach the
+//! user through the SPANK log, each line starting `imex: ` (added here, and
+//! only here: [`log_error`], [`log_verbose`]).
 
 mod allocator;
-mod job_script;
 mod plugin_args;
 mod remote;
 
-use slurm_spank::{spank_log_error, Context, Plugin, SpankHandle, SpankOption, SPANK_PLUGIN};
+use slurm_spank::{
+    spank_log_error, spank_log_verbose, Context, Plugin, SpankHandle, SpankOption, SPANK_PLUGIN,
+};
 use std::error::Error;
+use std::fmt::Display;
+
+/// What every line the plugin writes starts with, so a user sees whose it is.
+const LINE_PREFIX: &str = "imex: ";
+
+/// `message` with [`LINE_PREFIX`] (once).
+fn prefixed(message: impl Display) -> String {
+    let text = message.to_string();
+    if text.starts_with(LINE_PREFIX) {
+        text
+    } else {
+        format!("{LINE_PREFIX}{text}")
+    }
+}
+
+/// An error line in the user's output and slurmd's log.
+pub(crate) fn log_error(message: impl Display) {
+    spank_log_error!("{}", prefixed(message));
+}
+
+/// A line in slurmd's log at verbose level.
+pub(crate) fn log_verbose(message: impl Display) {
+    spank_log_verbose!("{}", prefixed(message));
+}
 
 include!(concat!(env!("OUT_DIR"), "/slurm_version.rs"));
 
@@ -40,7 +68,7 @@ unsafe impl Plugin for SpankImex {
     }
 
     fn report_error(&self, _spank: &mut SpankHandle, error: &dyn Error) {
-        spank_log_error!("{error}");
+        log_error(error);
     }
 
     fn init(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
@@ -67,12 +95,19 @@ unsafe impl Plugin for SpankImex {
     fn task_init_privileged(&mut self, spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
         remote::task_init_privileged(&self.args, spank)
     }
+}
 
-    fn job_prolog(&mut self, _spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
-        job_script::job_prolog()
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    fn job_epilog(&mut self, _spank: &mut SpankHandle) -> Result<(), Box<dyn Error>> {
-        job_script::job_epilog()
+    #[test]
+    fn every_line_starts_with_the_prefix_once() {
+        assert_eq!(
+            prefixed("job 7 cannot use IMEX"),
+            "imex: job 7 cannot use IMEX"
+        );
+        assert_eq!(prefixed("imex: already"), "imex: already");
+        assert_eq!(prefixed(std::io::Error::other("boom")), "imex: boom");
     }
 }

@@ -21,7 +21,7 @@ impl PluginArgs {
                 }
                 _ => {
                     args.error = Some(format!(
-                        "imex: unknown plugstack.conf argument \"{arg}\" for spank_imex.so \
+                        "unknown plugstack.conf argument \"{arg}\" for spank_imex.so \
                          (the only argument is config=/path/to/imex.toml)"
                     ))
                 }
@@ -37,7 +37,7 @@ impl PluginArgs {
         }
         Config::load(self.config_path.as_deref())
             .map(|(c, _)| c)
-            .map_err(|e| format!("imex: {e}"))
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -8,14 +8,15 @@
 
 use crate::plugin_args::PluginArgs;
 use crate::IMEX_OPTION;
+use crate::{log_error, log_verbose};
 use slurm_imex_core::channel::{
     adopt_slurm_channel, channel_for_job, channel_major, isolate_channel_dir, ChannelGrant,
 };
 use slurm_imex_core::config::{ChannelMode, Config};
 use slurm_imex_core::imex::job_record::{JobRecord, Outcome};
+use slurm_imex_core::slurm::{conf as slurm_conf, hostlist};
 use slurm_imex_core::state::StateDir;
-use slurm_imex_core::{hostlist, slurm_conf};
-use slurm_spank::{spank_log_error, spank_log_verbose, SpankHandle};
+use slurm_spank::SpankHandle;
 use std::error::Error;
 
 pub(crate) fn task_init_privileged(
@@ -28,19 +29,19 @@ pub(crate) fn task_init_privileged(
         Err(e) if imex => return Err(e.into()),
         Err(e) => {
             // Not our job: never fail it over our own config.
-            spank_log_error!("{e}; channels are not hidden from this job");
+            log_error(format!("{e}; channels are not hidden from this job"));
             return Ok(());
         }
     };
     let (mode, warning) = slurm_conf::channel_mode(&config);
     if let Some(w) = warning {
-        spank_log_error!("imex: {w}");
+        log_error(w);
     }
     if !imex {
         // Slurm's mode: the job keeps exactly what switch/nvidia_imex gave it.
         if mode == ChannelMode::Plugin && config.imex.hide_channels_from_other_jobs {
             isolate_channel_dir(&config.imex.channel_dir, None)
-                .map_err(|e| format!("imex: cannot hide IMEX channels from this job: {e}"))?;
+                .map_err(|e| format!("cannot hide IMEX channels from this job: {e}"))?;
         }
         return Ok(());
     }
@@ -50,35 +51,32 @@ pub(crate) fn task_init_privileged(
         .map(|h| h.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "this node".into());
     let record = ready_record(&config, job_id, &node)?;
-    let major = channel_major(&config.imex.proc_devices).map_err(|e| format!("imex: {e}"))?;
+    let major = channel_major(&config.imex.proc_devices)?;
     let (uid, gid) = (spank.job_uid()?, spank.job_gid()?);
     let channel = match mode {
         ChannelMode::Slurm => {
-            match adopt_slurm_channel(&config.imex.channel_dir, major, uid, gid)
-                .map_err(|e| format!("imex: {e}"))?
-            {
+            match adopt_slurm_channel(&config.imex.channel_dir, major, uid, gid)? {
                 Some(c) => c,
                 None => {
-                    spank_log_verbose!(
-                        "imex: Slurm's switch/nvidia_imex gave this step of job {job_id} no \
+                    log_verbose(format!(
+                        "Slurm's switch/nvidia_imex gave this step of job {job_id} no \
                          IMEX channel (before Slurm 25.11 only srun steps get one)"
-                    );
+                    ));
                     return Ok(());
                 }
             }
         }
         _ => {
             let grant = plugin_grant(&config, &record, &node, major, uid, gid)?;
-            isolate_channel_dir(&config.imex.channel_dir, Some(&grant))
-                .map_err(|e| format!("imex: {e}"))?;
+            isolate_channel_dir(&config.imex.channel_dir, Some(&grant))?;
             grant.channel
         }
     };
     set_task_env(spank, channel, &record)?;
-    spank_log_verbose!(
-        "imex: job {job_id} task uses IMEX channel {channel} on {node} (channels = \"{}\")",
+    log_verbose(format!(
+        "job {job_id} task uses IMEX channel {channel} on {node} (channels = \"{}\")",
         mode.as_str()
-    );
+    ));
     Ok(())
 }
 
@@ -101,21 +99,16 @@ fn set_task_env(
 /// The prolog's record of a domain that is UP, or the line that fails the task.
 fn ready_record(config: &Config, job_id: u32, node: &str) -> Result<JobRecord, String> {
     let state = StateDir::of(config);
-    match state
-        .read_record(job_id)
-        .map_err(|e| format!("imex: {e}"))?
-    {
+    match state.read_record(job_id).map_err(|e| e.to_string())? {
         None => Err(format!(
-            "imex: job {job_id} has no IMEX domain on {node}: the allocation was made without \
+            "job {job_id} has no IMEX domain on {node}: the allocation was made without \
              --imex (pass --imex to sbatch/salloc), or the prolog did not run (slurm.conf needs \
              Prolog=slurm-imex-prolog and PrologFlags=Alloc)"
         )),
         Some(JobRecord {
             outcome: Outcome::Failed { cause, .. },
             ..
-        }) => Err(format!(
-            "imex: job {job_id} cannot use IMEX on {node}: {cause}"
-        )),
+        }) => Err(format!("job {job_id} cannot use IMEX on {node}: {cause}")),
         Some(record) => Ok(record),
     }
 }
@@ -139,11 +132,11 @@ fn plugin_grant(
             gid,
         }),
         Some(c) => Err(format!(
-            "imex: channel mismatch on {node}: the prolog prepared channel {c} but this node's \
+            "channel mismatch on {node}: the prolog prepared channel {c} but this node's \
              config gives {channel}; make [imex] channel_count equal on all nodes"
         )),
         None => Err(format!(
-            "imex: on {node} the prolog left IMEX channels to Slurm's switch/nvidia_imex, but \
+            "on {node} the prolog left IMEX channels to Slurm's switch/nvidia_imex, but \
              this step runs with channels = \"plugin\"; make [imex] channels and slurm.conf's \
              SwitchType agree on every node"
         )),

@@ -33,6 +33,7 @@ E2E_SWITCH=${E2E_SWITCH:-0}
 E2E_TOPOLOGY=${E2E_TOPOLOGY:-}
 PLUGIN_DIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
 BR=imexbr0
 NET=10.77.0
 CHANNEL_MAJOR=507
@@ -204,7 +205,14 @@ ReturnToService=2
 # with slurm-imex's channels requires (imex::rack_channels).
 MaxJobId=2047
 MailProg=/bin/true
-SchedulerParameters=sched_interval=1
+# bf_interval=1: with accounting_storage/none, slurmctld 23.11 and 24.05
+# (SchedMD's 23.11.11 and 24.05.8) log "Association database appears down"
+# at start (at debug level: ctld_assoc_mgr_init passes errno to
+# assoc_mgr_init as the connection's status), keep no association list, and
+# their main scheduler then refuses every job ("sched: JobId=N has invalid
+# account"); backfill, which does not ask, starts it after up to bf_interval
+# (30 s by default). A site with slurmdbd never sees it.
+SchedulerParameters=sched_interval=1,bf_interval=1
 CONF
     # A prefix Slurm finds plugstack.conf beside slurm.conf by default.
     [ "$E2E_INSTALL" = prefix ] || echo "PlugStackConfig=$C/etc-slurm/plugstack.conf"
@@ -311,6 +319,8 @@ kmsg_append() { # node line
   echo "3,$seq,$((seq * 1000)),-;$2" >> "$f"
 }
 
+all_nodes_idle() { [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = "$E2E_NODES" ]; }
+
 cluster_up() {
   local i
   # Leftovers of an interrupted run would make every step below fail.
@@ -371,12 +381,10 @@ cluster_up() {
       hostname n$i
       exec slurmd -f '$SLURM_CONF'"
   done
-  for i in $(seq 1 300); do
-    [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = "$E2E_NODES" ] && return 0
-    sleep 0.1
-  done
-  echo "cluster_up: nodes did not become idle; see $C/log" >&2
-  sinfo -N >&2 || true
+  wait_until 30 "the $E2E_NODES nodes to be idle (cluster_up; see $C/log)" all_nodes_idle && return 0
+  # Say why: a controller that exited at start says so last in its log.
+  tail -n 3 "$C/log/slurmctld.log" >&2
+  timeout 15 sinfo -N >&2 || true
   return 1
 }
 
@@ -412,6 +420,13 @@ UNIT
 # a real node has them. Its slurmd.service starts slurmd; munge comes from
 # the host's munged (its socket directory), so the node's own munge.service
 # is masked, as is slurmctld.service (the controller runs on the host).
+# The child of nspawn PID that runs systemd, in $init (the caller's local).
+systemd_child_of() {
+  local c
+  init=$(for c in $(pgrep -P "$1"); do [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && echo "$c"; done | head -1)
+  [ -n "$init" ]
+}
+
 # Records the container's init (host pid) for in_node.
 boot_node() { # n
   local n=$1 d=$C/nodes/n$1 pid init i
@@ -446,12 +461,7 @@ boot_node() { # n
   pid=$!
   echo "$pid" > "$C/run/nspawn-n$n.pid"
   # nspawn forks twice; the container's init is the child that runs systemd.
-  for i in $(seq 1 100); do
-    init=$(for c in $(pgrep -P "$pid"); do [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && echo "$c"; done | head -1)
-    [ -n "$init" ] && break
-    sleep 0.1
-  done
-  [ -n "$init" ] || { echo "boot_node: n$n did not start; see $C/log/nspawn-n$n.log" >&2; return 1; }
+  wait_until 10 "n$n's systemd to start (boot_node; see $C/log/nspawn-n$n.log)" systemd_child_of "$pid" || return 1
   echo "$init" > "$C/run/node-n$n.pid"
 }
 
@@ -461,8 +471,7 @@ halt_nodes() {
   for f in "$C"/run/node-n*.pid; do [ -f "$f" ] && kill -s RTMIN+4 "$(cat "$f")" 2>/dev/null; done
   for f in "$C"/run/nspawn-n*.pid; do
     pid=$(cat "$f" 2>/dev/null) || continue
-    for i in $(seq 1 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
+    poll_until 15 not kill -0 "$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
     rm -f "$f"
   done
   rm -f "$C"/run/node-n*.pid
@@ -493,16 +502,14 @@ cluster_down() {
   for f in "$C"/run/slurmd-*.pid "$C/run/slurmctld.pid"; do
     # (slurmd removes its pid file as it exits)
     pid=$(cat "$f" 2>/dev/null) || continue
-    for i in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
+    poll_until 10 not kill -0 "$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
   done
   # A daemon that re-executed itself (Slurm 23.11+ does on scontrol
   # reconfigure) is no longer the pid in its file: find it by its slurm.conf.
   local pattern="^slurm(ctl)?d -f $C/etc-slurm/slurm.conf"
   if pgrep -f "$pattern" >/dev/null; then
     pkill -f "$pattern" 2>/dev/null || true
-    for i in $(seq 1 50); do pgrep -f "$pattern" >/dev/null || break; sleep 0.1; done
-    pkill -9 -f "$pattern" 2>/dev/null || true
+    poll_until 5 not pgrep -f "$pattern" >/dev/null || pkill -9 -f "$pattern" 2>/dev/null || true
   fi
   for f in "$C"/nodes/*/run-slurm-imex/nvidia-imex.pid; do
     [ -f "$f" ] || continue

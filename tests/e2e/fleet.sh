@@ -30,7 +30,7 @@ test_node_exporter_serves_what_the_cli_reports() {
     --collector.disable-defaults --collector.textfile \
     --collector.textfile.directory="$C/nodes/n1/hw/textfile" > "$C/out/node-exporter.log" 2>&1 &
   local ne=$! i
-  for i in $(seq 1 50); do python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$NODE_EXPORTER_PORT/metrics', timeout=1)" 2>/dev/null && break; sleep 0.1; done
+  wait_until 5 "node_exporter to serve /metrics" python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$NODE_EXPORTER_PORT/metrics', timeout=1)" 2>/dev/null
   cli 1 --json gpus > "$C/out/gpus.json"
   out=$(python3 "$REPO/tests/e2e/metrics-compare.py" "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics" "$C/out/gpus.json" 2>&1)
   expect_eq "$?" 0 "node_exporter values equal slurm-imex gpus: $out"
@@ -55,7 +55,8 @@ test_epilog_logs_one_structured_journal_event() {
   in_node 1 unshare -m bash -c "
     mkdir -p /run/systemd/journal && mount -t tmpfs slurm-imex-journal /run/systemd/journal || exit 1
     python3 '$REPO/tests/e2e/journal-capture.py' /run/systemd/journal/socket 4 '$C/out/journal.jsonl' > '$C/out/journal-ready' &
-    for i in \$(seq 1 50); do [ -s '$C/out/journal-ready' ] && break; sleep 0.1; done
+    $(declare -f poll_until)
+    poll_until 5 test -s '$C/out/journal-ready' || { echo 'the stand-in journald never listened' >&2; exit 1; }
     $env '$C/bin/slurm-imex-epilog'
     wait" || fail "epilog in the journal namespace"
   out=$(grep "\"JOB_ID\": \"$job\"" "$C/out/journal.jsonl" | grep "\"MESSAGE\": \"job $job on n1")

@@ -1,22 +1,8 @@
 # shellcheck shell=bash
-# Assertions and Slurm helpers for the end-to-end tests.
+# The test runner and the Slurm, node and job helpers of the end-to-end
+# tests (assertions: assert.sh).
 
-PASSED=0
-FAILED=0
-FAILED_NAMES=()
-CURRENT_TEST=""
-CURRENT_OK=1
-
-fail() { echo "    FAIL: $*"; CURRENT_OK=0; }
-expect_eq() { # actual expected what
-  if [ "$1" != "$2" ]; then fail "$3: expected [$2], got [$1]"; fi
-}
-expect_contains() { # haystack needle what
-  case "$1" in *"$2"*) ;; *) fail "$3: [$2] not found in: $(echo "$1" | head -c 600)";; esac
-}
-expect_not_contains() {
-  case "$1" in *"$2"*) fail "$3: [$2] unexpectedly found in: $(echo "$1" | head -c 600)";; esac
-}
+source "$(dirname "${BASH_SOURCE[0]}")/assert.sh"
 
 run_test() {
   CURRENT_TEST=$1
@@ -51,16 +37,19 @@ dump_cluster_state() {
 job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
 job_state() { job_field "$1" JobState; }
 
-# Wait until the job reaches one of the given states; prints the state.
+# Wait until the job reaches one of the given states; prints the state it
+# was last seen in and returns 1 when it never got there (callers assert it).
 wait_job() { # id timeout_s state...
   local id=$1 t=$2; shift 2
-  local s i
-  for i in $(seq 1 $((t * 10))); do
-    s=$(job_state "$id")
-    for want in "$@"; do [ "$s" = "$want" ] && { echo "$s"; return 0; }; done
-    sleep 0.1
-  done
+  poll_until "$t" job_state_is "$id" "$@"
+  local rc=$?
+  local s; s=$(job_state "$id")
   echo "${s:-UNKNOWN}"
+  return $rc
+}
+job_state_is() { # id state...
+  local s want; s=$(job_state "$1"); shift
+  for want in "$@"; do [ "$s" = "$want" ] && return 0; done
   return 1
 }
 wait_done() { wait_job "$1" "${2:-60}" COMPLETED FAILED CANCELLED TIMEOUT NODE_FAIL OUT_OF_MEMORY BOOT_FAIL DEADLINE PREEMPTED; }
@@ -68,16 +57,11 @@ wait_done() { wait_job "$1" "${2:-60}" COMPLETED FAILED CANCELLED TIMEOUT NODE_F
 node_state() { sinfo -h -N -n "$1" -o %T | head -1; }
 node_reason() { scontrol show node "$1" | sed -n 's/.*Reason=\(.*\)/\1/p' | head -1; }
 
-# Wait until no job holds the node and its epilog is over.
-wait_node_free() { # node timeout
-  local i s
-  for i in $(seq 1 $(( ${2:-30} * 10 ))); do
-    s=$(node_state "$1")
-    case "$s" in idle|drained|down|"drained*"|"down*") return 0;; esac
-    sleep 0.1
-  done
-  return 1
-}
+node_is_free() { case "$(node_state "$1")" in idle|drained|down|"drained*"|"down*") return 0;; esac; return 1; }
+node_is_drained() { case "$(node_state "$1")" in drain*) return 0;; esac; return 1; }
+# Wait until no job holds the node and its epilog is over (quietly: callers
+# then assert the node's state).
+wait_node_free() { poll_until "${2:-30}" node_is_free "$1"; }
 
 reset_nodes() {
   local i
@@ -93,7 +77,7 @@ reset_nodes() {
       drain*|down*|fail*) scontrol update nodename="n$i" state=resume 2>/dev/null || true;;
     esac
   done
-  for i in $(seq 1 "$E2E_NODES"); do wait_node_free "n$i" 30 || echo "    (n$i not free: $(node_state "n$i"))"; done
+  for i in $(seq 1 "$E2E_NODES"); do wait_until 30 "n$i to be free before the test (it is $(node_state "n$i"))" node_is_free "n$i"; done
 }
 
 # What a job's own failure must leave: every node free, none drained, idle.
@@ -124,3 +108,24 @@ channel_for() { echo $(( 1 + $1 % 2047 )); }
 # The admin CLI on node N (its own database, config, fake hardware).
 cli() { local n=$1; shift; in_node "$n" "$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" "$@"; }
 json_count() { grep -o "$1" | wc -l; }
+
+# Jobs as the test user. The script every test task runs prints one line of
+# facts (cluster.sh).
+REPORT=$C/bin/imex-report
+submit() { # extra sbatch args..., last arg is the script body
+  local body=${*: -1}
+  local args=("${@:1:$#-1}")
+  local script; script=$(mktemp "$C/out/job.XXXXXX.sh")
+  printf '#!/bin/bash\n%s\n' "$body" > "$script"
+  chmod 755 "$script"
+  as_user sbatch --parsable -o "$C/out/%j.out" -e "$C/out/%j.err" "${args[@]}" "$script"
+}
+# A job script line that holds the job until the test calls release.
+hold_until_released='for i in $(seq 1 600); do [ -e '"$C"'/out/release-$SLURM_JOB_ID ] && break; sleep 0.1; done'
+release() { touch "$C/out/release-$1"; }
+# Slurm marks a job RUNNING at allocation while prologs may still run on
+# other nodes; a step (srun) starts only once every prolog is done. Test jobs
+# touch this marker after their first step.
+started_marker='touch '"$C"'/out/started-$SLURM_JOB_ID'
+# Quiet: every caller fails the test in its own words.
+wait_started() { poll_until 30 test -e "$C/out/started-$1"; }

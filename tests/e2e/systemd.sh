@@ -43,7 +43,7 @@ test_systemd_unit_that_fails_to_start_is_a_node_fault() {
   local id i reason
   echo "MODE=exit" > "$C/nodes/n2/run-imex/fake-fault"
   id=$(submit -N3 --imex "srun -N3 true") || { fail "sbatch failed"; return; }
-  for i in $(seq 1 200); do case "$(node_state n2)" in drain*) break;; esac; sleep 0.1; done
+  wait_until 20 "n2 to drain" node_is_drained n2
   case "$(node_state n2)" in drain*) ;; *) fail "n2 not drained: $(node_state n2)";; esac
   reason=$(node_reason n2)
   echo "    n2 drained: $reason"

@@ -14,7 +14,7 @@
 #          (topology.yaml), segments (a channel per segment), build tree
 #   source builds (scripts/slurm-prefix.sh, in /opt/slurm; slurm-imex from
 #          the release tarball's install.sh): 23.02 base; 23.11 base,
-#          topology; 24.05 base, topology, switch; 24.11 base; 25.05 base,
+#          topology; 24.05 base, topology, switch; 25.05 base,
 #          topology, switch; 25.11 base, topology, switch, segments; and 25.11
 #          built with slurm.spec's layout (/usr, /usr/lib64, /etc/slurm,
 #          slurm-imex by install.sh --slurm-prefix /usr): base
@@ -27,7 +27,7 @@
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
-source tests/e2e/lib.sh
+source tests/e2e/assert.sh
 source tests/e2e/packages.sh
 LOGS=$REPO/target/e2e-logs
 mkdir -p "$LOGS"
@@ -202,7 +202,6 @@ main() {
   fi
 
   # Releases built from source, as their builds finish (slurm-builds.sh's order).
-  source_release 24.11 prefix base
   source_release 25.11 prefix base topology:yaml switch segments
   source_release 25.11-rhel rhel base
   source_release 24.05 prefix base topology:conf switch

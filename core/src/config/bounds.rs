@@ -72,10 +72,10 @@ pub fn durations(c: &Config) -> Vec<(DurationBound, Duration)> {
             c.health.gate_timeout.0,
         ),
         d(
-            "health.scontrol_timeout",
+            "slurm.scontrol_timeout",
             S,
             5 * MIN,
-            c.health.scontrol_timeout.0,
+            c.slurm.scontrol_timeout.0,
         ),
         d(
             "database.busy_timeout",

@@ -58,6 +58,10 @@ pub struct Config {
     /// that default to "beside imex.toml" are found from it.
     #[serde(skip)]
     pub source: Option<PathBuf>,
+    /// Keys the file gave under an old name, so lines about them name what
+    /// the admin wrote.
+    #[serde(skip)]
+    renamed: Renamed,
 }
 
 /// What slurm-imex keeps on the node itself.
@@ -309,6 +313,11 @@ pub struct SlurmConfig {
     /// The rack (NVLink domain) description of topology/block: "auto"
     /// (topology.yaml, else topology.conf, beside slurm.conf), "none", or a path.
     pub topology: AutoPath,
+    /// The scontrol every controller call runs (`crate::slurm::Scontrol`),
+    /// looked up in PATH when not absolute.
+    pub scontrol: PathBuf,
+    /// Bound on each scontrol call.
+    pub scontrol_timeout: HumanDuration,
 }
 
 impl Default for SlurmConfig {
@@ -316,6 +325,8 @@ impl Default for SlurmConfig {
         SlurmConfig {
             config: AutoPath::Auto,
             topology: AutoPath::Auto,
+            scontrol: "scontrol".into(),
+            scontrol_timeout: HumanDuration(Duration::from_secs(15)),
         }
     }
 }
@@ -394,8 +405,11 @@ pub struct HealthConfig {
     pub drain_from_epilog: bool,
     /// Also write our reason on the node with `scontrol update`.
     pub set_drain_reason: bool,
-    pub scontrol: PathBuf,
-    pub scontrol_timeout: HumanDuration,
+    /// Deprecated names of `[slurm] scontrol` and `scontrol_timeout`, still
+    /// read (with a warning); `Config::parse` moves them there, so they are
+    /// always None after loading.
+    pub scontrol: Option<PathBuf>,
+    pub scontrol_timeout: Option<HumanDuration>,
     /// Where NVIDIA GPUs are counted on the PCI bus.
     pub pci_devices: PathBuf,
 }
@@ -413,8 +427,8 @@ impl Default for HealthConfig {
             gate_timeout: HumanDuration(Duration::from_secs(10)),
             drain_from_epilog: true,
             set_drain_reason: false,
-            scontrol: "scontrol".into(),
-            scontrol_timeout: HumanDuration(Duration::from_secs(15)),
+            scontrol: None,
+            scontrol_timeout: None,
             pci_devices: "/sys/bus/pci/devices".into(),
         }
     }
@@ -526,45 +540,54 @@ impl Config {
                 "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
             ))
         })?;
-        let state_dir_key = config.take_deprecated_state_dir(text, origin)?;
-        config.validate(text, origin, state_dir_key)?;
+        let used = config.take_renamed_keys(text, origin)?;
+        config.validate(text, origin, &used)?;
+        config.renamed = used;
         Ok(config)
     }
 
-    /// `[imex] state_dir` is the old name of `[node] state_dir`: still
-    /// honoured, with a deprecation line naming the line to change. Both with
-    /// different values is an error. Returns the key the file used.
-    fn take_deprecated_state_dir(&mut self, text: &str, origin: &Path) -> Result<&'static str> {
-        let Some(old) = self.imex.state_dir.take() else {
-            return Ok("node.state_dir");
-        };
-        let at = |key: &str| match locate::line_of_key(text, key) {
-            Some(l) => format!("{}:{l}", origin.display()),
-            None => origin.display().to_string(),
-        };
-        if locate::line_of_key(text, "node.state_dir").is_some() && old != self.node.state_dir {
-            return Err(Error::new(format!(
-                "bad config {}: [imex] state_dir = \"{}\" and [node] state_dir = \"{}\" disagree: \
-                 keep only [node] state_dir",
-                at("imex.state_dir"),
-                old.display(),
-                self.node.state_dir.display()
-            )));
+    /// Keys that moved keep working under their old names, with a
+    /// deprecation line naming the line to change: `[imex] state_dir` is now
+    /// `[node] state_dir`, `[health] scontrol` and `scontrol_timeout` are
+    /// now in `[slurm]`. Both names with different values is an error.
+    /// Returns the new names whose value came from an old one (for errors).
+    fn take_renamed_keys(&mut self, text: &str, origin: &Path) -> Result<Renamed> {
+        let path = |p: &PathBuf| format!("\"{}\"", p.display());
+        let duration = |d: &HumanDuration| format!("\"{}\"", humantime::format_duration(d.0));
+        let moved = [
+            (
+                ("imex.state_dir", "node.state_dir"),
+                move_renamed(self.imex.state_dir.take(), &mut self.node.state_dir, path),
+            ),
+            (
+                ("health.scontrol", "slurm.scontrol"),
+                move_renamed(self.health.scontrol.take(), &mut self.slurm.scontrol, path),
+            ),
+            (
+                ("health.scontrol_timeout", "slurm.scontrol_timeout"),
+                move_renamed(
+                    self.health.scontrol_timeout.take(),
+                    &mut self.slurm.scontrol_timeout,
+                    duration,
+                ),
+            ),
+        ];
+        let mut used = Renamed::default();
+        for (keys, seen) in moved {
+            if let Some(seen) = seen {
+                used.note(text, origin, keys, seen, &mut self.deprecations)?;
+            }
         }
-        self.deprecations.push(format!(
-            "{}: [imex] state_dir is deprecated: rename it to [node] state_dir (same meaning)",
-            at("imex.state_dir")
-        ));
-        self.node.state_dir = old;
-        Ok("imex.state_dir")
+        Ok(used)
     }
 
-    fn validate(&self, text: &str, origin: &Path, state_dir_key: &str) -> Result<()> {
+    fn validate(&self, text: &str, origin: &Path, used: &Renamed) -> Result<()> {
         let at = |key: &str| match locate::line_of_key(text, key) {
             Some(l) => format!("{}:{l}", origin.display()),
             None => origin.display().to_string(),
         };
         if let Some((key, why)) = bounds::first_violation(self) {
+            let key = used.as_written(key);
             return Err(Error::new(format!(
                 "bad config {}: {} = {why}",
                 at(key),
@@ -584,7 +607,7 @@ impl Config {
         }
         for (key, p) in [
             ("imex.channel_dir", &i.channel_dir),
-            (state_dir_key, &self.node.state_dir),
+            (used.as_written("node.state_dir"), &self.node.state_dir),
             ("imex.daemon.nodes_config", &i.daemon.nodes_config),
             ("imex.daemon.job_config", &i.daemon.job_config),
             ("imex.daemon.base_config", &i.daemon.base_config),
@@ -652,12 +675,14 @@ impl Config {
     pub fn check_trust(&self) -> Result<()> {
         let d = &self.imex.daemon;
         let programs = [
-            ("[imex.daemon] binary", &d.binary),
-            ("[imex.daemon] ctl", &d.ctl),
-            ("[imex.daemon] systemctl", &d.systemctl),
-            ("[health] scontrol", &self.health.scontrol),
+            ("imex.daemon.binary", &d.binary),
+            ("imex.daemon.ctl", &d.ctl),
+            ("imex.daemon.systemctl", &d.systemctl),
+            ("slurm.scontrol", &self.slurm.scontrol),
         ];
-        for (what, program) in programs {
+        for (key, program) in programs {
+            let what = key_label(self.renamed.as_written(key));
+            let what = what.as_str();
             if let Some(found) = crate::trust::resolve_program(program) {
                 if found.exists() {
                     crate::trust::check(&found, crate::trust::Expect::Program, what)?;
@@ -675,6 +700,55 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+/// The keys a file gave under an old name: (new, old) pairs, so an error
+/// about the value names the key the admin wrote.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Renamed(Vec<(&'static str, &'static str)>);
+
+impl Renamed {
+    /// The old key was read into the new one: refuse it when the new key is
+    /// also written, with another value (`seen`: the old key's value and
+    /// the new key's, as the file writes them), else note the deprecation.
+    fn note(
+        &mut self,
+        text: &str,
+        origin: &Path,
+        (old, new): (&'static str, &'static str),
+        (value, mine): (String, String),
+        deprecations: &mut Vec<String>,
+    ) -> Result<()> {
+        let at = |key: &str| match locate::line_of_key(text, key) {
+            Some(l) => format!("{}:{l}", origin.display()),
+            None => origin.display().to_string(),
+        };
+        if locate::line_of_key(text, new).is_some() && value != mine {
+            return Err(Error::new(format!(
+                "bad config {}: {} = {value} and {} = {mine} disagree: keep only {}",
+                at(old),
+                key_label(old),
+                key_label(new),
+                key_label(new)
+            )));
+        }
+        deprecations.push(format!(
+            "{}: {} is deprecated: rename it to {} (same meaning)",
+            at(old),
+            key_label(old),
+            key_label(new)
+        ));
+        self.0.push((new, old));
+        Ok(())
+    }
+
+    /// The key as the file wrote it.
+    fn as_written(&self, key: &'static str) -> &'static str {
+        self.0
+            .iter()
+            .find(|(new, _)| *new == key)
+            .map_or(key, |(_, old)| old)
     }
 }
 
@@ -699,6 +773,17 @@ fn key_label(dotted: &str) -> String {
         Some((section, key)) => format!("[{section}] {key}"),
         None => dotted.to_string(),
     }
+}
+
+/// An old key's value, if set, put under its new name; both values, old
+/// first, as the config file would spell them (for the conflict check).
+fn move_renamed<T>(
+    old: Option<T>,
+    new: &mut T,
+    spell: impl Fn(&T) -> String,
+) -> Option<(String, String)> {
+    let mine = std::mem::replace(new, old?);
+    Some((spell(new), spell(&mine)))
 }
 
 #[cfg(test)]
@@ -750,6 +835,38 @@ mod tests {
             .to_string();
         assert!(
             e.contains(":2") && e.contains("[node] state_dir") && e.contains("absolute"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn scontrol_moved_to_slurm_and_the_old_keys_still_work() {
+        let c =
+            parse("[health]\nscontrol = \"/opt/slurm/bin/scontrol\"\nscontrol_timeout = \"20s\"\n")
+                .unwrap();
+        assert_eq!(c.slurm.scontrol, Path::new("/opt/slurm/bin/scontrol"));
+        assert_eq!(c.slurm.scontrol_timeout.0, Duration::from_secs(20));
+        assert_eq!(
+            (c.health.scontrol.clone(), c.health.scontrol_timeout),
+            (None, None)
+        );
+        assert_eq!(
+            c.deprecations,
+            [
+                "/etc/slurm/imex.toml:2: [health] scontrol is deprecated: rename it to [slurm] scontrol (same meaning)",
+                "/etc/slurm/imex.toml:3: [health] scontrol_timeout is deprecated: rename it to [slurm] scontrol_timeout (same meaning)",
+            ]
+        );
+        let c = parse("[slurm]\nscontrol = \"/x\"\n").unwrap();
+        assert_eq!(c.slurm.scontrol, Path::new("/x"));
+        assert!(c.deprecations.is_empty());
+        let same = "[slurm]\nscontrol = \"/x\"\n[health]\nscontrol = \"/x\"\n";
+        assert_eq!(parse(same).unwrap().slurm.scontrol, Path::new("/x"));
+        let e = parse("[slurm]\nscontrol_timeout = \"5s\"\n[health]\nscontrol_timeout = \"9s\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("imex.toml:4") && e.contains("disagree") && e.contains("\"9s\""),
             "{e}"
         );
     }

@@ -1,16 +1,22 @@
-//! The IMEX domain, per job or rack-wide (`rack_domain`, and `rack_channels`:
-//! why its jobs never share a channel): daemon config and node list rendering, the
-//! daemon's port, the daemon manager, the control-tool client, what the
-//! prolog concluded for a job (`job_record`; where records are kept is
-//! `crate::state`), the setup/teardown flows run by the prolog and epilog,
-//! and the node's IMEX status as an admin asks for it.
+//! NVIDIA IMEX on this node. What the prolog and epilog do about a job's
+//! domain is `domain` (the entry: setup, teardown), which forms a per-job
+//! domain (`job_domain`) or joins the rack's (`rack_domain`, and
+//! `rack_channels`: why its jobs never share a channel); both run the
+//! shared engine `plan` (the daemon's files, start, readiness and blame)
+//! and neither knows the other. Beneath: the daemon (`daemon`, its process
+//! identity `daemon_proc`, its config files `daemon_config`, its port
+//! `port`), the control tool (`ctl`), what the prolog concluded for a job
+//! (`job_record`; where records are kept is `crate::state`), and the node's
+//! IMEX status as an admin asks for it (`status`).
 
 pub mod ctl;
+pub mod daemon;
 pub mod daemon_config;
 pub mod daemon_proc;
 pub mod domain;
+pub mod job_domain;
 pub mod job_record;
-pub mod manager;
+pub mod plan;
 pub mod port;
 pub mod rack_channels;
 pub mod rack_domain;

@@ -20,7 +20,7 @@
 //! fault, not the node).
 
 use crate::config::{ChannelMode, Config};
-use crate::slurm_conf::{self, SlurmConf};
+use crate::slurm::conf::{self as slurm_conf, SlurmConf};
 
 /// What makes channels unique among a rack's running jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,62 +4,53 @@
 //! assume. The prolog makes sure this node's daemon runs on the rack's files
 //! (it starts the daemon only when it is down or the rack changed) and then
 //! waits for the job's nodes of the rack to be READY and connected; the
-//! epilog leaves the daemon up (`domain::teardown`). Jobs are kept apart by
-//! their channels alone, which must therefore be unique among the rack's
-//! running jobs (`super::rack_channels`), or no job joins. The rack comes
-//! from the rack files on this node, like a per-job domain's: no prolog
-//! reads the controller's node table. Blame is the per-job domain's: this node's daemon
-//! that cannot start or become READY is this node's fault, a peer that never
-//! becomes ready is the job's.
+//! epilog leaves the daemon up. Jobs are kept apart by their channels alone,
+//! which must therefore be unique among the rack's running jobs
+//! (`super::rack_channels`), or no job joins. The rack comes from the rack
+//! files on this node, like a per-job domain's: no prolog reads the
+//! controller's node table. Blame is the engine's (`super::plan`).
 
-use super::domain::{domain_addresses, DomainPlan, Port, SetupOutcome};
+use super::daemon::{Daemon, Liveness};
 use super::job_record::JobRecord;
-use super::manager::{Liveness, Manager};
+use super::plan::{domain_addresses, DomainPlan, Port, WaitFor};
 use super::rack_channels;
+use crate::blame::{Blamed, Fault};
 use crate::config::Config;
-use crate::error::Result;
 use crate::racks::RackSources;
-use crate::slurm_env::JobEnv;
+use crate::slurm::env::JobEnv;
+use crate::slurm::topology::NvlinkDomain;
 use crate::state::StateDir;
 use crate::text::{summarize_list, PIECE_MAX};
-use crate::topology::NvlinkDomain;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Make sure this node's rack daemon runs, then gate on the job's nodes of
 /// the rack (`domain`: the job's nodes in this node's NVLink domain).
-pub(super) fn join(
+pub fn join(
     job: &JobEnv,
     cfg: &Config,
     state: &StateDir,
     record: &mut JobRecord,
     racks: &RackSources,
     domain: NvlinkDomain,
-) -> Result<SetupOutcome> {
+) -> Blamed<Duration> {
     let channels = rack_channels::guarantee(cfg).map(|g| g.refuses(job.job_id));
-    match channels {
-        Err(cause) | Ok(Some(cause)) => return Ok(SetupOutcome::JobFailure(cause)),
-        Ok(None) => {}
+    if let Err(cause) | Ok(Some(cause)) = channels {
+        return Err(Fault::Job(cause));
     }
-    let rack = match rack_of(job, cfg, racks, &domain) {
-        Ok(rack) => rack,
-        Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
-    };
+    let rack = rack_of(job, cfg, racks, &domain).map_err(Fault::Job)?;
     record.nodes = domain.nodes.clone();
     record.domain = rack.name.clone();
     record.rack_source = rack.source.clone();
-    let addrs = match domain_addresses(cfg, &rack)? {
-        Ok(a) => a,
-        Err(cause) => return Ok(SetupOutcome::JobFailure(cause)),
-    };
+    let addrs = domain_addresses(cfg, &rack)?;
     let plan = DomainPlan::render(cfg, &addrs, Port::Base)?;
     record.server_port = plan.port;
-    let mut manager = Manager::new(&cfg.imex.daemon, state);
+    let mut daemon = Daemon::new(&cfg.imex.daemon, state);
     let started = Instant::now();
     {
         // Two prologs on one node (jobs share nodes in this mode) must not
         // both restart the daemon.
         let _lock = state.lock()?;
-        let running = manager.liveness() == Liveness::Running;
+        let running = daemon.liveness() == Liveness::Running;
         if !(running && plan.is_written(cfg)) {
             if running {
                 tracing::warn!(
@@ -69,7 +60,7 @@ pub(super) fn join(
                 );
             }
             plan.write(cfg)?;
-            plan.start(&mut manager, &job.node_name)?;
+            plan.start(&mut daemon, &job.node_name)?;
         }
     }
     let members: Vec<usize> = domain
@@ -77,7 +68,15 @@ pub(super) fn join(
         .iter()
         .filter_map(|n| rack.nodes.iter().position(|r| r == n))
         .collect();
-    plan.wait_ready(&mut manager, job, cfg, started, &rack, &addrs, &members)
+    let wait = WaitFor {
+        job,
+        cfg,
+        started,
+        domain: &rack,
+        addrs: &addrs,
+        members: &members,
+    };
+    plan.wait_ready(&mut daemon, &wait)
 }
 
 /// This node's whole rack, which must hold the job's nodes of its NVLink

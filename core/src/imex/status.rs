@@ -6,8 +6,8 @@
 
 use crate::config::{Config, DomainScope};
 use crate::imex::ctl::Ctl;
+use crate::imex::daemon::{Daemon, Liveness};
 use crate::imex::job_record::JobRecord;
-use crate::imex::manager::{Liveness, Manager};
 use crate::state::StateDir;
 use serde::Serialize;
 
@@ -42,7 +42,7 @@ pub fn node_status(cfg: &Config) -> NodeImexStatus {
             None
         })
     });
-    let liveness = Manager::new(&cfg.imex.daemon, &state).liveness();
+    let liveness = Daemon::new(&cfg.imex.daemon, &state).liveness();
     let rack_daemon = cfg.imex.domain == DomainScope::Rack && liveness == Liveness::Running;
     let serves = match owner {
         Some(job) => Some(format!("job {job}")),

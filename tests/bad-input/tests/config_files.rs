@@ -142,6 +142,17 @@ const VALUE_CASES: &[(&str, &[&str])] = &[
         &[":2", "[health] scontrol_timeout"],
     ),
     (
+        "[slurm]\nscontrol_timeout = \"0s\"\n",
+        &[":2", "[slurm] scontrol_timeout"],
+    ),
+    (
+        "[slurm]\nscontrol = \"/a\"\n[health]\nscontrol = \"/b\"\n",
+        &[
+            ":4",
+            "[health] scontrol = \"/b\" and [slurm] scontrol = \"/a\" disagree",
+        ],
+    ),
+    (
         "[health]\nexpected_gpus = 100000\n",
         &[":2", "[health] expected_gpus", "1024"],
     ),
@@ -457,6 +468,7 @@ fn programs_root_must_not_trust_are_refused_before_running() {
         ("ctl", "[imex.daemon]"),
         ("systemctl", "[imex.daemon]"),
         ("scontrol", "[health]"),
+        ("scontrol", "[slurm]"),
     ] {
         let p = site.config(&format!("{section}\n{key} = \"{}\"\n", tool.display()));
         let r = run(

@@ -6,11 +6,11 @@
 use proptest::prelude::*;
 use slurm_imex_core::channel::{channel_for_job, parse_channel_major};
 use slurm_imex_core::config::Config;
-use slurm_imex_core::hostlist;
 use slurm_imex_core::imex::ctl::{assess, parse_domain_json, parse_domain_text, parse_query};
 use slurm_imex_core::imex::daemon_config::DaemonConfigFile;
 use slurm_imex_core::imex::daemon_proc::{parse_stat, ProcId};
 use slurm_imex_core::imex::port::server_port;
+use slurm_imex_core::slurm::hostlist;
 use slurm_imex_core::text::{cap, summarize_list};
 use slurm_imex_core::timespec::{format_ts, parse_point};
 use slurm_imex_gpu::xid;
@@ -136,7 +136,8 @@ proptest! {
     fn config_numbers_of_any_size_are_bounded_or_refused(key in prop::sample::select(vec![
         "imex.max_nodes", "imex.ready_timeout", "imex.channel_count", "imex.port_base", "imex.port_span",
         "health.gate_timeout", "health.expected_gpus", "database.busy_timeout", "database.retention",
-        "imex.daemon.stop_timeout", "imex.daemon.ctl_timeout", "health.scontrol_timeout"]), v in any::<i64>()) {
+        "imex.daemon.stop_timeout", "imex.daemon.ctl_timeout", "health.scontrol_timeout",
+        "slurm.scontrol_timeout"]), v in any::<i64>()) {
         let (section, name) = key.rsplit_once('.').unwrap();
         let text = format!("[{section}]\n{name} = {v}\n");
         if let Ok(c) = Config::parse(&text, Path::new("t.toml")) {

@@ -2,13 +2,12 @@
 //! against the fake nvidia-imex on loopback, one node: readiness, blame for
 //! each kind of failure, ownership, and idempotent teardown.
 
+use slurm_imex_core::blame::Fault;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::config::{AutoPath, DomainScope};
-use slurm_imex_core::imex::domain::{
-    refuse_for_own_clique, setup, teardown, SetupOutcome, TeardownOutcome,
-};
+use slurm_imex_core::imex::domain::{refuse_for_own_clique, setup, teardown, TeardownOutcome};
 use slurm_imex_core::imex::job_record::Outcome;
-use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::StateDir;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -136,7 +135,7 @@ fn ready_domain_then_teardown_twice() {
     let node = Node::new(46001, "");
     let job = node.job(4242, "n1");
     let outcome = setup(&job, &node.config);
-    let SetupOutcome::Ready { .. } = outcome else {
+    let Ok(_) = outcome else {
         panic!("{outcome:?}")
     };
     let record = StateDir::of(&node.config)
@@ -188,9 +187,10 @@ fn daemon_exiting_at_start_is_a_node_fault_with_its_log() {
     let node = Node::new(46002, "");
     node.fault("MODE=exit\nEXIT_CODE=3\n");
     let outcome = setup(&node.job(100, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else {
+    let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
+    let msg = msg.to_string();
     assert!(msg.contains("exited with status 3"), "{msg}");
     assert!(
         msg.contains("fake fault injection"),
@@ -207,9 +207,10 @@ fn local_daemon_never_ready_is_a_node_fault() {
     let node = Node::new(46003, "");
     node.fault("MODE=never-ready\n");
     let outcome = setup(&node.job(101, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else {
+    let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
+    let msg = msg.to_string();
     assert!(
         msg.contains("not READY after 1s 500ms") && msg.contains("INITIALIZING"),
         "{msg}"
@@ -223,7 +224,7 @@ fn missing_peer_is_a_job_failure_naming_it() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46004, "");
     let outcome = setup(&node.job(102, "n[1-2]"), &node.config);
-    let SetupOutcome::JobFailure(msg) = outcome else {
+    let Err(Fault::Job(msg)) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(msg.contains("n2 (127.0.0.2)"), "{msg}");
@@ -245,12 +246,9 @@ fn missing_peer_is_a_job_failure_naming_it() {
 fn busy_node_refuses_second_job_and_keeps_the_first() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46005, "");
-    assert!(matches!(
-        setup(&node.job(200, "n1"), &node.config),
-        SetupOutcome::Ready { .. }
-    ));
+    assert!(setup(&node.job(200, "n1"), &node.config).is_ok());
     let outcome = setup(&node.job(201, "n1"), &node.config);
-    let SetupOutcome::JobFailure(msg) = outcome else {
+    let Err(Fault::Job(msg)) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(
@@ -279,9 +277,10 @@ fn node_problems_are_node_faults_with_what_to_do() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46006, "IMEX_CMD_ENABLED=0\n");
     let outcome = setup(&node.job(300, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else {
+    let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
+    let msg = msg.to_string();
     assert!(msg.contains("set IMEX_CMD_ENABLED=1"), "{msg}");
     teardown(300, &node.config).unwrap();
 
@@ -291,9 +290,10 @@ fn node_problems_are_node_faults_with_what_to_do() {
     )
     .unwrap();
     let outcome = setup(&node.job(301, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else {
+    let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
+    let msg = msg.to_string();
     assert!(msg.contains("IMEX channel device missing on n1"), "{msg}");
     teardown(301, &node.config).unwrap();
     node.assert_idle();
@@ -304,7 +304,7 @@ fn unknown_node_address_is_a_job_failure() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46007, "");
     let outcome = setup(&node.job(400, "n1,gb-r9-01"), &node.config);
-    let SetupOutcome::JobFailure(msg) = outcome else {
+    let Err(Fault::Job(msg)) = outcome else {
         panic!("{outcome:?}")
     };
     assert!(
@@ -346,7 +346,7 @@ esac
     node.config.imex.daemon.systemctl = systemctl;
 
     let outcome = setup(&node.job(500, "n1"), &node.config);
-    assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+    assert!(outcome.is_ok(), "{outcome:?}");
     // The base config's DAEMONIZE=1 is kept: systemd expects the daemon to fork.
     let rendered = std::fs::read_to_string(node.path("job.cfg")).unwrap();
     assert!(
@@ -371,9 +371,10 @@ esac
     // A unit that fails to start is this node's fault.
     node.fault("MODE=exit\nEXIT_CODE=4\n");
     let outcome = setup(&node.job(501, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else {
+    let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
+    let msg = msg.to_string();
     assert!(
         msg.contains(
             "nvidia-imex could not start on n1: systemctl restart nvidia-imex failed: exit status"
@@ -401,7 +402,7 @@ fn with_span_refuse_a_job_across_two_blocks_fails_before_claiming_or_starting_an
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
     node.config.imex.span = slurm_imex_core::config::Span::Refuse;
     let job = node.job(4343, "n[1-2]");
-    let SetupOutcome::JobFailure(cause) = setup(&job, &node.config) else {
+    let Err(Fault::Job(cause)) = setup(&job, &node.config) else {
         panic!("a job spanning two blocks must fail as the job's problem");
     };
     assert!(cause.contains("r1 (n1), r2 (n2)"), "{cause}");
@@ -425,7 +426,7 @@ fn a_job_across_two_blocks_gets_one_domain_per_block() {
     let job = node.job(4344, "n[1-2]");
     // n1 is alone in its block: its domain is itself, and it forms at once.
     let outcome = setup(&job, &node.config);
-    let SetupOutcome::Ready { .. } = outcome else {
+    let Ok(_) = outcome else {
         panic!("{outcome:?}")
     };
     assert_eq!(
@@ -450,9 +451,10 @@ fn a_missing_nodes_config_directory_names_the_key_and_the_file() {
     let missing = node.path("no-such-dir/nodes_config.cfg");
     node.config.imex.daemon.nodes_config = missing.clone();
     let outcome = setup(&node.job(4345, "n1"), &node.config);
-    let SetupOutcome::NodeFault(msg) = outcome else {
+    let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
+    let msg = msg.to_string();
     assert!(msg.contains("[imex.daemon] nodes_config"), "{msg}");
     assert!(msg.contains(&missing.display().to_string()), "{msg}");
     assert!(msg.contains("its directory does not exist"), "{msg}");
@@ -471,7 +473,7 @@ fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
     let state = StateDir::of(&node.config);
     let ready = |id: u32, nodes: &str| {
         let outcome = setup(&node.job(id, nodes), &node.config);
-        assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+        assert!(outcome.is_ok(), "{outcome:?}");
     };
     ready(700, "n1");
     // The whole rack, at the base config's port, whatever the job.
@@ -509,7 +511,7 @@ fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
     assert!(state.read_record(701).unwrap().is_some());
 
     // A job that needs n2, whose daemon never connects: the job's failure, naming it.
-    let SetupOutcome::JobFailure(msg) = setup(&node.job(702, "n[1-2]"), &node.config) else {
+    let Err(Fault::Job(msg)) = setup(&node.job(702, "n[1-2]"), &node.config) else {
         panic!("a peer that is not ready is the job's problem");
     };
     assert!(
@@ -550,8 +552,8 @@ fn a_rack_wide_domain_without_a_rack_fails_the_job_before_starting_anything() {
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
     node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
     // No rack map either; and the prolog never asks Slurm (an scontrol that fails).
-    node.config.health.scontrol = "/bin/false".into();
-    let SetupOutcome::JobFailure(cause) = setup(&node.job(710, "n1"), &node.config) else {
+    node.config.slurm.scontrol = "/bin/false".into();
+    let Err(Fault::Job(cause)) = setup(&node.job(710, "n1"), &node.config) else {
         panic!("a node in no rack is the job's problem, not the node's");
     };
     assert!(
@@ -589,9 +591,9 @@ fn a_rack_map_splits_the_job_and_the_record_names_it_with_its_digest() {
     let mut node = Node::new(46013, "");
     node.with_rack_map();
     // The prolog never asks Slurm: an scontrol that would fail is never run.
-    node.config.health.scontrol = "/bin/false".into();
+    node.config.slurm.scontrol = "/bin/false".into();
     let outcome = setup(&node.job(4400, "n[1-2]"), &node.config);
-    assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+    assert!(outcome.is_ok(), "{outcome:?}");
     assert_eq!(
         std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
         "127.0.0.1\n"
@@ -617,17 +619,14 @@ fn a_rack_map_that_contradicts_the_nodes_own_gpus_fails_the_job_not_the_node() {
     node.with_rack_map();
     let job = node.job(4401, "n[1-2]");
     let outcome = setup(&job, &node.config);
-    assert!(matches!(outcome, SetupOutcome::Ready { .. }), "{outcome:?}");
+    assert!(outcome.is_ok(), "{outcome:?}");
     // The GPUs agree with the map: nothing to refuse.
-    assert_eq!(
-        refuse_for_own_clique(&job, &node.config, CLIQUE_A).unwrap(),
-        None
-    );
+    assert_eq!(refuse_for_own_clique(&job, &node.config, CLIQUE_A), Ok(()));
     assert!(node.daemon_answers());
     // n1's tray now reports the other rack's clique.
-    let cause = refuse_for_own_clique(&job, &node.config, CLIQUE_B)
-        .unwrap()
-        .expect("the map contradicts the GPUs");
+    let Err(Fault::Job(cause)) = refuse_for_own_clique(&job, &node.config, CLIQUE_B) else {
+        panic!("the map contradicts the GPUs: a job failure");
+    };
     assert!(
         cause.contains(&format!("n1's GPUs report NVLink clique {CLIQUE_B}")),
         "{cause}"
@@ -660,18 +659,15 @@ fn rack_wide_domains_refuse_channels_that_could_collide() {
     node.config.imex.domain = DomainScope::Rack;
     // Slurm's default job ids (1..67043328) over 2047 channels.
     std::fs::write(node.path("slurm.conf"), "ClusterName=c\n").unwrap();
-    let SetupOutcome::JobFailure(cause) = setup(&node.job(720, "n1"), &node.config) else {
+    let Err(Fault::Job(cause)) = setup(&node.job(720, "n1"), &node.config) else {
         panic!("the cluster's configuration is not the node's fault");
     };
     assert!(cause.contains("set MaxJobId=2047"), "{cause}");
     assert!(!node.daemon_answers(), "a daemon was started");
     // Within range: jobs 5 and 5 + 2047 would share channel 6; the second is refused.
     std::fs::write(node.path("slurm.conf"), "MaxJobId=2047\n").unwrap();
-    assert!(matches!(
-        setup(&node.job(5, "n1"), &node.config),
-        SetupOutcome::Ready { .. }
-    ));
-    let SetupOutcome::JobFailure(cause) = setup(&node.job(5 + 2047, "n1"), &node.config) else {
+    assert!(setup(&node.job(5, "n1"), &node.config).is_ok());
+    let Err(Fault::Job(cause)) = setup(&node.job(5 + 2047, "n1"), &node.config) else {
         panic!("an id outside the range must not share a channel");
     };
     assert!(
@@ -734,7 +730,7 @@ fn a_peer_with_another_node_map_is_named_as_such_not_blamed() {
     let outcome = setup(&node.job(job_id, "n[1-2]"), &node.config);
     let _ = peer.kill();
     let _ = peer.wait();
-    let SetupOutcome::JobFailure(msg) = outcome else {
+    let Err(Fault::Job(msg)) = outcome else {
         panic!("different node maps are not this node's fault: {outcome:?}")
     };
     assert!(

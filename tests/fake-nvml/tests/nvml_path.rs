@@ -4,7 +4,7 @@
 
 use slurm_imex_core::config::Config;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::slurm_env::JobEnv;
+use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_gpu::health::gate::{self, GateRequest};
 use slurm_imex_gpu::health::{Severity, Verdict};
 use slurm_imex_hooks::gpu_job::{self, GpuOutcome};

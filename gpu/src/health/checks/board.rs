@@ -18,28 +18,24 @@ pub(super) fn leftover_processes(f: &mut GpuFindings, _: &HealthConfig, hook: Ho
     if let Reading::Value(pids) = &f.gpu.compute_pids {
         if !pids.is_empty() {
             let list: Vec<String> = pids.iter().map(u32::to_string).collect();
-            f.drain(
-                "leftover_processes",
-                format!(
-                    "compute processes still on the GPU before the job: pid {}",
-                    list.join(",")
-                ),
-            );
+            f.drain(format!(
+                "compute processes still on the GPU before the job: pid {}",
+                list.join(",")
+            ));
         }
     }
 }
 
 /// Not after a job: a GPU that just worked hard may still be slowed down.
-pub(super) fn hardware_slowdown(f: &mut GpuFindings, _: &HealthConfig, hook: Hook) {
+pub(super) fn hw_slowdown(f: &mut GpuFindings, _: &HealthConfig, hook: Hook) {
     if hook == Hook::Epilog {
         return;
     }
     if let Reading::Value(bits) = f.gpu.throttle_reasons {
         if bits & HW_SLOWDOWN_BITS != 0 {
-            f.warn(
-                "hw_slowdown",
-                format!("hardware slowdown active on an idle GPU (reasons {bits:#x})"),
-            );
+            f.warn(format!(
+                "hardware slowdown active on an idle GPU (reasons {bits:#x})"
+            ));
         }
     }
 }
@@ -47,16 +43,13 @@ pub(super) fn hardware_slowdown(f: &mut GpuFindings, _: &HealthConfig, hook: Hoo
 pub(super) fn pcie_width(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     if let Reading::Value(w) = f.gpu.pcie_width {
         if w.max > 0 && w.current < w.max {
-            f.warn(
-                "pcie_width",
-                format!("PCIe link x{} of x{}", w.current, w.max),
-            );
+            f.warn(format!("PCIe link x{} of x{}", w.current, w.max));
         }
     }
 }
 
 /// A counter the checks need but NVML failed to read (not NOT_SUPPORTED).
-pub(super) fn unreadable_counters(f: &mut GpuFindings) {
+pub(super) fn nvml_read(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     let gpu = f.gpu;
     for (what, failure) in [
         ("ECC counters", gpu.ecc.failure()),
@@ -65,7 +58,7 @@ pub(super) fn unreadable_counters(f: &mut GpuFindings) {
         ("recovery action", gpu.recovery_action.failure()),
     ] {
         if let Some(e) = failure {
-            f.warn("nvml_read", format!("cannot read {what}: {e}"));
+            f.warn(format!("cannot read {what}: {e}"));
         }
     }
 }

@@ -5,39 +5,29 @@ use super::{GpuFindings, Hook};
 use crate::nvml::snapshot::Reading;
 use slurm_imex_core::config::HealthConfig;
 
-pub(super) fn fabric_state(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
+pub(super) fn fabric(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     let Reading::Value(fabric) = &f.gpu.fabric else {
         return;
     };
     let mask = fabric.health_mask;
     if fabric.state != "COMPLETED" {
-        f.drain(
-            "fabric",
-            format!(
-                "fabric state {} (fabric manager / NVLink training not done)",
-                fabric.state
-            ),
-        );
+        f.drain(format!(
+            "fabric state {} (fabric manager / NVLink training not done)",
+            fabric.state
+        ));
     } else if fabric.status != 0 {
-        f.drain(
-            "fabric",
-            format!(
-                "fabric registration failed with NVML status {}",
-                fabric.status
-            ),
-        );
+        f.drain(format!(
+            "fabric registration failed with NVML status {}",
+            fabric.status
+        ));
     } else if fabric.health_summary == "UNHEALTHY" {
         let why = describe_health_mask(mask);
-        f.drain(
-            "fabric",
-            format!("fabric health UNHEALTHY (mask {mask:#x}{why})"),
-        );
+        f.drain(format!("fabric health UNHEALTHY (mask {mask:#x}{why})"));
     } else if fabric.health_summary == "LIMITED_CAPACITY" {
         let why = describe_health_mask(mask);
-        f.warn(
-            "fabric",
-            format!("fabric health LIMITED_CAPACITY (mask {mask:#x}{why})"),
-        );
+        f.warn(format!(
+            "fabric health LIMITED_CAPACITY (mask {mask:#x}{why})"
+        ));
     }
 }
 

@@ -6,7 +6,7 @@ use super::{GpuFindings, Hook};
 use crate::nvml::snapshot::Reading;
 use slurm_imex_core::config::HealthConfig;
 
-pub(super) fn nvlinks_down(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
+pub(super) fn nvlink(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     let Reading::Value(links) = &f.gpu.nvlink else {
         return;
     };
@@ -16,9 +16,10 @@ pub(super) fn nvlinks_down(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
         .map(|l| l.link.to_string())
         .collect();
     if !down.is_empty() {
-        f.drain(
-            "nvlink",
-            format!("NVLink(s) {} down of {}", down.join(","), links.len()),
-        );
+        f.drain(format!(
+            "NVLink(s) {} down of {}",
+            down.join(","),
+            links.len()
+        ));
     }
 }

@@ -9,15 +9,12 @@ pub(super) fn recovery_action(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     if let Reading::Value(action) = f.gpu.recovery_action {
         if action != 0 {
             let name = recovery_action_name(action);
-            f.drain(
-                "recovery_action",
-                format!("driver asks for recovery action {name}"),
-            );
+            f.drain(format!("driver asks for recovery action {name}"));
         }
     }
 }
 
-pub(super) fn row_remapping(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
+pub(super) fn row_remap(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     let Reading::Value(rows) = &f.gpu.remapped_rows else {
         return;
     };
@@ -33,7 +30,7 @@ pub(super) fn row_remapping(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     } else {
         return;
     };
-    f.drain("row_remap", detail);
+    f.drain(detail);
 }
 
 pub(super) fn retired_pages(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
@@ -42,23 +39,19 @@ pub(super) fn retired_pages(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     };
     let retired = pages.sbe + pages.dbe;
     if pages.pending {
-        f.drain(
-            "retired_pages",
-            "page retirement pending: GPU reset needed".into(),
-        );
+        f.drain("page retirement pending: GPU reset needed".into());
     } else if retired >= MAX_RETIRED_PAGES {
-        f.drain(
-            "retired_pages",
-            format!("{retired} retired pages (limit {MAX_RETIRED_PAGES})"),
-        );
+        f.drain(format!(
+            "{retired} retired pages (limit {MAX_RETIRED_PAGES})"
+        ));
     }
 }
 
-pub(super) fn double_bit_ecc(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
+pub(super) fn ecc_dbe(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     if let Reading::Value(ecc) = &f.gpu.ecc {
         if ecc.volatile_dbe > 0 {
             let count = ecc.volatile_dbe;
-            f.drain("ecc_dbe", format!("{count} volatile double-bit ECC errors"));
+            f.drain(format!("{count} volatile double-bit ECC errors"));
         }
     }
 }

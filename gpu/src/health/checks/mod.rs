@@ -34,69 +34,73 @@ pub const MAX_UNCORRECTABLE_REMAPS: u64 = 512;
 /// When the checks run: leftover processes only matter before a job.
 pub use slurm_imex_core::hook::Hook;
 
-/// The findings about one GPU, as its checks add them.
+/// The findings about one GPU, as its checks add them; each is tagged with
+/// the name of the check that found it (`check`, set from [`GPU_CHECKS`]),
+/// which is the tag of the drain reason (`imex-health: <check> …`).
 struct GpuFindings<'a> {
     gpu: &'a GpuSnapshot,
+    check: &'static str,
     found: Vec<Finding>,
 }
 
 impl GpuFindings<'_> {
-    fn add(&mut self, check: &str, severity: Severity, detail: String) {
+    fn add(&mut self, severity: Severity, detail: String) {
         self.found.push(Finding {
-            check: check.into(),
+            check: self.check.into(),
             severity,
             gpu: Some(gpu_ref(self.gpu)),
             detail,
         });
     }
 
-    fn drain(&mut self, check: &str, detail: String) {
-        self.add(check, Severity::Drain, detail);
+    fn drain(&mut self, detail: String) {
+        self.add(Severity::Drain, detail);
     }
 
-    fn warn(&mut self, check: &str, detail: String) {
-        self.add(check, Severity::Warn, detail);
+    fn warn(&mut self, detail: String) {
+        self.add(Severity::Warn, detail);
     }
 }
 
 /// One step of a GPU's checks.
 type GpuCheck = fn(&mut GpuFindings, &HealthConfig, Hook);
 
-/// The steps, in the order their findings are reported (the first drain
-/// finding names the drain reason).
-const GPU_CHECKS: [GpuCheck; 13] = [
-    memory::recovery_action,
-    memory::row_remapping,
-    memory::retired_pages,
-    memory::double_bit_ecc,
-    fabric::fabric_state,
-    link::nvlinks_down,
-    board::leftover_processes,
-    modes::ecc_mode,
-    modes::mig_mode,
-    modes::persistence,
-    modes::inforom,
-    board::hardware_slowdown,
-    board::pcie_width,
+/// The steps, each under the one name that is its function's and its
+/// findings' tag (what drain reasons, the job database, `slurm-imex
+/// history` and alert rules say), in the order their findings are reported
+/// (the first drain finding names the drain reason).
+const GPU_CHECKS: [(&str, GpuCheck); 14] = [
+    ("recovery_action", memory::recovery_action),
+    ("row_remap", memory::row_remap),
+    ("retired_pages", memory::retired_pages),
+    ("ecc_dbe", memory::ecc_dbe),
+    ("fabric", fabric::fabric),
+    ("nvlink", link::nvlink),
+    ("leftover_processes", board::leftover_processes),
+    ("ecc_mode", modes::ecc_mode),
+    ("mig_mode", modes::mig_mode),
+    ("persistence", modes::persistence),
+    ("inforom", modes::inforom),
+    ("hw_slowdown", board::hw_slowdown),
+    ("pcie_width", board::pcie_width),
+    ("nvml_read", board::nvml_read),
 ];
 
 /// Checks of one GPU.
 pub fn check_gpu(gpu: &GpuSnapshot, cfg: &HealthConfig, hook: Hook) -> Vec<Finding> {
     let mut findings = GpuFindings {
         gpu,
+        check: "gpu_lost",
         found: Vec::new(),
     };
     if gpu.lost {
-        findings.drain(
-            "gpu_lost",
-            "GPU fell off the bus (NVML_ERROR_GPU_IS_LOST)".into(),
-        );
+        findings.drain("GPU fell off the bus (NVML_ERROR_GPU_IS_LOST)".into());
         return findings.found;
     }
-    for check in GPU_CHECKS {
+    for (name, check) in GPU_CHECKS {
+        findings.check = name;
         check(&mut findings, cfg, hook);
     }
-    board::unreadable_counters(&mut findings);
     findings.found
 }
 

@@ -7,7 +7,7 @@ use slurm_imex_core::config::{HealthConfig, MigPolicy};
 
 pub(super) fn ecc_mode(f: &mut GpuFindings, cfg: &HealthConfig, _: Hook) {
     if let (true, Reading::Value(false)) = (cfg.require_ecc, &f.gpu.ecc_enabled) {
-        f.drain("ecc_mode", "ECC is disabled (require_ecc = true)".into());
+        f.drain("ECC is disabled (require_ecc = true)".into());
     }
 }
 
@@ -23,7 +23,7 @@ pub(super) fn mig_mode(f: &mut GpuFindings, cfg: &HealthConfig, _: Hook) {
     if wrong {
         let is = if mig { "on" } else { "off" };
         let detail = format!("MIG is {is} but [health] mig = {:?}", cfg.mig);
-        f.drain("mig_mode", detail.to_lowercase());
+        f.drain(detail.to_lowercase());
     }
 }
 
@@ -31,15 +31,15 @@ pub(super) fn persistence(f: &mut GpuFindings, cfg: &HealthConfig, _: Hook) {
     if let Reading::Value(false) = f.gpu.persistence {
         let detail = "persistence mode is off".to_string();
         if cfg.require_persistence {
-            f.drain("persistence", detail);
+            f.drain(detail);
         } else {
-            f.warn("persistence", detail);
+            f.warn(detail);
         }
     }
 }
 
 pub(super) fn inforom(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     if let Reading::Value(false) = f.gpu.inforom_valid {
-        f.warn("inforom", "infoROM is corrupted".into());
+        f.warn("infoROM is corrupted".into());
     }
 }

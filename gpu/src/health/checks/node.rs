@@ -12,13 +12,13 @@ pub fn check_node(
     cfg: &HealthConfig,
     nvml_count: u32,
     pci_count: Option<u32>,
-    driver: Option<&str>,
+    driver_version: Option<&str>,
     snapshots: &[GpuSnapshot],
 ) -> Vec<Finding> {
     let mut found = Vec::new();
     found.extend(gpu_count(cfg, nvml_count, pci_count));
-    found.extend(driver_version(cfg, driver));
-    found.extend(one_clique(snapshots));
+    found.extend(driver(cfg, driver_version));
+    found.extend(fabric_clique(snapshots));
     found
 }
 
@@ -39,20 +39,20 @@ fn gpu_count(cfg: &HealthConfig, nvml_count: u32, pci_count: Option<u32>) -> Vec
     found
 }
 
-fn driver_version(cfg: &HealthConfig, driver: Option<&str>) -> Option<Finding> {
+fn driver(cfg: &HealthConfig, version: Option<&str>) -> Option<Finding> {
     let expected = &cfg.expected_driver;
-    if expected.is_empty() || driver == Some(expected.as_str()) {
+    if expected.is_empty() || version == Some(expected.as_str()) {
         return None;
     }
     let detail = format!(
         "driver {} but expected_driver = {expected}",
-        driver.unwrap_or("unknown")
+        version.unwrap_or("unknown")
     );
     Some(Finding::node_drain("driver", detail))
 }
 
 /// Only GPUs whose fabric registration completed report a clique.
-fn one_clique(snapshots: &[GpuSnapshot]) -> Option<Finding> {
+fn fabric_clique(snapshots: &[GpuSnapshot]) -> Option<Finding> {
     let cliques: BTreeSet<(String, u32)> = snapshots
         .iter()
         .filter_map(|s| s.fabric.value())

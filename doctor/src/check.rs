@@ -1,31 +1,31 @@
-//! One line of the doctor's report: a check's verdict, what it found and
+//! One line of the doctor's report ([`Check`]): a check's [`Status`], what it found and
 //! the exact remedy.
 
 use serde::Serialize;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
+pub enum Status {
     Pass,
     Warn,
     Fail,
 }
 
-impl Verdict {
+impl Status {
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Pass => "PASS",
-            Verdict::Warn => "WARN",
-            Verdict::Fail => "FAIL",
+            Status::Pass => "PASS",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
         }
     }
 }
 
 /// One check's result. `remedy` is empty on a PASS.
 #[derive(Debug, Clone, Serialize)]
-pub struct Finding {
+pub struct Check {
     pub check: &'static str,
-    pub verdict: Verdict,
+    pub verdict: Status,
     pub found: String,
     pub remedy: String,
 }
@@ -34,31 +34,23 @@ pub struct Finding {
 /// never makes a line of the report unbounded.
 const MAX_FOUND_CHARS: usize = 400;
 
-impl Finding {
-    pub fn pass(check: &'static str, found: impl Into<String>) -> Finding {
-        Finding::new(check, Verdict::Pass, found.into(), String::new())
+impl Check {
+    pub fn pass(check: &'static str, found: impl Into<String>) -> Check {
+        Check::new(check, Status::Pass, found.into(), String::new())
     }
 
-    pub fn warn(
-        check: &'static str,
-        found: impl Into<String>,
-        remedy: impl Into<String>,
-    ) -> Finding {
-        Finding::new(check, Verdict::Warn, found.into(), remedy.into())
+    pub fn warn(check: &'static str, found: impl Into<String>, remedy: impl Into<String>) -> Check {
+        Check::new(check, Status::Warn, found.into(), remedy.into())
     }
 
-    pub fn fail(
-        check: &'static str,
-        found: impl Into<String>,
-        remedy: impl Into<String>,
-    ) -> Finding {
-        Finding::new(check, Verdict::Fail, found.into(), remedy.into())
+    pub fn fail(check: &'static str, found: impl Into<String>, remedy: impl Into<String>) -> Check {
+        Check::new(check, Status::Fail, found.into(), remedy.into())
     }
 
-    fn new(check: &'static str, verdict: Verdict, found: String, remedy: String) -> Finding {
+    fn new(check: &'static str, verdict: Status, found: String, remedy: String) -> Check {
         let found =
             slurm_imex_core::text::cap(&found.replace(char::is_control, " "), MAX_FOUND_CHARS);
-        Finding {
+        Check {
             check,
             verdict,
             found,

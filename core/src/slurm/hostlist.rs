@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn published_slurm_examples_expand_as_slurm_does() {
         // tests/data/samples/hostlists.txt: every line with an expected value.
-        let samples = include_str!("../../tests/data/samples/hostlists.txt");
+        let samples = include_str!("../../../tests/data/samples/hostlists.txt");
         let mut checked = 0;
         for line in samples.lines() {
             if let Some((e, want)) = line.split_once('\t') {

@@ -10,7 +10,7 @@
 
 use crate::config::{AutoPath, SlurmConfig};
 use crate::error::{Error, Result};
-use crate::hostlist;
+use crate::slurm::hostlist;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -181,7 +181,7 @@ impl Blocks {
                 .filter(|(_, b)| *b == block)
                 .map(|(n, _)| n.clone())
                 .collect();
-            crate::hostlist::sort_natural(&mut nodes);
+            crate::slurm::hostlist::sort_natural(&mut nodes);
             Some(NvlinkDomain {
                 name: Some(block.clone()),
                 nodes,

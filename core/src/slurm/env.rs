@@ -45,7 +45,7 @@ impl JobEnv {
                 ))
             })?;
         let node_name = required("SLURMD_NODENAME")?;
-        match crate::hostlist::expand(&node_name, 1) {
+        match crate::slurm::hostlist::expand(&node_name, 1) {
             Ok(names) if names == [node_name.as_str()] => {}
             _ => {
                 return Err(Error::new(format!(

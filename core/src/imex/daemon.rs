@@ -1,4 +1,4 @@
-//! Starting and stopping this node's `nvidia-imex`: through systemd
+//! This node's `nvidia-imex` daemon ([`Daemon`]): starting and stopping it, through systemd
 //! (`systemctl restart/stop <unit>`) or as a process the prolog spawns and
 //! tracks by pid and start time (SIGTERM to its process group, then SIGKILL
 //! after the grace period). `verify_gone` is the teardown's proof: no
@@ -26,16 +26,16 @@ pub enum Liveness {
     Exited(String),
 }
 
-pub struct Manager<'a> {
+pub struct Daemon<'a> {
     cfg: &'a DaemonConfig,
     state: &'a StateDir,
     /// The child spawned by this process (process manager, prolog only).
     child: Option<Child>,
 }
 
-impl<'a> Manager<'a> {
-    pub fn new(cfg: &'a DaemonConfig, state: &'a StateDir) -> Manager<'a> {
-        Manager {
+impl<'a> Daemon<'a> {
+    pub fn new(cfg: &'a DaemonConfig, state: &'a StateDir) -> Daemon<'a> {
+        Daemon {
             cfg,
             state,
             child: None,

@@ -1,12 +1,11 @@
-//! A node as Slurm's controller sees it, through `scontrol`: its state and
-//! reason (`scontrol show node -o`), and the two changes slurm-imex makes
-//! to it, DRAIN with a reason and RESUME. Bounded in time, with an argument
-//! vector (never a shell). Whether to make them is decided in one place
-//! only, the drain decision (`slurm_imex_gpu::drain`).
+//! A node as Slurm's controller sees it: its state, reason and Extra
+//! (`scontrol show node -o`), and the changes slurm-imex makes to it: DRAIN
+//! with a reason, RESUME, and its Extra. Whether to drain or resume is
+//! decided in one place only, the drain decision (`slurm_imex_gpu::drain`);
+//! what goes in Extra, in `crate::clique`.
 
-use crate::config::HealthConfig;
+use super::Scontrol;
 use crate::error::{Error, Result};
-use crate::process::run_checked;
 
 /// A node's state, reason and Extra as `scontrol show node -o` prints them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,49 +74,72 @@ fn free_text_field(line: &str, key: &str) -> Option<String> {
     Some(rest[..end].trim().to_string())
 }
 
-/// Every node of `hostlist` (None: every node) as slurmctld sees it, in
-/// one call.
-pub fn nodes_status(cfg: &HealthConfig, hostlist: Option<&str>) -> Result<Vec<NodeStatus>> {
-    let mut args = vec!["show", "node"];
-    args.extend(hostlist);
-    args.push("-o");
-    let out = run_checked(
-        &cfg.scontrol,
-        &args,
-        cfg.scontrol_timeout.0,
-        "scontrol show node",
-    )?;
-    Ok(out.stdout.lines().filter_map(parse_node_line).collect())
-}
+impl Scontrol {
+    /// Every node of `hostlist` (None: every node) as slurmctld sees it, in
+    /// one call.
+    pub fn nodes(&self, hostlist: Option<&str>) -> Result<Vec<NodeStatus>> {
+        let mut args = vec!["show", "node"];
+        args.extend(hostlist);
+        args.push("-o");
+        let out = self.run(&args, "scontrol show node")?;
+        Ok(out.stdout.lines().filter_map(parse_node_line).collect())
+    }
 
-/// `scontrol update NodeName=<node> Extra=<extra>`.
-pub fn set_extra(cfg: &HealthConfig, node: &str, extra: &str) -> Result<()> {
-    run_checked(
-        &cfg.scontrol,
-        &[
-            "update",
-            &format!("NodeName={node}"),
-            &format!("Extra={extra}"),
-        ],
-        cfg.scontrol_timeout.0,
-        &format!("scontrol update NodeName={node} Extra"),
-    )
-    .map(drop)
+    /// One node's state, reason and Extra.
+    pub fn node(&self, node: &str) -> Result<NodeStatus> {
+        let out = self.run(
+            &["show", "node", node, "-o"],
+            &format!("scontrol show node {node}"),
+        )?;
+        parse_node_line(out.stdout.trim()).ok_or_else(|| {
+            Error::new(format!(
+                "cannot read node {node} from scontrol output: {}",
+                out.one_line()
+            ))
+        })
+    }
+
+    /// `scontrol update NodeName=<node> Extra=<extra>`.
+    pub fn set_extra(&self, node: &str, extra: &str) -> Result<()> {
+        self.update_node(node, &[&format!("Extra={extra}")], "Extra")
+    }
+
+    /// `scontrol update NodeName=<node> State=DRAIN Reason=<reason>`.
+    pub fn drain(&self, node: &str, reason: &str) -> Result<()> {
+        self.update_node(
+            node,
+            &["State=DRAIN", &format!("Reason={reason}")],
+            "State=DRAIN",
+        )
+    }
+
+    /// `scontrol update NodeName=<node> State=RESUME`.
+    pub fn resume(&self, node: &str) -> Result<()> {
+        self.update_node(node, &["State=RESUME"], "State=RESUME")
+    }
+
+    fn update_node(&self, node: &str, fields: &[&str], what: &str) -> Result<()> {
+        let name = format!("NodeName={node}");
+        let mut args = vec!["update", name.as_str()];
+        args.extend_from_slice(fields);
+        self.run(&args, &format!("scontrol update {name} {what}"))
+            .map(drop)
+    }
 }
 
 /// One node as slurmctld holds it, asked at most once however many
 /// decisions need it (whether to resume it, what its Extra holds), and only
 /// when one does: `slurm-imex check` makes no read when nothing changed.
 pub struct NodeRead<'a> {
-    cfg: &'a HealthConfig,
+    scontrol: &'a Scontrol,
     node: &'a str,
     answer: std::cell::OnceCell<Result<NodeStatus>>,
 }
 
 impl<'a> NodeRead<'a> {
-    pub fn new(cfg: &'a HealthConfig, node: &'a str) -> NodeRead<'a> {
+    pub fn new(scontrol: &'a Scontrol, node: &'a str) -> NodeRead<'a> {
         NodeRead {
-            cfg,
+            scontrol,
             node,
             answer: std::cell::OnceCell::new(),
         }
@@ -126,7 +148,7 @@ impl<'a> NodeRead<'a> {
     /// `scontrol show node <node> -o`, the first time; its answer after.
     pub fn get(&self) -> Result<&NodeStatus> {
         self.answer
-            .get_or_init(|| node_status(self.cfg, self.node))
+            .get_or_init(|| self.scontrol.node(self.node))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -145,52 +167,9 @@ impl<'a> NodeRead<'a> {
         self.node
     }
 
-    pub fn config(&self) -> &HealthConfig {
-        self.cfg
+    pub fn scontrol(&self) -> &Scontrol {
+        self.scontrol
     }
-}
-
-/// The node's state and reason, asked of slurmctld.
-pub fn node_status(cfg: &HealthConfig, node: &str) -> Result<NodeStatus> {
-    let out = run_checked(
-        &cfg.scontrol,
-        &["show", "node", node, "-o"],
-        cfg.scontrol_timeout.0,
-        &format!("scontrol show node {node}"),
-    )?;
-    parse_node_line(out.stdout.trim()).ok_or_else(|| {
-        Error::new(format!(
-            "cannot read node {node} from scontrol output: {}",
-            out.one_line()
-        ))
-    })
-}
-
-/// `scontrol update NodeName=<node> State=DRAIN Reason=<reason>`.
-pub fn drain(cfg: &HealthConfig, node: &str, reason: &str) -> Result<()> {
-    run_checked(
-        &cfg.scontrol,
-        &[
-            "update",
-            &format!("NodeName={node}"),
-            "State=DRAIN",
-            &format!("Reason={reason}"),
-        ],
-        cfg.scontrol_timeout.0,
-        &format!("scontrol update NodeName={node} State=DRAIN"),
-    )
-    .map(drop)
-}
-
-/// `scontrol update NodeName=<node> State=RESUME`.
-pub fn resume(cfg: &HealthConfig, node: &str) -> Result<()> {
-    run_checked(
-        &cfg.scontrol,
-        &["update", &format!("NodeName={node}"), "State=RESUME"],
-        cfg.scontrol_timeout.0,
-        &format!("scontrol update NodeName={node} State=RESUME"),
-    )
-    .map(drop)
 }
 
 #[cfg(test)]

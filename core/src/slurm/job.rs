@@ -3,18 +3,20 @@
 //! tell a running owner (never disturbed) from one that has ended and left
 //! its daemon behind (reclaimed).
 
-use crate::config::HealthConfig;
+use super::Scontrol;
 use crate::error::Result;
-use crate::process::run_bounded;
 
-/// Has Slurm finished with `job_id`? `Ok(None)` when Slurm could not say.
-pub fn has_ended(cfg: &HealthConfig, job_id: u32) -> Result<Option<bool>> {
-    let id = job_id.to_string();
-    let out = run_bounded(
-        &cfg.scontrol,
-        &["show", "job", "-o", &id],
-        cfg.scontrol_timeout.0,
-    )?;
+impl Scontrol {
+    /// Has Slurm finished with `job_id`? `Ok(None)` when Slurm could not say.
+    pub fn job_has_ended(&self, job_id: u32) -> Result<Option<bool>> {
+        let id = job_id.to_string();
+        let out = self.run_any(&["show", "job", "-o", &id])?;
+        judge_job_answer(&out)
+    }
+}
+
+/// What `scontrol show job -o <id>` said about whether the job ended.
+fn judge_job_answer(out: &crate::process::Output) -> Result<Option<bool>> {
     let text = format!("{}{}", out.stdout, out.stderr);
     if text.contains("Invalid job id") {
         // Purged from slurmctld (MinJobAge): long over.

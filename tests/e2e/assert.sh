@@ -1,0 +1,20 @@
+# shellcheck shell=bash
+# Assertions for the end-to-end and package tests: each failed one prints
+# one "FAIL:" line and marks the current test failed; nothing exits.
+
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+CURRENT_TEST=""
+CURRENT_OK=1
+
+fail() { echo "    FAIL: $*"; CURRENT_OK=0; }
+expect_eq() { # actual expected what
+  if [ "$1" != "$2" ]; then fail "$3: expected [$2], got [$1]"; fi
+}
+expect_contains() { # haystack needle what
+  case "$1" in *"$2"*) ;; *) fail "$3: [$2] not found in: $(echo "$1" | head -c 600)";; esac
+}
+expect_not_contains() {
+  case "$1" in *"$2"*) fail "$3: [$2] unexpectedly found in: $(echo "$1" | head -c 600)";; esac
+}

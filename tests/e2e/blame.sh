@@ -1,0 +1,88 @@
+# shellcheck shell=bash
+# Who is blamed for a failure (docs/blame.md): a peer that never connects
+# fails the job and drains nothing; a daemon that crashes on its own node
+# drains that node alone; the epilog returns a node to idle whatever the
+# prolog left, even when it was killed midway or never ran.
+
+test_peer_that_never_connects_fails_job_without_draining() {
+  echo "MODE=unreachable" > "$C/nodes/n3/run-imex/fake-fault"
+  local id
+  id=$(submit -N3 --imex "srun -N3 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
+  local err; err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "n3 ($(node_ip 3))" "message names the peer"
+  expect_contains "$err" "never became ready" "message says why"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job script did not run"
+  local i; for i in 1 2 3; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "n$i was drained: $(node_reason "n$i")";; esac
+    expect_idle "$i"
+  done
+}
+
+test_local_daemon_crash_drains_only_its_node() {
+  echo "MODE=crash" > "$C/nodes/n2/run-imex/fake-fault"
+  local id
+  id=$(submit -N3 --imex "srun -N3 true") || { fail "sbatch failed"; return; }
+  local i s
+  wait_until 20 "n2 to drain" node_is_drained n2
+  case "$(node_state n2)" in drain*) ;; *) fail "n2 not drained: $(node_state n2)";; esac
+  expect_contains "$(node_reason n2)" "rolog" "n2 drain reason"
+  # The job goes back to the queue (held) rather than running on a broken node.
+  s=$(wait_job "$id" 30 PENDING)
+  expect_eq "$s" PENDING "job $id requeued"
+  scancel "$id"
+  for i in 1 3; do
+    wait_node_free "n$i"
+    case "$(node_state "n$i")" in drain*|down*) fail "healthy n$i drained: $(node_reason "n$i")";; esac
+    expect_idle "$i"
+  done
+  grep -q "crashing at start" "$C/nodes/n2/run-imex/nvidia-imex.log" || fail "n2 daemon log lacks the crash"
+}
+
+test_epilog_is_idempotent_without_prolog() {
+  # The epilog on a node where no prolog ran, twice: succeeds and stays idle.
+  local i rc
+  for i in 1 2; do
+    in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=999999 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SPANK_IMEX=1 \
+      "$C/bin/slurm-imex-epilog" >/dev/null 2>&1; rc=$?
+    expect_eq "$rc" 0 "epilog run $i exit code"
+  done
+  expect_idle 1
+}
+
+# The first child of process PARENT, in $pid.
+child_of() { pid=$(pgrep -P "$1"); [ -n "$pid" ]; }
+unit_is_active() { [ "$(in_node "$1" systemctl is-active "$2")" = active ]; }
+
+test_prolog_killed_midway_then_epilog_restores_idle() {
+  # A prolog killed while waiting for a domain that can never form (peer n2
+  # has no daemon), then the epilog: the node must return to idle.
+  # Not through in_node: a backgrounded shell function is a subshell, and $!
+  # would not be the prolog. nsenter execs its command, so $! is the prolog.
+  # SLURM_CONF as slurmd gives it to a prolog: without it the prolog's
+  # scontrol would look for a configless controller through DNS.
+  local pid i prolog_env=(env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1
+    SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 "$C/bin/slurm-imex-prolog")
+  if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then
+    # A booted node: its systemctl must be in its pid namespace, so nsenter
+    # forks; the prolog is nsenter's child. It is mid-start once the unit is up.
+    nsenter -t "$(slurmd_pid 1)" -a -r -w -- "${prolog_env[@]}" >/dev/null 2>&1 &
+    local ns=$!
+    wait_until 10 "the prolog under nsenter $ns" child_of "$ns"
+    wait_until 10 "n1's nvidia-imex unit to be active" unit_is_active 1 nvidia-imex
+  else
+    nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- "${prolog_env[@]}" >/dev/null 2>&1 &
+    pid=$!
+    wait_until 10 "the prolog to start n1's daemon" test -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid"
+  fi
+  [ -s "$C/nodes/n1/etc-imex/nodes_config.cfg" ] || fail "prolog did not get as far as writing nodes_config"
+  expect_eq "$(tr '\0' ' ' < "/proc/$pid/cmdline" | awk '{print $1}')" "$C/bin/slurm-imex-prolog" "the process killed is the prolog"
+  kill -9 "$pid"; wait "$pid" ${ns:+"$ns"} 2>/dev/null
+  poll_until 1 not kill -0 "$pid" 2>/dev/null
+  kill -0 "$pid" 2>/dev/null && fail "prolog $pid survived SIGKILL"
+  in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 \
+    "$C/bin/slurm-imex-epilog"
+  expect_eq "$?" 0 "epilog exit code"
+  expect_idle 1
+}

@@ -1,0 +1,111 @@
+# shellcheck shell=bash
+# The e2e phases: what cluster each needs and which tests it runs, in order.
+# A test is a function test_* in the feature file named after what it
+# proves (jobs.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
+# topology.sh, rack-map.sh, rack-domains.sh, controller.sh, segments.sh,
+# faults.sh, fleet.sh, nvl72.sh, containers.sh, upgrade.sh, systemd.sh,
+# prefix-install.sh); tests/e2e/versions.sh picks the phases per Slurm.
+
+PHASES="base switch topology segments faults fleet rack containers upgrade systemd"
+
+# The cluster a phase needs, exported before cluster.sh is sourced.
+phase_environment() { # phase
+  case "$1" in
+    switch) export E2E_SWITCH=1;;
+    # Two racks of two nodes; E2E_TOPOLOGY (conf or yaml) says how Slurm learns them.
+    topology) export E2E_NODES=4 E2E_TOPOLOGY=${E2E_TOPOLOGY:-conf};;
+    # The same racks beside switch/nvidia_imex, one channel per segment (25.11+).
+    segments) export E2E_SWITCH=1 E2E_NODES=4 E2E_TOPOLOGY=${E2E_TOPOLOGY:-yaml};;
+    # One NVL72 rack: 18 trays.
+    rack) export E2E_NODES=18;;
+    containers) export E2E_NODES=2 E2E_CONTAINERS=1;;
+  esac
+}
+
+# The phase's tests, one per line; nothing for an unknown phase.
+phase_tests() { # phase
+  case "$1" in
+    base) echo "
+      test_plugin_is_accepted_by_this_slurm
+      test_imex_job_gets_private_channel_and_domain
+      test_job_without_imex_sees_no_channel
+      test_misuse_is_rejected_at_submission
+      test_srun_imex_inside_salloc
+      test_second_imex_job_on_busy_node_is_refused
+      test_peer_that_never_connects_fails_job_without_draining
+      test_local_daemon_crash_drains_only_its_node
+      test_epilog_is_idempotent_without_prolog
+      test_doctor_passes_then_names_each_break
+      test_prolog_killed_midway_then_epilog_restores_idle
+      test_gpu_history_recorded_on_every_node
+      test_pending_row_remap_drains_with_our_reason_and_requeues
+      test_xid_79_before_a_job_drains_the_node
+      test_xid_during_job_is_recorded_with_its_class
+      test_64_concurrent_epilogs_lose_no_rows
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time
+      test_doctor_reads_the_nodes_slurm_conf_when_the_controller_is_away";;
+    # Beside switch/nvidia_imex: channels, plus the domain, readiness gate,
+    # blame and teardown exactly as without it.
+    switch) echo "
+      test_switch_imex_job_gets_slurms_channel_for_its_user
+      test_switch_job_without_imex_keeps_slurms_channel
+      test_plugin_mode_beside_switch_keeps_one_tmpfs
+      test_second_imex_job_on_busy_node_is_refused
+      test_peer_that_never_connects_fails_job_without_draining
+      test_local_daemon_crash_drains_only_its_node
+      test_prolog_killed_midway_then_epilog_restores_idle
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time";;
+    topology) echo "
+      test_imex_job_across_two_blocks_forms_one_domain_per_block
+      test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing
+      test_span_refuse_fails_a_job_across_two_blocks_before_any_daemon_starts
+      test_imex_job_inside_one_block_runs
+      test_rack_map_splits_a_job_without_a_topology_file
+      test_a_topology_file_that_contradicts_the_rack_map_fails_the_job_and_check_lists_it
+      test_a_rack_map_that_contradicts_a_nodes_gpus_fails_the_job
+      test_slurm_accepts_the_topology_the_fabric_describes
+      test_rack_wide_domains_outlive_jobs_and_share_a_node_by_channel
+      test_rack_wide_channels_never_collide
+      test_a_slow_controller_changes_no_rack
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time";;
+    segments) echo "
+      test_each_segment_gets_its_own_channel_in_per_job_domains
+      test_each_segment_gets_its_own_channel_in_rack_domains
+      test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
+      test_health_check_asks_the_controller_nothing_the_second_time";;
+    faults) echo "
+      test_prolog_kill_9_at_every_state_change
+      test_64_concurrent_prolog_epilog_pairs
+      test_database_full_readonly_corrupt_never_fails_a_job
+      test_second_user_cannot_open_the_channel";;
+    fleet) echo "
+      test_node_exporter_serves_what_the_cli_reports
+      test_epilog_logs_one_structured_journal_event";;
+    rack) echo "
+      test_rack_of_18_nodes_forms_one_domain";;
+    containers) echo "
+      test_container_sees_only_its_channel_with_enroots_default_dev
+      test_plugin_order_does_not_matter
+      test_restricted_dev_loses_the_channel_without_the_shipped_fstab
+      test_restricted_dev_with_the_shipped_fstab_gives_back_exactly_the_channel";;
+    upgrade) echo "
+      test_upgrade_with_a_running_imex_job";;
+    # Nodes booted with systemd 252 as PID 1 (E2E_SYSTEMD_ROOTFS), manager = "systemd".
+    systemd) echo "
+      test_systemd_starts_the_unit_on_the_job_config_and_stops_it
+      test_imex_job_gets_private_channel_and_domain
+      test_job_without_imex_sees_no_channel
+      test_systemd_unit_that_fails_to_start_is_a_node_fault
+      test_systemd_runs_a_burst_of_short_imex_jobs
+      test_peer_that_never_connects_fails_job_without_draining
+      test_prolog_killed_midway_then_epilog_restores_idle
+      test_epilog_is_idempotent_without_prolog
+      test_gpu_history_recorded_on_every_node";;
+  esac
+  # Installed with install.sh into a prefix: its own uninstall test.
+  [ "${E2E_INSTALL:-}" = prefix ] && echo test_install_sh_uninstall_keeps_only_the_config
+  return 0
+}

@@ -1,0 +1,90 @@
+# shellcheck shell=bash
+# Racks from the rack map (imex-racks.toml, written by slurm-imex topology
+# --map from the cliques nodes publish): it splits a job without a topology
+# file, and a topology file or a node's own GPUs that contradict it fail the
+# job, naming both, without draining.
+
+# The rack map from the cliques every node publishes, written where every
+# node's prolog finds it (beside imex.toml), as an admin does.
+write_rack_map() {
+  publish_cliques
+  "$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" topology --map -o "$C/etc-slurm/imex-racks.toml" ||
+    fail "slurm-imex topology --map"
+}
+
+# Every node publishes its NVLink clique (the HealthCheckProgram path).
+publish_cliques() {
+  local i; for i in $(seq 1 "$E2E_NODES"); do
+    expect_contains "$(cli "$i" check 2>&1)" "published in Slurm's node Extra" "n$i publishes its clique"
+  done
+}
+
+# Without a topology file, the rack map (written by `slurm-imex topology
+# --map` from the published cliques) splits the job; tasks name their rack.
+test_rack_map_splits_a_job_without_a_topology_file() {
+  sed -i 's/^topology = .*/topology = "none"/' "$C/etc-slurm/imex.toml"
+  write_rack_map
+  expect_contains "$(scontrol show node n3 -o)" "\"nvlink_clique\":\"$CLUSTER_UUID.2\"" "n3's Extra holds its clique"
+  expect_contains "$(cat "$C/etc-slurm/imex-racks.toml")" "nodes = \"n[3-4]\"" "the map holds the second rack"
+  local id i want line out
+  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
+$started_marker
+$hold_until_released") || { fail "sbatch failed"; return; }
+  wait_started "$id" || fail "job $id never started its step"
+  expect_rack_nodes_configs
+  release "$id"
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  out=$(cat "$C/out/$id.out")
+  for i in 1 2 3 4; do
+    line=$(grep "^NODE=n$i " <<<"$out")
+    case $i in 1|2) want="DOM=rack1 DOMN=n[1-2]";; *) want="DOM=rack2 DOMN=n[3-4]";; esac
+    expect_contains "$line" "$want" "n$i names its rack as its domain"
+  done
+  for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
+  expect_contains "$(cli 1 show "$id")" "imex-racks.toml (sha256 " "n1's record names the map and its digest"
+}
+
+# n2 is cabled into the second rack, but the topology file puts it in b1:
+# the rack map (from the fabric) says otherwise, so every prolog refuses
+# the job before any daemon starts, naming both files; --check lists it.
+test_a_topology_file_that_contradicts_the_rack_map_fails_the_job_and_check_lists_it() {
+  echo 2 > "$C/nodes/n2/clique"; write_scenario 2
+  write_rack_map
+  local i; for i in 1 2 3 4; do rm -f "$C/nodes/n$i/run-imex/nvidia-imex.log"; done
+  local id err check rc
+  id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
+  err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "block b1 holds 2 NVLink cliques: n1 (clique $CLUSTER_UUID.1), n2 (clique $CLUSTER_UUID.2)" "the message names the nodes and their cliques"
+  expect_contains "$err" "topology." "the message names the topology file"
+  expect_contains "$err" "imex-racks.toml (sha256 " "the message names the rack map"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job did not run"
+  expect_nodes_up_and_idle
+  for i in 1 2 3 4; do
+    [ -e "$C/nodes/n$i/run-imex/nvidia-imex.log" ] && fail "an IMEX daemon started on n$i"
+  done
+  check=$(cli 1 topology --check); rc=$?
+  sed 's/^/      | /' <<<"$check"
+  expect_eq "$rc" 1 "topology --check exits 1"
+  expect_contains "$check" "block b1 holds 2 NVLink cliques" "topology --check lists the split block"
+  expect_contains "$check" "NVLink clique $CLUSTER_UUID.2 spans 2 blocks: n2 (block b1), n3 (block b2), n4 (block b2)" "topology --check lists the spanning clique"
+}
+
+# The map was right when written; then n2's tray moved to the other rack.
+# n2's prolog sees its own GPUs' clique (the gate) disagree with the map:
+# the job fails naming both, and no node is drained.
+test_a_rack_map_that_contradicts_a_nodes_gpus_fails_the_job() {
+  sed -i 's/^topology = .*/topology = "none"/' "$C/etc-slurm/imex.toml"
+  write_rack_map
+  echo 2 > "$C/nodes/n2/clique"; write_scenario 2
+  local id err check
+  id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state"
+  err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "n2's GPUs report NVLink clique $CLUSTER_UUID.2 (NVML fabric info), but the rack map" "the message names n2's own clique"
+  expect_contains "$err" "puts n2 in rack rack1 (clique $CLUSTER_UUID.1)" "the message names what the map says"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job did not run"
+  expect_nodes_up_and_idle
+  check=$(cli 1 topology --check 2>&1)
+  expect_contains "$check" "the rack map puts n2 in rack rack1 (clique $CLUSTER_UUID.1), but it publishes clique $CLUSTER_UUID.2" "topology --check finds the stale map"
+}
