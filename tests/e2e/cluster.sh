@@ -275,10 +275,19 @@ topology_lines() {
   [ "$E2E_TOPOLOGY" = conf ] && echo "TopologyPlugin=topology/block"
   return 0
 }
+# 23.11's topology/block knows BlockLevels (level 1: a pair of blocks), not
+# BlockSizes, which 24.05 brought; an unknown key is fatal to slurmctld.
+block_sizes_line() {
+  local version; version=$(slurmctld -V | awk '{print $2}')
+  case $version in
+    23.11.*) echo 'BlockLevels=0-1';;
+    *) echo 'BlockSizes=2,4';;
+  esac
+}
 write_topology() {
   rm -f "$C/etc-slurm/topology.conf" "$C/etc-slurm/topology.yaml"
   case "$E2E_TOPOLOGY" in
-    conf) printf 'BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\nBlockSizes=2,4\n' > "$C/etc-slurm/topology.conf";;
+    conf) printf 'BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\n%s\n' "$(block_sizes_line)" > "$C/etc-slurm/topology.conf";;
     yaml) printf -- '- topology: racks\n  cluster_default: true\n  block:\n    block_sizes:\n      - 2\n      - 4\n    blocks:\n      - block: b1\n        nodes: n[1-2]\n      - block: b2\n        nodes: n[3-4]\n' > "$C/etc-slurm/topology.yaml";;
   esac
 }
@@ -494,7 +503,11 @@ container_binds() { # node-dir
 # Stop what cluster_up started, by PID, and say if anything was left over.
 cluster_down() {
   local f pid i leftovers=0
-  squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null || true
+  # (only a live controller is asked: with none, squeue spends a minute
+  # retrying the address a previous run's slurm.conf names)
+  if pid=$(cat "$C/run/slurmctld.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; then
+    squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null || true
+  fi
   halt_nodes
   for f in "$C"/run/slurmd-*.pid "$C/run/slurmctld.pid"; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
