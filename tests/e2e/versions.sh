@@ -133,7 +133,7 @@ package_tests() { # trixie sid
   echo "== packages: lintian and installs (Slurm $(upstream_version "$trixie") rootfs)"
   for deb in "$REPO"/target/debian/slurm-imex_*_amd64.deb; do run_package_test lintian_clean "$deb"; done
   local d2205 d2311 d2405 d2411 d2505 d2511
-  d2205=$(ls target/debian/*+slurm22.05_amd64.deb); d2411=$(ls target/debian/*+slurm24.11_amd64.deb)
+  d2205=$(ls "$REPO"/target/debian/*+slurm22.05_amd64.deb); d2411=$(ls "$REPO"/target/debian/*+slurm24.11_amd64.deb)
   run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$trixie" "$d2411"
   run_package_test test_package_for_another_slurm_is_refused "$trixie" "$d2205"
   run_package_test test_package_for_another_slurm_is_refused "$sid" "$d2411"
@@ -141,12 +141,12 @@ package_tests() { # trixie sid
   run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$d2411" 25.05.3-1
   local mm next deb
   for mm in 23.11 24.05 25.05 25.11; do
-    deb=$(ls target/debian/*+slurm"$mm"_amd64.deb 2>/dev/null) || { echo "    (no package for Slurm $mm: its plugin was not built)"; continue; }
+    deb=$(ls "$REPO"/target/debian/*+slurm"$mm"_amd64.deb 2>/dev/null) || { echo "    (no package for Slurm $mm: its plugin was not built)"; continue; }
     next=$(printf '%s\n' 23.11 24.05 24.11 25.05 25.11 26.05 | grep -A1 -x "$mm" | tail -1)
     run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$deb" "$mm.1-1"
     run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$deb" "$next.1-1"
   done
-  deb=$(ls target/debian/*+slurm23.11_amd64.deb 2>/dev/null) &&
+  deb=$(ls "$REPO"/target/debian/*+slurm23.11_amd64.deb 2>/dev/null) &&
     run_package_test test_package_installs_beside_ubuntu_slurm "$trixie" "$deb" 23.11.4-1.2ubuntu5
 }
 
