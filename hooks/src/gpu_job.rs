@@ -22,6 +22,7 @@ use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Severity, Verdic
 use slurm_imex_gpu::nvml::GpuSnapshot;
 use slurm_imex_gpu::stats::gpu_job_stats;
 use slurm_imex_gpu::xid::checkpoint::{self, Checkpoint};
+use slurm_imex_gpu::xid::log::LogPosition;
 use slurm_imex_jobdb::write::{GpuRecord, HookVerdict, JobRow};
 use slurm_imex_jobdb::JobDb;
 
@@ -30,7 +31,10 @@ use slurm_imex_jobdb::JobDb;
 pub struct StartState {
     pub job_id: u32,
     pub start_ts: i64,
-    pub kmsg_seq: Option<u64>,
+    /// Where the prolog's read of the kernel log ended: the job's XIDs
+    /// are the records after it.
+    #[serde(default)]
+    pub kmsg: Option<LogPosition>,
     pub snapshots: Vec<GpuSnapshot>,
     pub prolog: HookVerdict,
 }
@@ -96,7 +100,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
     let start = StartState {
         job_id: job.job_id,
         start_ts: now_s(),
-        kmsg_seq: gate.kmsg_last_seq,
+        kmsg: gate.kmsg,
         snapshots: gate.snapshots.clone(),
         prolog: HookVerdict {
             verdict,
@@ -189,12 +193,10 @@ pub fn epilog(
 /// XIDs during the job: everything after the prolog's kmsg position, or
 /// after the node's checkpoint when the prolog left none.
 fn xids_judged_before(state: &StateDir, start: Option<&StartState>) -> Checkpoint {
-    match start.and_then(|s| s.kmsg_seq.map(|seq| (s, seq))) {
-        Some((start, seq)) => start
-            .snapshots
-            .iter()
-            .map(|g| (g.pci.clone(), seq))
-            .collect(),
+    match start.and_then(|s| s.kmsg.map(|position| (s, position))) {
+        Some((start, position)) => {
+            Checkpoint::at(position, start.snapshots.iter().map(|g| g.pci.as_str()))
+        }
         None => checkpoint::load(state),
     }
 }

@@ -321,11 +321,15 @@ clique_of() {
   else echo 1; fi
 }
 
-# Append a kernel log record to node N's fake /dev/kmsg.
+# Append a kernel log record to node N's fake /dev/kmsg, as the kernel
+# writes a device's records: the header, the message, then continuation
+# lines that start with a space (tests/data/samples/kmsg-h100-records.txt).
+# The record's sequence number counts records, never continuation lines.
 kmsg_append() { # node line
-  local f=$C/nodes/n$1/hw/kmsg
-  local seq=$(( $(wc -l < "$f") + 100 ))
-  echo "3,$seq,$((seq * 1000)),-;$2" >> "$f"
+  local f=$C/nodes/n$1/hw/kmsg pci
+  local seq=$(( $(grep -c -v '^ ' "$f" || true) + 100 ))
+  pci=$(printf '%s' "$2" | sed -n 's/.*(PCI:\([0-9a-fA-F:]*\)).*/\1/p')
+  printf '3,%d,%d,-;%s\n SUBSYSTEM=pci\n DEVICE=+pci:%s.0\n' "$seq" $((seq * 1000)) "$2" "${pci:-0000:00:00}" >> "$f"
 }
 
 all_nodes_idle() { [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = "$E2E_NODES" ]; }

@@ -6,7 +6,9 @@
 use super::checks::{check_gpu, check_node, check_xids, Hook};
 use super::{Finding, GpuRef, Severity};
 use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
-use crate::xid::{self, checkpoint, XidEvent};
+use crate::xid::checkpoint::{self, Checkpoint};
+use crate::xid::log::{self as kernel_log, LogPosition, LogRead};
+use crate::xid::XidEvent;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::state::StateDir;
@@ -22,8 +24,8 @@ pub struct GateRequest<'a> {
     pub hook: Hook,
     /// None: every GPU of the node.
     pub gpus: Option<&'a [u32]>,
-    /// Per GPU (normalised PCI id) the last kmsg sequence already judged.
-    pub xid_after: &'a BTreeMap<String, u64>,
+    /// Per GPU (normalised PCI id) the last kernel-log record already judged.
+    pub xid_after: &'a Checkpoint,
 }
 
 #[derive(Debug, Clone)]
@@ -32,8 +34,8 @@ pub struct GateResult {
     pub snapshots: Vec<GpuSnapshot>,
     /// New XIDs on the checked GPUs (or on no known GPU).
     pub xids: Vec<XidEvent>,
-    /// Highest kmsg sequence seen.
-    pub kmsg_last_seq: Option<u64>,
+    /// Where the read of the kernel log ended (None: it could not be read).
+    pub kmsg: Option<LogPosition>,
     pub driver: Option<String>,
     /// NVML could not be loaded and no NVIDIA GPU is on the PCI bus:
     /// not a GPU node, nothing was checked.
@@ -62,7 +64,7 @@ impl GateResult {
             findings: Vec::new(),
             snapshots: Vec::new(),
             xids: Vec::new(),
-            kmsg_last_seq: None,
+            kmsg: None,
             driver: None,
             no_gpus: false,
             elapsed: Duration::ZERO,
@@ -72,7 +74,7 @@ impl GateResult {
     /// Mark the XIDs this gate judged as judged, on the GPUs it read.
     pub fn advance_checkpoint(&self, state: &StateDir) {
         let pcis = self.snapshots.iter().map(|s| s.pci.as_str());
-        checkpoint::advance(state, self.kmsg_last_seq, pcis);
+        checkpoint::advance(state, self.kmsg, pcis);
     }
 }
 
@@ -112,8 +114,7 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
         let gpus = job_gpus(req.gpus, count);
         let readers = spawn_gpu_readers(&reader, &gpus);
         // The kernel log, while the GPUs are being read.
-        let since = req.xid_after.values().copied().min().unwrap_or(0);
-        let kmsg = xid::read_since(&cfg.gpu.kmsg, since);
+        let kmsg = kernel_log::read(&cfg.gpu.kmsg);
         let (snapshots, timeouts) = collect_snapshots(readers, &gpus, deadline, cfg);
         result.snapshots = snapshots;
         result.findings.extend(timeouts);
@@ -123,7 +124,7 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
         let driver = result.driver.as_deref();
         let node = check_node(&cfg.health, count, pci_count, driver, &result.snapshots);
         result.findings.extend(node);
-        judge_xids(cfg, req, since, kmsg, &mut result);
+        judge_xids(cfg, req, kmsg, &mut result);
     }
     result.elapsed = started.elapsed();
     result
@@ -278,11 +279,10 @@ fn stage_timeout(index: u32, stage: Stage, limit: Duration) -> Finding {
 fn judge_xids(
     cfg: &Config,
     req: &GateRequest,
-    since: u64,
-    kmsg: std::io::Result<(Vec<XidEvent>, u64)>,
+    kmsg: std::io::Result<LogRead>,
     result: &mut GateResult,
 ) {
-    let (events, last) = match kmsg {
+    let read = match kmsg {
         Ok(read) => read,
         Err(e) => {
             result.findings.push(Finding {
@@ -297,11 +297,14 @@ fn judge_xids(
             return;
         }
     };
-    result.kmsg_last_seq = Some(last);
+    result.kmsg = Some(read.position);
+    let source = cfg.gpu.kmsg.display().to_string();
+    let judged = req.xid_after.reconciled(read.position, &source);
     let checked: Vec<&str> = result.snapshots.iter().map(|s| s.pci.as_str()).collect();
-    result.xids = events
+    result.xids = read
+        .events
         .into_iter()
-        .filter(|e| e.seq > req.xid_after.get(&e.pci).copied().unwrap_or(since))
+        .filter(|e| e.seq > judged.judged_for(&e.pci))
         .filter(|e| req.gpus.is_none() || checked.contains(&e.pci.as_str()))
         .collect();
     let findings = check_xids(&result.xids, &result.snapshots);

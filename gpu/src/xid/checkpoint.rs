@@ -1,33 +1,133 @@
-//! The XID checkpoint: per GPU (PCI id), the last kernel-log sequence
-//! already judged, so an XID is reported once, not by every later gate. It
-//! lives in the node state directory (`StateDir::xid_checkpoint_path`, on a
-//! tmpfs, so a reboot, which restarts kmsg numbering, clears it). A corrupt
-//! checkpoint is logged with its path and set aside (`.corrupt`); the gate
-//! then judges every XID still in the kernel log, which may report one again
-//! but never misses one.
+//! The XID checkpoint: per GPU (PCI id), the last kernel-log record already
+//! judged, with the numbering it counts in (`log::Numbering`), so an XID is
+//! reported once, not by every later gate, and none is skipped. It lives in
+//! the node state directory (`StateDir::xid_checkpoint_path`, on a tmpfs, so
+//! a reboot, which restarts kmsg numbering, clears it).
+//!
+//! A checkpoint is only compared with a log of its own numbering. One that
+//! cannot apply to the log just read (another numbering, one written before
+//! checkpoints had a numbering, or one ahead of the log's last record: the
+//! log was cleared or replaced) is reset with one line in the journal, and
+//! the gate judges every XID still in the log: that may report one again,
+//! but never misses one. A corrupt file is set aside (`.corrupt`) by
+//! `StateDir::read_json`, with the same effect.
 
+use super::log::{LogPosition, Numbering};
+use serde::{Deserialize, Serialize};
 use slurm_imex_core::state::StateDir;
 use std::collections::BTreeMap;
 
-/// Per GPU (PCI id), the last kmsg sequence already judged.
-pub type Checkpoint = BTreeMap<String, u64>;
-
-pub fn load(state: &StateDir) -> Checkpoint {
-    state
-        .read_json(&state.xid_checkpoint_path(), "XID checkpoint")
-        .unwrap_or_default()
+/// Per GPU (PCI id), the last record already judged, in `numbering`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// None: written before checkpoints said how they count (slurm-imex
+    /// 0.3 and older counted continuation lines too): never trusted.
+    pub numbering: Option<Numbering>,
+    pub judged: BTreeMap<String, u64>,
 }
 
-/// Mark everything up to `last_seq` judged for each GPU in `pcis`. A gate
-/// that could not read the kernel log (`None`) advances nothing.
-pub fn advance<'a>(state: &StateDir, last_seq: Option<u64>, pcis: impl Iterator<Item = &'a str>) {
-    let Some(last) = last_seq else {
+/// The file as any slurm-imex wrote it: today's, or 0.3's bare map.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OnDisk {
+    Current(Checkpoint),
+    Unnumbered(BTreeMap<String, u64>),
+}
+
+impl Checkpoint {
+    /// The last record judged for `pci`; a GPU the checkpoint does not know
+    /// yet counts from the oldest position it holds (0 when empty).
+    pub fn judged_for(&self, pci: &str) -> u64 {
+        self.judged
+            .get(pci)
+            .copied()
+            .unwrap_or_else(|| self.judged.values().copied().min().unwrap_or(0))
+    }
+
+    /// A checkpoint for every GPU in `pcis` at `position` (the prolog's
+    /// start of a job, which the epilog counts from).
+    pub fn at<'a>(position: LogPosition, pcis: impl Iterator<Item = &'a str>) -> Checkpoint {
+        Checkpoint {
+            numbering: Some(position.numbering),
+            judged: pcis.map(|p| (p.to_string(), position.last)).collect(),
+        }
+    }
+
+    /// This checkpoint as it applies to a log read that ended at `log`:
+    /// itself, or empty (judge everything) when it cannot apply, with one
+    /// journal line saying why.
+    pub fn reconciled(&self, log: LogPosition, source: &str) -> Checkpoint {
+        match self.cannot_apply(log) {
+            None => self.clone(),
+            Some(why) => {
+                tracing::warn!(
+                    "XID checkpoint reset: {why}; every XID still in {source} is judged again \
+                     (one may be reported twice, none is missed)"
+                );
+                Checkpoint {
+                    numbering: Some(log.numbering),
+                    judged: BTreeMap::new(),
+                }
+            }
+        }
+    }
+
+    fn cannot_apply(&self, log: LogPosition) -> Option<String> {
+        if self.judged.is_empty() {
+            return None;
+        }
+        let Some(numbering) = self.numbering else {
+            return Some("it was written by an older slurm-imex, which counted lines".into());
+        };
+        if numbering != log.numbering {
+            return Some(format!(
+                "it counts {} but the log now has {}",
+                numbering.as_str(),
+                log.numbering.as_str()
+            ));
+        }
+        let ahead = self.judged.values().copied().max().unwrap_or(0);
+        (ahead > log.last).then(|| {
+            format!(
+                "it is at {ahead} but the log ends at {} (cleared, or replaced)",
+                log.last
+            )
+        })
+    }
+}
+
+pub fn load(state: &StateDir) -> Checkpoint {
+    match state.read_json::<OnDisk>(&state.xid_checkpoint_path(), "XID checkpoint") {
+        Some(OnDisk::Current(c)) => c,
+        Some(OnDisk::Unnumbered(judged)) => Checkpoint {
+            numbering: None,
+            judged,
+        },
+        None => Checkpoint::default(),
+    }
+}
+
+/// Mark everything up to `read` judged for each GPU in `pcis`. What is on
+/// disk is replaced, not merged, when it cannot apply to that read (as in
+/// `reconciled`; a concurrent gate that read further makes this one step
+/// back, which may report an XID twice but never skips one). A gate that
+/// could not read the kernel log (`None`) advances nothing.
+pub fn advance<'a>(
+    state: &StateDir,
+    read: Option<LogPosition>,
+    pcis: impl Iterator<Item = &'a str>,
+) {
+    let Some(read) = read else {
         return;
     };
     let mut checkpoint = load(state);
+    if checkpoint.cannot_apply(read).is_some() {
+        checkpoint.judged.clear();
+    }
+    checkpoint.numbering = Some(read.numbering);
     for pci in pcis {
-        let seen = checkpoint.entry(pci.to_string()).or_insert(0);
-        *seen = (*seen).max(last);
+        let seen = checkpoint.judged.entry(pci.to_string()).or_insert(0);
+        *seen = (*seen).max(read.last);
     }
     if let Err(e) = state.write_json(&state.xid_checkpoint_path(), &checkpoint) {
         tracing::warn!("cannot save the XID checkpoint: {e}");
@@ -38,17 +138,67 @@ pub fn advance<'a>(state: &StateDir, last_seq: Option<u64>, pcis: impl Iterator<
 mod tests {
     use super::*;
 
+    fn kernel(last: u64) -> LogPosition {
+        LogPosition {
+            numbering: Numbering::Kernel,
+            last,
+        }
+    }
+
     #[test]
     fn advances_per_gpu_and_never_goes_back() {
         let d = tempfile::tempdir().unwrap();
         let state = StateDir::new(d.path());
-        advance(&state, Some(10), ["a", "b"].into_iter());
-        advance(&state, Some(4), ["a"].into_iter());
+        advance(&state, Some(kernel(10)), ["a", "b"].into_iter());
+        advance(&state, Some(kernel(14)), ["a"].into_iter());
         advance(&state, None, ["b"].into_iter());
         let cp = load(&state);
-        assert_eq!(cp.get("a"), Some(&10));
-        assert_eq!(cp.get("b"), Some(&10));
-        advance(&state, Some(12), ["b"].into_iter());
-        assert_eq!(load(&state).get("b"), Some(&12));
+        assert_eq!(cp.numbering, Some(Numbering::Kernel));
+        assert_eq!(cp.judged.get("a"), Some(&14));
+        assert_eq!(cp.judged.get("b"), Some(&10));
+        advance(&state, Some(kernel(16)), ["b"].into_iter());
+        assert_eq!(load(&state).judged.get("b"), Some(&16));
+        // A log that now ends before the checkpoint (cleared): replaced.
+        advance(&state, Some(kernel(3)), ["b"].into_iter());
+        assert_eq!(load(&state).judged, [("b".to_string(), 3)].into());
+    }
+
+    #[test]
+    fn a_checkpoint_of_another_numbering_or_ahead_of_the_log_is_reset() {
+        let cp = Checkpoint::at(kernel(303), ["0000:1a:00"].into_iter());
+        // The log ends at 101: the checkpoint is ahead (issue 24's 303).
+        assert!(cp.reconciled(kernel(101), "/dev/kmsg").judged.is_empty());
+        // The same numbering, behind the log: kept.
+        assert_eq!(cp.reconciled(kernel(400), "k"), cp);
+        // Another numbering: never compared.
+        let lines = LogPosition {
+            numbering: Numbering::Lines,
+            last: 500,
+        };
+        let reset = cp.reconciled(lines, "k");
+        assert!(reset.judged.is_empty());
+        assert_eq!(reset.numbering, Some(Numbering::Lines));
+        // An old, unnumbered checkpoint is never trusted.
+        let old = Checkpoint {
+            numbering: None,
+            judged: [("0000:1a:00".to_string(), 5)].into(),
+        };
+        assert!(old.reconciled(kernel(400), "k").judged.is_empty());
+    }
+
+    #[test]
+    fn reads_the_bare_map_older_releases_wrote() {
+        let d = tempfile::tempdir().unwrap();
+        let state = StateDir::new(d.path());
+        std::fs::create_dir_all(state.xid_checkpoint_path().parent().unwrap()).unwrap();
+        std::fs::write(state.xid_checkpoint_path(), r#"{"0000:1a:00":303}"#).unwrap();
+        let cp = load(&state);
+        assert_eq!(cp.numbering, None);
+        assert_eq!(cp.judged_for("0000:1a:00"), 303);
+        // Advancing replaces it.
+        advance(&state, Some(kernel(101)), ["0000:1a:00"].into_iter());
+        let now = load(&state);
+        assert_eq!(now.numbering, Some(Numbering::Kernel));
+        assert_eq!(now.judged_for("0000:1a:00"), 101);
     }
 }

@@ -1,18 +1,17 @@
 //! NVIDIA XID events in the kernel log: parsing `NVRM: Xid (PCI:…): N, …`
 //! lines in every published format (raw /dev/kmsg records, dmesg, dmesg -T,
-//! dmesg --time-format iso, journald with any locale), reading the log since
-//! a checkpoint, and classifying each XID by NVIDIA's catalog resolution
-//! bucket (docs/gpu-health.md, "XID classes"). What has been judged
-//! already is `checkpoint`.
+//! dmesg --time-format iso, journald with any locale), and classifying each
+//! XID by NVIDIA's catalog resolution bucket (docs/gpu-health.md, "XID
+//! classes"). Reading the kernel log as records is `log`; what has been
+//! judged already is `checkpoint`.
 //!
 //! The line parser is hand-rolled: the formats are free text that no crate
 //! parses, and a regex engine would be a new dependency for one pattern.
 
 pub mod checkpoint;
+pub mod log;
 
 use serde::{Deserialize, Serialize};
-use std::io::Read;
-use std::path::Path;
 
 /// What NVIDIA's catalog says to do about an XID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
@@ -101,9 +100,14 @@ pub struct XidEvent {
 }
 
 /// Parse one log line. `fallback_seq` is used when the line carries no kmsg
-/// record prefix (`prio,seq,usec,flags;`).
+/// record header (`prio,seq,usec,flags;`).
 pub fn parse_line(line: &str, fallback_seq: u64) -> Option<XidEvent> {
-    let (seq, body) = split_kmsg_prefix(line).unwrap_or((fallback_seq, line));
+    let (seq, body) = log::split_record_header(line).unwrap_or((fallback_seq, line));
+    parse_message(body, seq)
+}
+
+/// Parse the message of one record (or one plain line) numbered `seq`.
+pub(crate) fn parse_message(body: &str, seq: u64) -> Option<XidEvent> {
     let at = body.find("NVRM: Xid (")?;
     let rest = &body[at + "NVRM: Xid (".len()..];
     let close = rest.find(')')?;
@@ -146,19 +150,6 @@ pub fn parse_line(line: &str, fallback_seq: u64) -> Option<XidEvent> {
     })
 }
 
-/// `4,1234,5678901,-;msg` (also with extra comma fields before `;`).
-fn split_kmsg_prefix(line: &str) -> Option<(u64, &str)> {
-    let semi = line.find(';')?;
-    let head = &line[..semi];
-    let mut fields = head.split(',');
-    let prio = fields.next()?;
-    let seq = fields.next()?;
-    if prio.is_empty() || !prio.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some((seq.trim().parse().ok()?, &line[semi + 1..]))
-}
-
 /// Kernel prints `0000:9b:00` (domain:bus:device); NVML prints
 /// `00000000:9B:00.0`. Both normalise to `0000:9b:00`.
 pub fn normalise_pci(id: &str) -> String {
@@ -173,51 +164,6 @@ pub fn normalise_pci(id: &str) -> String {
         [bus, dev] => format!("0000:{bus}:{dev}"),
         _ => id,
     }
-}
-
-/// Upper bound on how much of the kernel log one read takes.
-const MAX_LOG_BYTES: usize = 16 << 20;
-
-/// Read every XID event with seq > `after_seq` from a kmsg-like source:
-/// /dev/kmsg (one record per read, non-blocking) or a plain file.
-pub fn read_since(path: &Path, after_seq: u64) -> std::io::Result<(Vec<XidEvent>, u64)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let mut data = Vec::new();
-    let mut buf = vec![0u8; 8192];
-    loop {
-        match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                data.extend_from_slice(&buf[..n]);
-                if data.len() > MAX_LOG_BYTES {
-                    break;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-            // /dev/kmsg: a record was overwritten while we read; go on.
-            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    let text = String::from_utf8_lossy(&data);
-    let mut last = after_seq;
-    let mut events = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let seq = split_kmsg_prefix(line).map_or(i as u64 + 1, |(s, _)| s);
-        last = last.max(seq);
-        if seq <= after_seq {
-            continue;
-        }
-        if let Some(e) = parse_line(line, seq) {
-            events.push(e);
-        }
-    }
-    Ok((events, last))
 }
 
 #[cfg(test)]
@@ -305,41 +251,5 @@ mod tests {
         ] {
             assert_eq!(parse_line(l, 1), None, "{l}");
         }
-    }
-
-    #[test]
-    fn reads_the_real_kernel_ring_buffer_without_blocking() {
-        // /dev/kmsg returns one record per read and EAGAIN at the end; where
-        // the machine lets us read it, the reader must stop there, not hang.
-        let kmsg = Path::new("/dev/kmsg");
-        if std::fs::File::open(kmsg).is_err() {
-            eprintln!("/dev/kmsg not readable here; the file-based tests cover the parser");
-            return;
-        }
-        let t = std::time::Instant::now();
-        let (_, last) = read_since(kmsg, 0).unwrap();
-        assert!(last > 0, "no kmsg sequence numbers read");
-        assert!(t.elapsed() < std::time::Duration::from_secs(5));
-        let (again, _) = read_since(kmsg, last).unwrap();
-        assert!(again.iter().all(|e| e.seq > last));
-    }
-
-    #[test]
-    fn reads_a_log_since_a_checkpoint() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("kmsg");
-        std::fs::write(
-            &p,
-            "6,10,100,-;hello\n4,11,200,-;NVRM: Xid (PCI:0000:1a:00): 13, pid=5, name=a.out, Graphics Exception\n\
-             3,12,300,-;NVRM: Xid (PCI:0000:1a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n",
-        )
-        .unwrap();
-        let (all, last) = read_since(&p, 0).unwrap();
-        assert_eq!((all.len(), last), (2, 12));
-        let (new, last) = read_since(&p, 11).unwrap();
-        assert_eq!((new.len(), new[0].xid, last), (1, 79, 12));
-        let (none, last) = read_since(&p, 12).unwrap();
-        assert!(none.is_empty() && last == 12);
-        assert!(read_since(&d.path().join("missing"), 0).is_err());
     }
 }

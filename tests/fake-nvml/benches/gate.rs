@@ -8,7 +8,6 @@
 use slurm_imex_core::config::Config;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_gpu::health::gate::{self, GateRequest};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -110,7 +109,7 @@ fn bench_gate(cfg: &Config) -> f64 {
             &GateRequest {
                 hook: Hook::Prolog,
                 gpus: None,
-                xid_after: &BTreeMap::new(),
+                xid_after: &Default::default(),
             },
         );
         assert_eq!(r.snapshots.len(), 8);

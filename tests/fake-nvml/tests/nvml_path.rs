@@ -10,7 +10,6 @@ use slurm_imex_gpu::health::{Severity, Verdict};
 use slurm_imex_hooks::gpu_job::{self, GpuOutcome};
 use slurm_imex_jobdb::query::HistoryFilter;
 use slurm_imex_jobdb::JobDb;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -148,7 +147,7 @@ fn check(cfg: &Config) -> gate::GateResult {
         &GateRequest {
             hook: Hook::Prolog,
             gpus: None,
-            xid_after: &BTreeMap::new(),
+            xid_after: &Default::default(),
         },
     )
 }
@@ -461,4 +460,96 @@ fn a_node_without_nvidia_gpus_skips_the_gate_until_reboot() {
         gpu_job::prolog(&job, &cfg),
         GpuOutcome::Done { .. }
     ));
+}
+
+/// `slurm-imex check` (the HealthCheckProgram's gate) twice over a log.
+fn xids_of_check(node: &Node) -> Vec<u32> {
+    gate::check_now(&node.cfg)
+        .unwrap()
+        .xids
+        .iter()
+        .map(|x| x.xid)
+        .collect()
+}
+
+fn append(node: &Node, text: &str) {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(node.path("kmsg"))
+        .unwrap();
+    f.write_all(text.as_bytes()).unwrap();
+}
+
+const XID_79_AS_101: &str = "3,101,101000,-;NVRM: Xid (PCI:0000:1a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n SUBSYSTEM=pci\n DEVICE=+pci:0000:1a:00.0\n";
+
+#[test]
+fn continuation_lines_do_not_hide_the_next_xid() {
+    // Issue 24's reproduction: 100 kmsg records, each followed by two
+    // continuation lines; a first check; XID 79 appended as record 101.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let mut log = String::new();
+    for seq in 1..=100u64 {
+        log.push_str(&format!(
+            "6,{seq},{},-;pci 0000:1a:00.0: BAR {seq}\n SUBSYSTEM=pci\n DEVICE=+pci:0000:1a:00.0\n",
+            seq * 1000
+        ));
+    }
+    std::fs::write(node.path("kmsg"), log).unwrap();
+    assert!(xids_of_check(&node).is_empty());
+    let checkpoint = std::fs::read_to_string(node.path("state/xid-checkpoint.json")).unwrap();
+    assert!(
+        checkpoint.contains("\"0000:1a:00\":100") && checkpoint.contains("kernel"),
+        "{checkpoint}"
+    );
+    append(&node, XID_79_AS_101);
+    assert_eq!(
+        xids_of_check(&node),
+        vec![79],
+        "the second check missed XID 79"
+    );
+    // Reported once.
+    assert!(xids_of_check(&node).is_empty());
+}
+
+#[test]
+fn no_record_after_a_checkpoint_is_missed_in_the_real_h100_log() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let h100 = include_str!("../../data/samples/kmsg-h100-records.txt");
+    std::fs::write(node.path("kmsg"), h100).unwrap();
+    assert!(xids_of_check(&node).is_empty());
+    // Every record the kernel writes next, XID or not, with its
+    // continuation lines, one check after another.
+    for (seq, xid) in [(358u64, 0u32), (359, 13), (360, 0), (361, 119), (362, 79)] {
+        let record = if xid == 0 {
+            format!("6,{seq},{seq}000,-;pci 0000:1b:00.0: enabling device\n SUBSYSTEM=pci\n DEVICE=+pci:0000:1b:00.0\n")
+        } else {
+            format!("4,{seq},{seq}000,c;NVRM: Xid (PCI:0000:1b:00): {xid}, pid='<unknown>', name=<unknown>, event\n SUBSYSTEM=pci\n DEVICE=+pci:0000:1b:00.0\n")
+        };
+        append(&node, &record);
+        let want: Vec<u32> = if xid == 0 { vec![] } else { vec![xid] };
+        assert_eq!(xids_of_check(&node), want, "record {seq}");
+    }
+}
+
+#[test]
+fn a_log_cleared_behind_the_checkpoint_is_judged_again() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let h100 = include_str!("../../data/samples/kmsg-h100-records.txt");
+    std::fs::write(node.path("kmsg"), h100).unwrap();
+    assert!(xids_of_check(&node).is_empty());
+    // The log now starts over (another numbering, or cleared): an XID
+    // numbered below the checkpoint is still reported.
+    std::fs::write(node.path("kmsg"), XID_79_AS_101).unwrap();
+    assert_eq!(xids_of_check(&node), vec![79]);
+    // A plain log (dmesg output) after a kernel-numbered checkpoint.
+    std::fs::write(
+        node.path("kmsg"),
+        "[  5.1] NVRM: Xid (PCI:0000:1a:00): 13, pid=5, name=a.out, Graphics Exception\n",
+    )
+    .unwrap();
+    assert_eq!(xids_of_check(&node), vec![13]);
 }
