@@ -17,6 +17,7 @@ use slurm_imex_gpu::drain::{self, CheckFlags, DrainAction};
 use slurm_imex_gpu::health::checks::check_imex;
 use slurm_imex_gpu::health::gate::check_now;
 use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Verdict};
+use slurm_imex_gpu::stats::GpuUsage;
 use slurm_imex_jobdb::query::{HistoryFilter, HistoryRow};
 use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{metrics, JobDb};
@@ -100,6 +101,18 @@ fn kilojoules(mj: Option<i64>) -> String {
     mj.map_or("-".into(), |m| format!("{:.1}", m as f64 / 1e6))
 }
 
+/// A percentage with no decimals ("-" when not known).
+fn percent(p: Option<f64>) -> String {
+    p.map_or("-".into(), |p| format!("{p:.0}"))
+}
+
+/// Bytes as GiB with one decimal ("-" when not known).
+fn gibibytes(b: Option<u64>) -> String {
+    b.map_or("-".into(), |b| {
+        format!("{:.1}", b as f64 / (1u64 << 30) as f64)
+    })
+}
+
 fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
     let filter = history_filter(a, now_s())?;
     let rows = match open_db(cli, config)? {
@@ -157,6 +170,9 @@ fn history_table(rows: &[HistoryRow]) -> Table {
         "END",
         "GPUS",
         "ENERGY_KJ",
+        "GPU_UTIL%",
+        "PEAK_MEM_GIB",
+        "IDLE_GPUS",
         "XIDS",
         "VERDICT",
         "REASON",
@@ -170,6 +186,9 @@ fn history_table(rows: &[HistoryRow]) -> Table {
             r.end_ts.map_or("-".into(), format_ts),
             r.gpus.to_string(),
             kilojoules(r.energy_mj),
+            percent(r.gpu_util_pct),
+            gibibytes(r.peak_memory_bytes.map(|b| b.max(0) as u64)),
+            or_dash(r.idle_gpus),
             r.xids.to_string(),
             r.verdict.clone(),
             or_dash(r.reason.as_deref()),
@@ -236,6 +255,11 @@ fn job_gpu_table(j: &JobRow) -> Table {
         "SERIAL",
         "PCI",
         "ENERGY_KJ",
+        "PROCS",
+        "GPU_UTIL%",
+        "MEM_UTIL%",
+        "PEAK_MEM_GIB",
+        "BUSY_S",
         "ECC_SBE",
         "ECC_DBE",
         "RETIRED",
@@ -257,6 +281,12 @@ fn job_gpu_table(j: &JobRow) -> Table {
             s.serial.clone(),
             s.pci.clone(),
             kilojoules(s.energy_mj.value.map(|v| v as i64)) + reset,
+            or_dash(s.usage.map(|u| u.processes)),
+            percent(s.usage.and_then(idle_as_zero(|u| u.gpu_util_pct))),
+            percent(s.usage.and_then(idle_as_zero(|u| u.mem_util_pct))),
+            gibibytes(s.max_memory_bytes),
+            s.usage
+                .map_or("-".into(), |u| format!("{:.1}", u.busy_ms as f64 / 1000.0)),
             or_dash(s.ecc_sbe.value),
             or_dash(s.ecc_dbe.value),
             or_dash(s.retired_pages.value),
@@ -270,10 +300,35 @@ fn job_gpu_table(j: &JobRow) -> Table {
     t
 }
 
-/// Each GPU's XIDs during the job, then the job's processes on it.
+/// A GPU the job held and never used shows 0 %, as jobstats does.
+fn idle_as_zero(util: fn(&GpuUsage) -> Option<f64>) -> impl Fn(GpuUsage) -> Option<f64> {
+    move |u| {
+        if u.processes == 0 {
+            Some(0.0)
+        } else {
+            util(&u)
+        }
+    }
+}
+
+/// Each GPU's use (idle, or not known), its XIDs during the job, then the
+/// job's processes on it.
 fn print_job_gpu_events(j: &JobRow) -> Result<()> {
     for g in &j.gpus {
         let s = &g.stats;
+        match s.usage {
+            Some(u) if u.processes == 0 => out!(
+                "  idle gpu{} {}: the job held this GPU but no process of it ran there (0% utilization)",
+                s.index,
+                s.serial
+            ),
+            None => out!(
+                "  usage gpu{} {}: not known (NVML accounting mode was off during the job, or the record predates slurm-imex 0.4; see [gpu] accounting)",
+                s.index,
+                s.serial
+            ),
+            Some(_) => {}
+        }
         for x in &s.xids {
             out!(
                 "  xid gpu{} {}: XID {} ({}) pid {} {}: {}",
@@ -288,13 +343,14 @@ fn print_job_gpu_events(j: &JobRow) -> Result<()> {
         }
         for p in &s.processes {
             out!(
-                "  process gpu{} pid {}: util {}% mem util {}% max memory {} MiB, {} ms",
+                "  process gpu{} pid {}: util {}% mem util {}% max memory {} MiB, {} ms{}",
                 s.index,
                 p.pid,
                 or_dash(p.gpu_util),
                 or_dash(p.mem_util),
                 or_dash(p.max_memory_bytes.map(|b| b >> 20)),
-                p.time_ms
+                p.time_ms,
+                if p.running { " (still running)" } else { "" }
             );
         }
     }

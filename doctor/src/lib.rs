@@ -46,6 +46,7 @@ pub fn examine(p: &Patient) -> Vec<Check> {
     found.push(imex_node::ports(p.config));
     found.push(imex_node::systemd_unit(p.config));
     found.push(node_state::nvml(p.config));
+    found.extend(node_state::accounting(p.config));
     found.push(node_state::database(p.config));
     found.push(node_state::textfile_dir(p.config));
     found

@@ -1,4 +1,5 @@
-//! This node's own side: the config file, NVML and the driver, the job
+//! This node's own side: the config file, NVML and the driver, NVML
+//! accounting mode (per-job utilization) and what keeps it, the job
 //! database, the metrics textfile directory, and the rack files (topology
 //! file, rack map) against each other and this node's GPUs.
 
@@ -69,6 +70,49 @@ pub fn nvml(config: &Config) -> Check {
             "on a GPU node, install the driver's libnvidia-ml.so.1 (a CPU node needs nothing)",
         ),
     }
+}
+
+/// Whether jobs' utilization and peak memory can be recorded: NVML
+/// accounting mode on each GPU, or the prolog turning it on
+/// (`[gpu] accounting`), and persistence mode keeping it (the driver forgets
+/// it whenever it unloads, which it does with no process holding the GPU
+/// unless persistence mode is on). None where NVML does not load (the
+/// `nvml` check says why).
+pub fn accounting(config: &Config) -> Option<Check> {
+    use slurm_imex_core::config::Accounting;
+    use slurm_imex_gpu::nvml::Reading;
+    let library = &config.gpu.nvml_library;
+    if library.is_absolute() && trust::check(library, Expect::File, "[gpu] nvml_library").is_err() {
+        return None;
+    }
+    let reader = slurm_imex_gpu::nvml::GpuReader::open(library).ok()?;
+    let gpus: Vec<_> = (0..reader.device_count().ok()?)
+        .map(|i| reader.snapshot(i, |_| {}))
+        .collect();
+    let which = |pick: &dyn Fn(&slurm_imex_gpu::nvml::GpuSnapshot) -> bool| -> Vec<String> {
+        gpus.iter()
+            .filter(|g| pick(g))
+            .map(|g| format!("gpu{}", g.index))
+            .collect()
+    };
+    let off = which(&|g| g.accounting_mode == Reading::Value(false));
+    let forgets = which(&|g| g.persistence == Reading::Value(false));
+    let on = gpus.len() - off.len();
+    let turns_on = config.gpu.accounting == Accounting::On;
+    Some(if !forgets.is_empty() && turns_on {
+        Check::warn("accounting", format!("persistence mode is off on {}: the driver forgets NVML accounting mode whenever no process holds the GPU, so jobs' utilization and peak memory go unrecorded", forgets.join(",")),
+            "run nvidia-persistenced (or nvidia-smi -pm 1) on every GPU node")
+    } else if !off.is_empty() && !turns_on {
+        Check::warn("accounting", format!("NVML accounting mode is off on {} and [gpu] accounting = \"leave\": jobs' utilization and peak memory are not recorded", off.join(",")),
+            "set [gpu] accounting = \"on\", or turn it on at boot (nvidia-smi -am 1)")
+    } else if off.is_empty() {
+        Check::pass(
+            "accounting",
+            format!("NVML accounting mode on for {on} GPUs; persistence mode keeps it"),
+        )
+    } else {
+        Check::pass("accounting", format!("NVML accounting mode off on {} (as after every boot): the next GPU job's prolog turns it on ([gpu] accounting = \"on\"); persistence mode keeps it", off.join(",")))
+    })
 }
 
 pub fn database(config: &Config) -> Check {

@@ -1,7 +1,9 @@
 //! Per-job GPU statistics: the difference between the prolog's and the
 //! epilog's snapshot of each GPU, with counter resets detected (energy and
 //! volatile ECC restart at driver load) and unsupported counters left
-//! unknown rather than zero.
+//! unknown rather than zero; and the job's use of each GPU from NVML's
+//! accounting buffer (`GpuUsage`: its processes, their time-weighted mean
+//! utilization and busy time; peak memory is `max_memory_bytes`).
 
 use crate::nvml::snapshot::{GpuSnapshot, LinkState, ProcessAccounting, Reading};
 use crate::xid::XidEvent;
@@ -59,7 +61,68 @@ pub struct GpuJobStats {
     /// Processes that ran during the job (accounting mode only).
     pub processes: Vec<ProcessAccounting>,
     pub max_memory_bytes: Option<u64>,
+    /// How the job used the GPU; None when accounting mode was off (or
+    /// the prolog left no start snapshot), so it is not known.
+    #[serde(default)]
+    pub usage: Option<GpuUsage>,
     pub xids: Vec<XidEvent>,
+}
+
+/// How a job used one GPU, from the accounting stats of the processes that
+/// ran on it during the job. A GPU the job held but never used has
+/// `processes == 0` (jobstats' "0% utilization").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuUsage {
+    pub processes: u32,
+    /// Mean GPU utilization (% of time a kernel ran), weighted by each
+    /// process's time on the GPU; None with no process, or none reported.
+    pub gpu_util_pct: Option<f64>,
+    /// The same for memory utilization (% of time memory was read/written).
+    pub mem_util_pct: Option<f64>,
+    /// Time a kernel of the job's processes ran, ms: the sum over processes
+    /// of utilization x time (overlapping processes add up).
+    pub busy_ms: u64,
+    /// Sum of the processes' times on the GPU, ms.
+    pub process_ms: u64,
+}
+
+impl GpuUsage {
+    /// From the job's processes; `now_us` ends those still running (NVML
+    /// reports their time as 0 until they end).
+    pub fn of(processes: &[ProcessAccounting], now_us: u64) -> GpuUsage {
+        let duration_ms = |p: &ProcessAccounting| {
+            if p.time_ms > 0 || p.start_us == 0 {
+                p.time_ms
+            } else {
+                now_us.saturating_sub(p.start_us) / 1000
+            }
+        };
+        let weighted = |util: fn(&ProcessAccounting) -> Option<u32>| {
+            let known: Vec<(f64, f64)> = processes
+                .iter()
+                .filter_map(|p| Some((util(p)? as f64, duration_ms(p) as f64)))
+                .collect();
+            let total: f64 = known.iter().map(|(_, t)| t).sum();
+            match (known.is_empty(), total > 0.0) {
+                (true, _) => None,
+                (false, true) => Some(known.iter().map(|(u, t)| u * t).sum::<f64>() / total),
+                (false, false) => {
+                    Some(known.iter().map(|(u, _)| u).sum::<f64>() / known.len() as f64)
+                }
+            }
+        };
+        let busy_ms = processes
+            .iter()
+            .map(|p| duration_ms(p) * u64::from(p.gpu_util.unwrap_or(0).min(100)) / 100)
+            .sum();
+        GpuUsage {
+            processes: processes.len() as u32,
+            gpu_util_pct: weighted(|p| p.gpu_util),
+            mem_util_pct: weighted(|p| p.mem_util),
+            busy_ms,
+            process_ms: processes.iter().map(duration_ms).sum(),
+        }
+    }
 }
 
 /// Stats of one GPU between two snapshots; `start` is None when the prolog
@@ -78,7 +141,11 @@ pub fn gpu_job_stats(
     let pages = |g: &GpuSnapshot| g.retired_pages.value().map(|p| p.sbe + p.dbe);
     let corr = |g: &GpuSnapshot| g.remapped_rows.value().map(|r| r.correctable);
     let unc = |g: &GpuSnapshot| g.remapped_rows.value().map(|r| r.uncorrectable);
-    let processes = new_processes(start, end);
+    let processes = job_processes(start, end);
+    let usage = match (start, &end.accounting) {
+        (Some(_), Reading::Value(_)) => Some(GpuUsage::of(&processes, end.taken_at_ms * 1000)),
+        _ => None,
+    };
     GpuJobStats {
         index: end.index,
         uuid: end.uuid.clone(),
@@ -98,6 +165,7 @@ pub fn gpu_job_stats(
         nvlink_errors: nvlink_error_deltas(start, end),
         max_memory_bytes: processes.iter().filter_map(|p| p.max_memory_bytes).max(),
         processes,
+        usage,
         xids: xids.iter().filter(|x| x.pci == end.pci).cloned().collect(),
     }
 }
@@ -141,22 +209,32 @@ fn nvlink_error_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeM
     nvlink_errors
 }
 
-/// The processes accounting saw on the GPU by the end that it had not seen
-/// at the start: the job's.
-fn new_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessAccounting> {
+/// The job's processes in the accounting buffer at the end: those that
+/// started after the prolog's snapshot, and, for a process whose start NVML
+/// does not report, those the start snapshot did not list. (A pid is not
+/// enough where it can: the kernel reuses pids, and the buffer keeps ended
+/// processes of earlier jobs.)
+fn job_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessAccounting> {
+    let Some(ended) = end.accounting.value() else {
+        return Vec::new();
+    };
+    let Some(start) = start else {
+        return Vec::new(); // the job's start is not known: neither are its processes
+    };
+    let began_us = start.taken_at_ms.saturating_mul(1000);
     let before: Vec<u32> = start
-        .and_then(|s| s.accounting.value())
+        .accounting
+        .value()
         .map(|a| a.iter().map(|p| p.pid).collect())
         .unwrap_or_default();
-    end.accounting
-        .value()
-        .map(|a| {
-            a.iter()
-                .filter(|p| !before.contains(&p.pid))
-                .copied()
-                .collect()
+    ended
+        .iter()
+        .filter(|p| match p.start_us {
+            0 => !before.contains(&p.pid),
+            started => started >= began_us,
         })
-        .unwrap_or_default()
+        .copied()
+        .collect()
 }
 
 #[cfg(test)]
@@ -305,5 +383,76 @@ mod tests {
         assert_eq!(st.processes, vec![new]);
         assert_eq!(st.max_memory_bytes, Some(1 << 30));
         assert_eq!(st.xids, vec![x]);
+    }
+
+    fn proc(pid: u32, util: u32, mem: u32, ms: u64, start_us: u64) -> ProcessAccounting {
+        ProcessAccounting {
+            pid,
+            gpu_util: Some(util),
+            mem_util: Some(mem),
+            max_memory_bytes: Some(u64::from(pid) << 20),
+            time_ms: ms,
+            start_us,
+            running: false,
+        }
+    }
+
+    #[test]
+    fn usage_is_time_weighted_over_the_jobs_processes() {
+        // 1 s at 90 % and 3 s at 10 %: 30 % over the 4 s, 1.2 s busy.
+        let u = GpuUsage::of(&[proc(1, 90, 40, 1000, 5), proc(2, 10, 0, 3000, 6)], 0);
+        assert_eq!(u.processes, 2);
+        assert!((u.gpu_util_pct.unwrap() - 30.0).abs() < 1e-9, "{u:?}");
+        assert!((u.mem_util_pct.unwrap() - 10.0).abs() < 1e-9, "{u:?}");
+        assert_eq!((u.busy_ms, u.process_ms), (1200, 4000));
+        // A process still running reports time 0: its time runs to now.
+        let mut running = proc(3, 50, 5, 0, 1_000_000);
+        running.running = true;
+        let u = GpuUsage::of(&[running], 3_000_000);
+        assert_eq!((u.process_ms, u.busy_ms), (2000, 1000));
+        // No process: the GPU was held but never used.
+        let idle = GpuUsage::of(&[], 0);
+        assert_eq!(
+            (idle.processes, idle.gpu_util_pct, idle.busy_ms),
+            (0, None, 0)
+        );
+    }
+
+    #[test]
+    fn the_jobs_processes_are_those_started_after_the_prolog() {
+        let mut a = snap(Reading::Value(0), 0, 0);
+        a.taken_at_ms = 10_000;
+        // pid 7 ran in an earlier job; pid 7 again (reused) and pid 8 in this one.
+        a.accounting = Reading::Value(vec![proc(7, 99, 9, 500, 9_000_000)]);
+        let mut b = a.clone();
+        b.taken_at_ms = 20_000;
+        b.accounting = Reading::Value(vec![
+            proc(7, 99, 9, 500, 9_000_000),
+            proc(7, 60, 20, 4000, 11_000_000),
+            proc(8, 20, 5, 1000, 15_000_000),
+        ]);
+        let st = gpu_job_stats(Some(&a), &b, &[]);
+        let pids: Vec<(u32, u64)> = st.processes.iter().map(|p| (p.pid, p.start_us)).collect();
+        assert_eq!(pids, vec![(7, 11_000_000), (8, 15_000_000)]);
+        let usage = st.usage.unwrap();
+        assert_eq!(usage.processes, 2);
+        assert!(
+            (usage.gpu_util_pct.unwrap() - 52.0).abs() < 1e-9,
+            "{usage:?}"
+        );
+        assert_eq!(st.max_memory_bytes, Some(8 << 20));
+        // Accounting off at the end: usage unknown, never zero.
+        let mut off = b.clone();
+        off.accounting = Reading::NotSupported;
+        assert_eq!(gpu_job_stats(Some(&a), &off, &[]).usage, None);
+        // No start snapshot: the job's processes cannot be told apart.
+        assert_eq!(gpu_job_stats(None, &b, &[]).usage, None);
+        // Accounting on, nothing ran: idle, and shown as such.
+        let mut idle = b.clone();
+        idle.accounting = Reading::Value(vec![proc(7, 99, 9, 500, 9_000_000)]);
+        assert_eq!(
+            gpu_job_stats(Some(&a), &idle, &[]).usage.unwrap().processes,
+            0
+        );
     }
 }

@@ -114,6 +114,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
         );
     }
     gate.advance_checkpoint(&state);
+    note_accounting(&state, &gate.snapshots);
     let clique = node_clique(&gate.snapshots);
     if let Some(clique) = &clique {
         publish_clique(cfg, &state, &job.node_name, clique);
@@ -124,6 +125,36 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
         warnings: reasons(&gate.findings, Severity::Warn),
         clique,
     }
+}
+
+/// Say once per boot that this prolog turned NVML accounting mode on, and
+/// when persistence mode is off, that the driver will forget it.
+fn note_accounting(state: &StateDir, snapshots: &[GpuSnapshot]) {
+    let turned_on: Vec<&GpuSnapshot> = snapshots
+        .iter()
+        .filter(|s| matches!(s.accounting_set, Some(Ok(()))))
+        .collect();
+    if turned_on.is_empty() || !state.note_accounting_turned_on() {
+        return;
+    }
+    let gpus: Vec<String> = turned_on
+        .iter()
+        .map(|s| format!("gpu{}", s.index))
+        .collect();
+    let forgets = turned_on
+        .iter()
+        .any(|s| s.persistence == slurm_imex_gpu::nvml::Reading::Value(false));
+    tracing::info!(
+        "NVML accounting mode was off and is now on for {} ([gpu] accounting = \"on\"): jobs' \
+         utilization and peak memory are recorded{}",
+        gpus.join(","),
+        if forgets {
+            "; persistence mode is off, so the driver forgets it whenever no process holds the GPU \
+             (enable nvidia-persistenced)"
+        } else {
+            ""
+        }
+    );
 }
 
 /// Publish this node's NVLink clique in Slurm when it differs from what we

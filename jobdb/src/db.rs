@@ -184,6 +184,20 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE jobs ADD COLUMN imex_rack_source TEXT;
     "#,
+    // v5: how the job used each GPU, from NVML accounting (the prolog turns
+    // accounting mode on): its processes, their time-weighted mean GPU and
+    // memory utilization, busy time and time on the GPU. NULL usage_processes:
+    // not known (accounting off, or rows from before v5); 0: held, never used.
+    // A process's start (µs since the epoch) and whether it still ran.
+    r#"
+    ALTER TABLE job_gpus ADD COLUMN usage_processes INTEGER;
+    ALTER TABLE job_gpus ADD COLUMN gpu_util_pct REAL;
+    ALTER TABLE job_gpus ADD COLUMN mem_util_pct REAL;
+    ALTER TABLE job_gpus ADD COLUMN gpu_busy_ms INTEGER;
+    ALTER TABLE job_gpus ADD COLUMN gpu_process_ms INTEGER;
+    ALTER TABLE processes ADD COLUMN start_us INTEGER;
+    ALTER TABLE processes ADD COLUMN running INTEGER;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -1,9 +1,11 @@
 //! The per-job journal summary: one structured event per job per node,
 //! emitted by the epilog. With journald present (logging.rs) its fields
 //! reach the journal under their own names (`JOB_ID`, `NODE`, `USER`,
-//! `VERDICT`, `REASON`, `GPU_SERIALS`, `XIDS`, `ENERGY_J`, `GATE_MS`,
-//! `PROLOG_MS`, `EPILOG_MS`, `IMEX`, `IMEX_DOMAIN`), so a site that ships its journal to
-//! Loki or Elasticsearch gets a fleet-wide per-job GPU health log.
+//! `VERDICT`, `REASON`, `GPU_SERIALS`, `XIDS`, `ENERGY_J`, `GPU_UTIL_PCT`,
+//! `PEAK_MEMORY_MIB`, `IDLE_GPUS`, `GATE_MS`, `PROLOG_MS`, `EPILOG_MS`,
+//! `IMEX`, `IMEX_DOMAIN`; usage fields are empty when not known), so a site
+//! that ships its journal to Loki or Elasticsearch gets a fleet-wide per-job
+//! GPU health log.
 
 use crate::write::JobRow;
 use slurm_imex_core::slurm::env::JobEnv;
@@ -57,6 +59,8 @@ pub fn job_summary(
         })
         .unwrap_or(0.0);
     let gate_ms = row.and_then(|r| r.prolog.as_ref()).map(|p| p.ms);
+    let usage = row.map(JobRow::usage_summary).unwrap_or_default();
+    let text = |v: Option<String>| v.unwrap_or_default();
     tracing::info!(
         target: "slurm_imex::job",
         user = job.user.as_deref().unwrap_or(""),
@@ -65,6 +69,9 @@ pub fn job_summary(
         gpu_serials = summarize_list(&serials, PIECE_MAX).as_str(),
         xids = summarize_list(&xids, PIECE_MAX).as_str(),
         energy_j = format!("{energy_j:.3}").as_str(),
+        gpu_util_pct = text(usage.gpu_util_pct.map(|p| format!("{p:.1}"))).as_str(),
+        peak_memory_mib = text(usage.peak_memory_bytes.map(|b| (b >> 20).to_string())).as_str(),
+        idle_gpus = text(usage.idle_gpus.map(|n| n.to_string())).as_str(),
         gate_ms = gate_ms.map(|m| m.to_string()).unwrap_or_default().as_str(),
         prolog_ms = prolog_ms.map(|m| m.to_string()).unwrap_or_default().as_str(),
         epilog_ms,

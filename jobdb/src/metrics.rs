@@ -117,6 +117,11 @@ fn node_value(v: impl ToString) -> Option<(String, String)> {
     Some((String::new(), v.to_string()))
 }
 
+/// One of the board's usage counters, 0 before its first accounted job.
+fn usage(b: &BoardCounters, key: &str) -> i64 {
+    b.usage.get(key).copied().unwrap_or(0)
+}
+
 fn seconds(ms: Option<u64>) -> Option<(String, String)> {
     ms.map(|m| (String::new(), format!("{:.3}", m as f64 / 1000.0)))
 }
@@ -154,6 +159,12 @@ pub const METRICS: &[Metric] = &[
     metric!("slurm_imex_gpu_retired_pages_total", "counter", "Pages retired during jobs.", Source::Board(|b| one(b.retired_pages))),
     metric!("slurm_imex_gpu_throttle_seconds_total", "counter", "Time the board was throttled during jobs, by reason.",
         Source::Board(|b| per_key(&b.throttle_ns, &THROTTLE_REASONS, "reason", 1e9))),
+    metric!("slurm_imex_gpu_busy_seconds_total", "counter", "Time a kernel of a job's processes ran on this board (NVML accounting), for jobs whose use is known.",
+        Source::Board(|b| one(format!("{:.3}", usage(b, "busy_ms") as f64 / 1000.0)))),
+    metric!("slurm_imex_gpu_held_seconds_total", "counter", "Time jobs whose use is known held this board; busy / held is its utilization.",
+        Source::Board(|b| one(format!("{:.3}", usage(b, "held_ms") as f64 / 1000.0)))),
+    metric!("slurm_imex_gpu_accounted_jobs_total", "counter", "Jobs whose use of this board is known (NVML accounting mode was on).", Source::Board(|b| one(usage(b, "accounted_jobs")))),
+    metric!("slurm_imex_gpu_idle_jobs_total", "counter", "Jobs that held this board but never ran a process on it.", Source::Board(|b| one(usage(b, "idle_jobs")))),
     metric!("slurm_imex_gpu_remap_pending", "gauge", "1 when the board had a row remap pending (GPU reset needed) after its last job.",
         Source::Board(|b| one(b.remap_pending as i64))),
     metric!("slurm_imex_gpu_last_verdict", "gauge", "The board's verdict after its last job: 0 PASS, 1 WARN, 2 DRAIN.",

@@ -386,3 +386,60 @@ fn a_v1_database_is_migrated_and_backfilled() {
     assert_eq!(a.pci, "0000:1a:00");
     assert_eq!(a.xids.get("reboot"), Some(&1));
 }
+
+#[test]
+fn each_gpus_usage_and_processes_round_trip_and_unknown_stays_unknown() {
+    use slurm_imex_gpu::nvml::snapshot::ProcessAccounting;
+    use slurm_imex_gpu::stats::GpuUsage;
+    let (_d, mut db) = db();
+    let mut j = job(9, "n1", 1_000, &["S1", "S2", "S3"], Verdict::Pass);
+    let p = ProcessAccounting {
+        pid: 420,
+        gpu_util: Some(78),
+        mem_util: Some(4),
+        max_memory_bytes: Some(746 << 20),
+        time_ms: 6882,
+        start_us: 1_000_000_123,
+        running: false,
+    };
+    j.gpus[0].stats.processes = vec![p];
+    j.gpus[0].stats.max_memory_bytes = p.max_memory_bytes;
+    j.gpus[0].stats.usage = Some(GpuUsage::of(&[p], 0));
+    // Held, never used.
+    j.gpus[1].stats.usage = Some(GpuUsage::of(&[], 0));
+    // Not known (accounting off): j.gpus[2] keeps None.
+    db.record_job(&j).unwrap();
+    let shown = &db.show(9).unwrap()[0];
+    assert_eq!(shown.gpus[0].stats.processes, vec![p]);
+    assert_eq!(shown.gpus[0].stats.usage, j.gpus[0].stats.usage);
+    let u = shown.gpus[0].stats.usage.unwrap();
+    assert_eq!(
+        (u.processes, u.gpu_util_pct, u.busy_ms),
+        (1, Some(78.0), 5367)
+    );
+    assert_eq!(shown.gpus[1].stats.usage.unwrap().processes, 0);
+    assert_eq!(shown.gpus[2].stats.usage, None);
+    // The metrics: per board, never per job.
+    let text = crate::metrics::render(&db.board_counters().unwrap(), &Default::default());
+    let sample = |name: &str, serial: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("{name}{{serial=\"{serial}\"")))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(sample("slurm_imex_gpu_busy_seconds_total", "S1"), "5.367");
+    assert_eq!(sample("slurm_imex_gpu_held_seconds_total", "S1"), "60.000");
+    assert_eq!(sample("slurm_imex_gpu_idle_jobs_total", "S2"), "1");
+    assert_eq!(sample("slurm_imex_gpu_accounted_jobs_total", "S3"), "0");
+    // Per job: the known GPUs' mean (the idle one counts 0), the peak, the idle.
+    let h = &db.history(&all()).unwrap()[0];
+    assert_eq!(h.gpu_util_pct, Some(39.0));
+    assert_eq!(h.peak_memory_bytes, Some(746 << 20));
+    assert_eq!(h.idle_gpus, Some(1));
+    // Rows without accounting say nothing, not zero.
+    db.record_job(&job(10, "n1", 2_000, &["S1"], Verdict::Pass))
+        .unwrap();
+    let h = &db.history(&all()).unwrap()[0];
+    assert_eq!((h.job_id, h.gpu_util_pct, h.idle_gpus), (10, None, None));
+}

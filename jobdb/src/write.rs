@@ -49,7 +49,40 @@ pub struct JobRow {
     pub gpus: Vec<GpuRecord>,
 }
 
+/// How the job used this node's GPUs, over those whose use is known.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct UsageSummary {
+    /// Mean of the GPUs' utilization, an idle GPU counting 0 (as jobstats).
+    pub gpu_util_pct: Option<f64>,
+    pub peak_memory_bytes: Option<u64>,
+    pub idle_gpus: Option<u32>,
+}
+
 impl JobRow {
+    /// The job's use of its GPUs here; `history` computes the same in SQL
+    /// (query/history.rs, `usage_columns`).
+    pub fn usage_summary(&self) -> UsageSummary {
+        let known: Vec<_> = self.gpus.iter().filter_map(|g| g.stats.usage).collect();
+        let utils: Vec<f64> = known
+            .iter()
+            .filter_map(|u| match u.processes {
+                0 => Some(0.0),
+                _ => u.gpu_util_pct,
+            })
+            .collect();
+        UsageSummary {
+            gpu_util_pct: (!utils.is_empty())
+                .then(|| utils.iter().sum::<f64>() / utils.len() as f64),
+            peak_memory_bytes: self
+                .gpus
+                .iter()
+                .filter_map(|g| g.stats.max_memory_bytes)
+                .max(),
+            idle_gpus: (!known.is_empty())
+                .then(|| known.iter().filter(|u| u.processes == 0).count() as u32),
+        }
+    }
+
     /// The worse of the two phases.
     pub fn verdict(&self) -> Verdict {
         [&self.prolog, &self.epilog]
@@ -134,6 +167,7 @@ fn insert_job(tx: &rusqlite::Transaction, row: &JobRow, path: &std::path::Path) 
         if !existed {
             add_gpu_totals(tx, row, gpu, &xid_classes).map_err(w)?;
             add_board_counters(tx, &board_key(&gpu.stats), &gpu.stats, gpu.verdict).map_err(w)?;
+            add_board_usage(tx, &board_key(&gpu.stats), row, &gpu.stats).map_err(w)?;
         }
     }
     Ok(())
@@ -220,8 +254,10 @@ fn insert_job_gpu(
         "INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, name, energy_mj, energy_reset,
             ecc_sbe, ecc_dbe, retired_pages, remapped_correctable, remapped_uncorrectable,
             remap_pending_end, remap_failure_end, pcie_replays, throttle_ns, nvlink_errors,
-            max_memory_bytes, xid_count, xids_drain_class, xids_restart_app, verdict, reasons)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+            max_memory_bytes, xid_count, xids_drain_class, xids_restart_app, verdict, reasons,
+            usage_processes, gpu_util_pct, mem_util_pct, gpu_busy_ms, gpu_process_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
+                 ?25, ?26, ?27, ?28, ?29)",
         params![
             job_row, s.index, s.uuid, s.serial, s.pci, s.name,
             i64_of(s.energy_mj.value), s.energy_mj.reset,
@@ -232,7 +268,10 @@ fn insert_job_gpu(
             serde_json::to_string(&s.nvlink_errors).ok(),
             i64_of(s.max_memory_bytes), xids.all,
             xids.drain_class, xids.restart_app,
-            g.verdict.as_str(), joined(&g.reasons)
+            g.verdict.as_str(), joined(&g.reasons),
+            s.usage.map(|u| u.processes), s.usage.and_then(|u| u.gpu_util_pct),
+            s.usage.and_then(|u| u.mem_util_pct), i64_of(s.usage.map(|u| u.busy_ms)),
+            i64_of(s.usage.map(|u| u.process_ms))
         ],
     )?;
     Ok(())
@@ -256,9 +295,10 @@ fn insert_gpu_events(
     }
     for p in &s.processes {
         tx.execute(
-            "INSERT INTO processes (job_row, serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![job_row, s.serial, p.pid, p.gpu_util, p.mem_util, i64_of(p.max_memory_bytes), p.time_ms as i64],
+            "INSERT INTO processes (job_row, serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms, start_us, running)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![job_row, s.serial, p.pid, p.gpu_util, p.mem_util, i64_of(p.max_memory_bytes),
+                    i64_of(Some(p.time_ms)), i64_of(Some(p.start_us)), p.running],
         )?;
     }
     Ok(())
@@ -351,6 +391,39 @@ fn add_board_counters(
             reason,
             i64::try_from(*ns).unwrap_or(i64::MAX)
         ])?;
+    }
+    Ok(())
+}
+
+/// How jobs used the board, for the metrics (kind 'usage'): time a kernel
+/// of theirs ran (`busy_ms`) over the time they held it (`held_ms`), the
+/// jobs whose use is known, and those that never used it. Only jobs whose
+/// use is known count, so busy / held is a true utilization.
+fn add_board_usage(
+    tx: &rusqlite::Transaction,
+    key: &str,
+    row: &JobRow,
+    s: &GpuJobStats,
+) -> rusqlite::Result<()> {
+    let Some(usage) = s.usage else {
+        return Ok(());
+    };
+    let held_s = row
+        .end_ts
+        .unwrap_or(row.start_ts)
+        .saturating_sub(row.start_ts)
+        .max(0);
+    let mut add = tx.prepare_cached(
+        "INSERT INTO gpu_counters (serial, kind, key, value) VALUES (?1, 'usage', ?2, ?3)
+         ON CONFLICT (serial, kind, key) DO UPDATE SET value = value + excluded.value",
+    )?;
+    for (name, value) in [
+        ("busy_ms", i64_of(Some(usage.busy_ms)).unwrap_or(0)),
+        ("held_ms", held_s.saturating_mul(1000)),
+        ("accounted_jobs", 1),
+        ("idle_jobs", (usage.processes == 0) as i64),
+    ] {
+        add.execute(params![key, name, value])?;
     }
     Ok(())
 }

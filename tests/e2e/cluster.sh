@@ -99,7 +99,7 @@ cluster_install() {
   local bin=$1 i
   rm -rf "$C"
   mkdir -p "$C"/{bin,lib,etc-slurm,state,run,log,out,spool}
-  for f in nvidia-imex nvidia-imex-ctl; do cp "$bin/$f" "$C/bin/"; done
+  for f in nvidia-imex nvidia-imex-ctl fake-gpu-job; do cp "$bin/$f" "$C/bin/"; done
   if [ "$E2E_INSTALL" = package ]; then
     # What dpkg installed; the tests call them through $C/bin as well.
     ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex "$C/bin/"
@@ -244,6 +244,9 @@ CONF
     printf 'Character devices:\n  1 mem\n195 nvidia\n195 nvidiactl\n%d nvidia-caps-imex-channels\n\nBlock devices:\n  7 loop\n' \
       "$CHANNEL_MAJOR" > "$d/hw/proc-devices"
     : > "$d/hw/kmsg"
+    # The fake driver's state: accounting mode, and the processes a job's
+    # fake-gpu-job ran (any user may run one, as any may use /dev/nvidia*).
+    install -d -m 755 "$d/hw/nvml-driver" && install -d -m 1777 "$d/hw/nvml-driver/procs"
     write_scenario "$i"
     local g
     for g in $(seq 0 $((E2E_GPUS - 1))); do
@@ -303,7 +306,8 @@ write_scenario() {
     for g in $(seq 0 $((E2E_GPUS - 1))); do
       printf '[[gpu]]\nuuid = "GPU-%02d%02d0000-aaaa-bbbb-cccc-dddddddddddd"\nserial = "16509240%02d%03d"\n' "$n" "$g" "$n" "$g"
       printf 'pci_bus_id = "00000000:%02X:00.0"\nenergy_mj = 1000000\npower_mw = 600000\nremap_correctable = 0\n' $((0x1a + g))
-      printf 'nvlinks = 18\naccounting = true\ntemperature = 40\n'
+      # Accounting mode off, as after every boot: the prolog turns it on.
+      printf 'nvlinks = 18\naccounting = false\ntemperature = 40\n'
       printf 'fabric = { state = "completed", clique_id = %d, cluster_uuid = "%s" }\n' "$(clique_of "$n")" "$CLUSTER_UUID"
       for extra in "$@"; do if [ "${extra%%:*}" = "$g" ]; then echo "${extra#*:}"; fi; done
     done

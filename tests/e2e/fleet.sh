@@ -50,6 +50,8 @@ test_epilog_logs_one_structured_journal_event() {
   env="env -i SLURM_CONF=$SLURM_CONF SLURM_JOB_ID=$job SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=journaluser SLURM_JOB_GPUS=0,1"
   in_node 1 $env "$C/bin/slurm-imex-prolog" || { fail "prolog"; return; }
   kmsg_append 1 "NVRM: Xid (PCI:0000:1b:00): 13, pid=77, name=train, Graphics SM Warp Exception"
+  # The job's program on gpu0; gpu1 stays idle.
+  in_node 1 "$C/bin/fake-gpu-job" --gpu 0 --util 60 --memory-mib 512 --seconds 0.3 >/dev/null || fail "fake-gpu-job"
   # A private mount namespace of n1 where a stand-in journald listens on
   # the real socket path; the epilog finds it there as it would journald.
   in_node 1 unshare -m bash -c "
@@ -64,8 +66,9 @@ test_epilog_logs_one_structured_journal_event() {
   local field
   for field in '"NODE": "n1"' '"USER": "journaluser"' '"VERDICT": "WARN"' '"IMEX": "false"' \
                '"SYSLOG_IDENTIFIER": "slurm-imex-epilog"' "\"GPU_SERIALS\": \"1650924001000,1650924001001\"" \
-               '"XIDS": "13:RESTART_APP:1650924001001"' '"ENERGY_J": "' '"GATE_MS": "' '"PROLOG_MS": "' '"EPILOG_MS": "'; do
+               '"XIDS": "13:RESTART_APP:1650924001001"' '"ENERGY_J": "' '"GATE_MS": "' '"PROLOG_MS": "' '"EPILOG_MS": "' \
+               '"GPU_UTIL_PCT": "30.0"' '"PEAK_MEMORY_MIB": "512"' '"IDLE_GPUS": "1"'; do
     expect_contains "$out" "$field" "journal field $field"
   done
-  echo "    figure: journal event: $(python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(' '.join(f'{k}={d[k]}' for k in ['JOB_ID','NODE','USER','VERDICT','GPU_SERIALS','XIDS','ENERGY_J','GATE_MS','PROLOG_MS','EPILOG_MS'] if k in d))" <<<"$out")"
+  echo "    figure: journal event: $(python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(' '.join(f'{k}={d[k]}' for k in ['JOB_ID','NODE','USER','VERDICT','GPU_SERIALS','XIDS','ENERGY_J','GPU_UTIL_PCT','PEAK_MEMORY_MIB','IDLE_GPUS','GATE_MS','PROLOG_MS','EPILOG_MS'] if k in d))" <<<"$out")"
 }

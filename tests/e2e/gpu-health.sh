@@ -102,3 +102,47 @@ test_64_concurrent_epilogs_lose_no_rows() {
   expect_eq "$(json_count '"gpus": 1,' <<<"$out")" 64 "each job recorded its one GPU"
   expect_eq "$(cat "$C"/out/epilog-*.log | grep -c 'not recorded')" 0 "no epilog failed to write"
 }
+
+# Per-job GPU use from NVML accounting, which is off after boot (the fake
+# driver's default, as on the H100): the prolog turns it on, the job's
+# programs run on gpu0 and gpu1, gpu2 and gpu3 stay idle. Then a job that
+# never touches its GPUs shows zero on every one.
+test_a_jobs_gpu_use_is_recorded_per_gpu() {
+  local id out json
+  id=$(submit -N1 -w n1 "srun $C/bin/fake-gpu-job --gpu 0 --util 80 --mem-util 30 --memory-mib 3072 --seconds 2 && srun $C/bin/fake-gpu-job --gpu 1 --util 40 --mem-util 10 --memory-mib 1024 --seconds 1") ||
+    { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  wait_node_free n1
+  json=$(cli 1 --json show "$id")
+  out=$(python3 -c '
+import json, sys
+job = json.load(sys.stdin)[0]
+for g in job["gpus"]:
+    s = g["stats"]; u = s.get("usage")
+    i = s["index"]
+    if u is None: print("gpu%d unknown" % i); continue
+    util = u["gpu_util_pct"]
+    util = None if util is None else round(util)
+    peak = (s["max_memory_bytes"] or 0) >> 20
+    print("gpu%d procs=%d util=%s busy_s=%d peak_mib=%d" % (i, u["processes"], util, round(u["busy_ms"] / 1000), peak))
+' <<<"$json") || { fail "show --json did not parse: $json"; return; }
+  echo "    figure: job $id per GPU: $(tr '\n' ';' <<<"$out")"
+  expect_contains "$out" "gpu0 procs=1 util=80 busy_s=2 peak_mib=3072" "gpu0: one program, 80 %, 1.6 s busy, 3 GiB peak"
+  expect_contains "$out" "gpu1 procs=1 util=40 busy_s=0 peak_mib=1024" "gpu1: one program at 40 %"
+  expect_contains "$out" "gpu2 procs=0 util=None busy_s=0 peak_mib=0" "gpu2 held, never used"
+  expect_contains "$out" "gpu3 procs=0" "gpu3 held, never used"
+  out=$(cli 1 show "$id")
+  expect_contains "$out" "idle gpu2 1650924001002: the job held this GPU but no process of it ran there (0% utilization)" "human show names the idle GPU"
+  expect_contains "$out" "PEAK_MEM_GIB" "human show has the usage columns"
+  expect_contains "$(grep -E '^ +0 ' <<<"$out")" " 3.0 " "gpu0's peak memory in GiB"
+  out=$(cli 1 --json history --job "$id")
+  expect_contains "$out" '"idle_gpus": 2' "history counts the idle GPUs"
+  expect_contains "$out" "\"peak_memory_bytes\": $((3072 << 20))" "history keeps the peak"
+  # A job that never touched its GPUs: zero, not unknown.
+  id=$(submit -N1 -w n1 "true") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  wait_node_free n1
+  out=$(cli 1 --json history --job "$id")
+  expect_contains "$out" "\"idle_gpus\": $E2E_GPUS" "every GPU idle"
+  expect_contains "$out" '"gpu_util_pct": 0.0' "utilization 0"
+}

@@ -41,6 +41,7 @@ phase_tests() { # phase
       test_pending_row_remap_drains_with_our_reason_and_requeues
       test_xid_79_before_a_job_drains_the_node
       test_xid_during_job_is_recorded_with_its_class
+      test_a_jobs_gpu_use_is_recorded_per_gpu
       test_64_concurrent_epilogs_lose_no_rows
       test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing
       test_health_check_asks_the_controller_nothing_the_second_time

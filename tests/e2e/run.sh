@@ -31,7 +31,7 @@ run_phase_tests() {
 # Every binary the cluster installs, built.
 check_built() {
   local f
-  for f in slurm-imex-prolog slurm-imex-epilog slurm-imex nvidia-imex nvidia-imex-ctl libnvidia_ml.so; do
+  for f in slurm-imex-prolog slurm-imex-epilog slurm-imex nvidia-imex nvidia-imex-ctl fake-gpu-job libnvidia_ml.so; do
     [ -e "$BIN/$f" ] || { echo "e2e: $BIN/$f missing: run cargo build --release --workspace" >&2; return 1; }
   done
 }

@@ -358,6 +358,9 @@ impl<'de> Deserialize<'de> for AutoPath {
 pub struct GpuConfig {
     pub nvml_library: PathBuf,
     pub kmsg: PathBuf,
+    /// NVML accounting mode on the job's GPUs (per-process utilization and
+    /// peak memory for the job's stats): turned on by the prolog, or left.
+    pub accounting: Accounting,
 }
 
 impl Default for GpuConfig {
@@ -365,8 +368,20 @@ impl Default for GpuConfig {
         GpuConfig {
             nvml_library: "libnvidia-ml.so.1".into(),
             kmsg: "/dev/kmsg".into(),
+            accounting: Accounting::On,
         }
     }
+}
+
+/// What the prolog does about NVML accounting mode, which is off after
+/// every boot and driver load (docs/gpu-health.md, "Accounting").
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Accounting {
+    /// Turn it on for the job's GPUs where it is off (needs root).
+    On,
+    /// Leave it as the admin set it (`nvidia-smi -am`).
+    Leave,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]

@@ -114,6 +114,10 @@ impl StateDir {
         self.root.join("extra-left-alone")
     }
 
+    fn accounting_noted_path(&self) -> PathBuf {
+        self.root.join("accounting-turned-on")
+    }
+
     fn no_gpu_path(&self) -> PathBuf {
         self.root.join("no-nvidia-gpu")
     }

@@ -1,7 +1,8 @@
 //! What this node has learned about itself since boot: the NVLink clique it
 //! published in its Extra field (so a prolog pays an RPC only when the
 //! clique changed), whether it has already said once that Extra holds
-//! someone else's text, and that it has no NVIDIA GPU at all (so the common
+//! someone else's text, whether it has said once that a prolog turned NVML
+//! accounting mode on, and that it has no NVIDIA GPU at all (so the common
 //! CPU job's prolog does not scan the PCI bus and try NVML every time). All
 //! on the tmpfs: a reboot learns afresh.
 
@@ -35,6 +36,17 @@ impl StateDir {
     /// else's text (so that is said once in the log, not at every job).
     pub fn note_extra_left_alone(&self) -> bool {
         let path = self.extra_left_alone_path();
+        if path.exists() {
+            return false;
+        }
+        let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(&path, b"", 0o644));
+        true
+    }
+
+    /// True the first time since boot that a prolog turned NVML accounting
+    /// mode on (said once in the journal, not at every job).
+    pub fn note_accounting_turned_on(&self) -> bool {
+        let path = self.accounting_noted_path();
         if path.exists() {
             return false;
         }

@@ -9,7 +9,7 @@ use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
 use crate::xid::checkpoint::{self, Checkpoint};
 use crate::xid::log::{self as kernel_log, LogPosition, LogRead};
 use crate::xid::XidEvent;
-use slurm_imex_core::config::Config;
+use slurm_imex_core::config::{Accounting, Config};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::state::StateDir;
 use std::collections::BTreeMap;
@@ -112,6 +112,7 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
         result.driver = reader.driver_version();
         result.findings.extend(gpu_set_finding(req.gpus, count));
         let gpus = job_gpus(req.gpus, count);
+        let reader = reader.turning_accounting_on(turns_accounting_on(cfg, req.hook));
         let readers = spawn_gpu_readers(&reader, &gpus);
         // The kernel log, while the GPUs are being read.
         let kmsg = kernel_log::read(&cfg.gpu.kmsg);
@@ -128,6 +129,12 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     }
     result.elapsed = started.elapsed();
     result
+}
+
+/// Only the prolog turns NVML accounting mode on, for the job's GPUs, so
+/// the epilog finds the job's processes in the accounting buffer.
+fn turns_accounting_on(cfg: &Config, hook: Hook) -> bool {
+    hook == Hook::Prolog && cfg.gpu.accounting == Accounting::On
 }
 
 /// dlopen + nvmlInit + the device count, bounded: a wedged driver can hang

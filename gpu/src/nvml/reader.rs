@@ -82,6 +82,8 @@ impl Stage {
 #[derive(Clone)]
 pub struct GpuReader {
     nvml: Arc<Nvml>,
+    /// Turn accounting mode on where it is off, as each GPU is read.
+    turn_accounting_on: bool,
 }
 
 fn reading<T>(r: std::result::Result<T, NvmlError>, lost: &mut bool) -> Reading<T> {
@@ -117,7 +119,15 @@ impl GpuReader {
             })?;
         Ok(GpuReader {
             nvml: Arc::new(nvml),
+            turn_accounting_on: false,
         })
+    }
+
+    /// Read GPUs turning NVML accounting mode on where it is off (the
+    /// prolog, `[gpu] accounting = "on"`; needs root).
+    pub fn turning_accounting_on(mut self, on: bool) -> GpuReader {
+        self.turn_accounting_on = on;
+        self
     }
 
     pub fn device_count(&self) -> Result<u32> {
@@ -138,7 +148,7 @@ impl GpuReader {
             ..GpuSnapshot::default()
         };
         progress(Stage::Identity);
-        let device = match self.nvml.device_by_index(index) {
+        let mut device = match self.nvml.device_by_index(index) {
             Ok(d) => d,
             Err(e) => {
                 snap.lost = matches!(e, NvmlError::GpuLost);
@@ -158,7 +168,7 @@ impl GpuReader {
         progress(Stage::NvLink);
         snap.nvlink = read_nvlinks(&device, &mut snap.lost);
         progress(Stage::Processes);
-        read_processes(&device, &mut snap);
+        read_processes(&mut device, self.turn_accounting_on, &mut snap);
         progress(Stage::Modes);
         read_modes(&device, &mut snap);
         progress(Stage::Counters);
@@ -215,29 +225,44 @@ fn read_recovery_action(device: &Device, lost: &mut bool) -> Reading<u64> {
     }
 }
 
-/// Compute processes now, and per-process accounting when it is enabled.
-fn read_processes(device: &Device, snap: &mut GpuSnapshot) {
+/// Compute processes now, and per-process accounting when it is enabled
+/// (turned on first when `turn_on` and it is off).
+fn read_processes(device: &mut Device, turn_on: bool, snap: &mut GpuSnapshot) {
     let lost = &mut snap.lost;
     let pids = device
         .running_compute_processes()
         .map(|p| p.into_iter().map(|p| p.pid).collect());
     snap.compute_pids = reading(pids, lost);
-    let account = |pid: &u32| {
-        let s = device.accounting_stats_for(*pid).ok()?;
-        Some(ProcessAccounting {
-            pid: *pid,
-            gpu_util: s.gpu_utilization,
-            mem_util: s.memory_utilization,
-            max_memory_bytes: s.max_memory_usage,
-            time_ms: s.time,
-        })
+    snap.accounting_mode = reading(device.is_accounting_enabled(), lost);
+    let mut enabled = snap.accounting_mode.value().copied().unwrap_or(false);
+    if turn_on && snap.accounting_mode == Reading::Value(false) {
+        let set = device.set_accounting(true).map_err(|e| e.to_string());
+        enabled = set.is_ok();
+        snap.accounting_set = Some(set);
+    }
+    snap.accounting = match &snap.accounting_mode {
+        Reading::Value(_) if enabled => reading(device.accounting_pids(), lost).map_value(|pids| {
+            pids.iter()
+                .filter_map(|pid| accounted(device, *pid))
+                .collect()
+        }),
+        Reading::Failed(e) => Reading::Failed(e.clone()),
+        _ => Reading::NotSupported,
     };
-    snap.accounting = match device.is_accounting_enabled() {
-        Ok(true) => reading(device.accounting_pids(), lost)
-            .map_value(|pids| pids.iter().filter_map(account).collect()),
-        Ok(false) => Reading::NotSupported,
-        Err(e) => reading(Err(e), lost),
-    };
+}
+
+/// One process's accounting stats; None when NVML no longer has them.
+fn accounted(device: &Device, pid: u32) -> Option<ProcessAccounting> {
+    let s = device.accounting_stats_for(pid).ok()?;
+    Some(ProcessAccounting {
+        pid,
+        gpu_util: s.gpu_utilization,
+        mem_util: s.memory_utilization,
+        max_memory_bytes: s.max_memory_usage,
+        time_ms: s.time,
+        start_us: s.start_time,
+        running: s.is_running,
+    })
 }
 
 fn read_modes(device: &Device, snap: &mut GpuSnapshot) {

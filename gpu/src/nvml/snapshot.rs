@@ -76,13 +76,23 @@ pub struct LinkState {
     pub recovery: u64,
 }
 
+/// One process in NVML's accounting buffer (`nvmlAccountingStats_t`),
+/// running or ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessAccounting {
     pub pid: u32,
+    /// Percent of the process's life with a kernel running on the GPU.
     pub gpu_util: Option<u32>,
+    /// Percent of its life with device memory being read or written.
     pub mem_util: Option<u32>,
     pub max_memory_bytes: Option<u64>,
+    /// How long its compute context was active, ms (0 while it runs).
     pub time_ms: u64,
+    /// When it started, µs since the epoch (0: unknown).
+    #[serde(default)]
+    pub start_us: u64,
+    #[serde(default)]
+    pub running: bool,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,6 +125,14 @@ pub struct GpuSnapshot {
     pub recovery_action: Reading<u64>,
     pub fabric: Reading<FabricInfo>,
     pub compute_pids: Reading<Vec<u32>>,
+    /// NVML accounting mode as read (before the prolog turned it on).
+    #[serde(default)]
+    pub accounting_mode: Reading<bool>,
+    /// The prolog's attempt to turn accounting mode on: None when it did
+    /// not try (it was on, `[gpu] accounting = "leave"`, or not a prolog).
+    #[serde(default)]
+    pub accounting_set: Option<Result<(), String>>,
+    /// The processes in the accounting buffer (NotSupported: mode off).
     pub accounting: Reading<Vec<ProcessAccounting>>,
     pub persistence: Reading<bool>,
     pub ecc_enabled: Reading<bool>,

@@ -26,6 +26,9 @@ pub struct BoardCounters {
     pub xids: BTreeMap<String, i64>,
     /// Throttle nanoseconds per reason.
     pub throttle_ns: BTreeMap<String, i64>,
+    /// How jobs used the board: busy_ms, held_ms, accounted_jobs,
+    /// idle_jobs (write.rs, `add_board_usage`).
+    pub usage: BTreeMap<String, i64>,
 }
 
 const FAILED: &str = "metrics query failed";
@@ -53,6 +56,7 @@ impl JobDb {
             let map = match kind.as_str() {
                 "xid" => &mut boards[i].xids,
                 "throttle_ns" => &mut boards[i].throttle_ns,
+                "usage" => &mut boards[i].usage,
                 _ => continue,
             };
             *map.entry(key).or_insert(0) += value;

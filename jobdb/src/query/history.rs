@@ -33,6 +33,13 @@ pub struct HistoryRow {
     pub gpus: i64,
     pub energy_mj: Option<i64>,
     pub xids: i64,
+    /// Mean GPU utilization over the job's GPUs whose use is known (an
+    /// idle GPU counts 0), %; None when accounting knew none of them.
+    pub gpu_util_pct: Option<f64>,
+    /// Peak memory of the job's processes on any one GPU, bytes.
+    pub peak_memory_bytes: Option<i64>,
+    /// GPUs the job held but no process of it used (known use only).
+    pub idle_gpus: Option<i64>,
     pub verdict: String,
     pub prolog_verdict: Option<String>,
     pub epilog_verdict: Option<String>,
@@ -101,13 +108,14 @@ impl JobDb {
             None => String::new(),
         };
         let sql = format!(
-            "SELECT j.job_id, j.node, j.user, j.start_ts, j.end_ts, j.imex, {},
+            "SELECT j.job_id, j.node, j.user, j.start_ts, j.end_ts, j.imex, {}, {},
                     j.prolog_verdict, j.epilog_verdict,
                     CASE WHEN j.epilog_verdict = j.verdict THEN j.epilog_reasons ELSE j.prolog_reasons END
              FROM jobs j {gpu_join}
              {}
              ORDER BY j.start_ts DESC, j.id DESC LIMIT {}",
             figure_columns(f.gpu.is_some()),
+            usage_columns(f.gpu.is_some()),
             c.where_clause(),
             f.limit.max(1)
         );
@@ -128,8 +136,23 @@ fn figure_columns(per_gpu: bool) -> &'static str {
     }
 }
 
+/// Utilization, peak memory and idle GPUs: with `--gpu` that board's,
+/// otherwise over the job's GPUs (schema v5; NULL for older rows).
+fn usage_columns(per_gpu: bool) -> &'static str {
+    if per_gpu {
+        "CASE WHEN g.usage_processes = 0 THEN 0 ELSE g.gpu_util_pct END, g.max_memory_bytes,
+         CASE WHEN g.usage_processes IS NULL THEN NULL ELSE g.usage_processes = 0 END"
+    } else {
+        "(SELECT AVG(CASE WHEN x.usage_processes = 0 THEN 0 ELSE x.gpu_util_pct END)
+            FROM job_gpus x WHERE x.job_row = j.id AND x.usage_processes IS NOT NULL),
+         (SELECT MAX(x.max_memory_bytes) FROM job_gpus x WHERE x.job_row = j.id),
+         (SELECT SUM(x.usage_processes = 0) FROM job_gpus x
+            WHERE x.job_row = j.id AND x.usage_processes IS NOT NULL)"
+    }
+}
+
 fn history_row(r: &rusqlite::Row) -> rusqlite::Result<HistoryRow> {
-    let reasons: Option<String> = r.get(12)?;
+    let reasons: Option<String> = r.get(15)?;
     Ok(HistoryRow {
         job_id: r.get(0)?,
         node: r.get(1)?,
@@ -141,8 +164,11 @@ fn history_row(r: &rusqlite::Row) -> rusqlite::Result<HistoryRow> {
         energy_mj: r.get(7)?,
         xids: r.get(8)?,
         verdict: r.get(9)?,
-        prolog_verdict: r.get(10)?,
-        epilog_verdict: r.get(11)?,
+        gpu_util_pct: r.get(10)?,
+        peak_memory_bytes: r.get(11)?,
+        idle_gpus: r.get(12)?,
+        prolog_verdict: r.get(13)?,
+        epilog_verdict: r.get(14)?,
         reason: reasons.and_then(|s| s.lines().next().map(str::to_string)),
     })
 }

@@ -8,7 +8,7 @@ use rusqlite::types::Value;
 use slurm_imex_core::error::Result;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_gpu::nvml::snapshot::ProcessAccounting;
-use slurm_imex_gpu::stats::{Delta, GpuJobStats};
+use slurm_imex_gpu::stats::{Delta, GpuJobStats, GpuUsage};
 use slurm_imex_gpu::xid::XidEvent;
 use std::collections::BTreeMap;
 
@@ -42,7 +42,8 @@ impl JobDb {
             FAILED,
             "SELECT gpu_index, uuid, serial, pci, name, energy_mj, energy_reset, ecc_sbe, ecc_dbe, retired_pages,
                     remapped_correctable, remapped_uncorrectable, remap_pending_end, remap_failure_end,
-                    pcie_replays, throttle_ns, nvlink_errors, max_memory_bytes, verdict, reasons
+                    pcie_replays, throttle_ns, nvlink_errors, max_memory_bytes, verdict, reasons,
+                    usage_processes, gpu_util_pct, mem_util_pct, gpu_busy_ms, gpu_process_ms
              FROM job_gpus WHERE job_row = ?1 ORDER BY gpu_index",
             &row,
             gpu_record_from_row,
@@ -55,7 +56,7 @@ impl JobDb {
         )?;
         let processes = self.rows(
             FAILED,
-            "SELECT serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms FROM processes
+            "SELECT serial, pid, gpu_util, mem_util, max_memory_bytes, time_ms, start_us, running FROM processes
              WHERE job_row = ?1 ORDER BY pid",
             &row,
             process_from_row,
@@ -136,6 +137,7 @@ fn gpu_record_from_row(r: &rusqlite::Row) -> rusqlite::Result<GpuRecord> {
         nvlink_errors: json(16)?,
         max_memory_bytes: r.get::<_, Option<i64>>(17)?.map(|x| x as u64),
         processes: Vec::new(),
+        usage: usage_from_row(r, 20)?,
         xids: Vec::new(),
     };
     Ok(GpuRecord {
@@ -143,6 +145,23 @@ fn gpu_record_from_row(r: &rusqlite::Row) -> rusqlite::Result<GpuRecord> {
         verdict: Verdict::parse(&r.get::<_, String>(18)?).unwrap_or(Verdict::Pass),
         reasons: reason_lines(r.get(19)?),
     })
+}
+
+/// The GPU's usage, from the five columns at `at`; None when not known.
+fn usage_from_row(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<GpuUsage>> {
+    let Some(processes) = r.get::<_, Option<u32>>(at)? else {
+        return Ok(None);
+    };
+    let ms = |i: usize| -> rusqlite::Result<u64> {
+        Ok(r.get::<_, Option<i64>>(i)?.unwrap_or(0).max(0) as u64)
+    };
+    Ok(Some(GpuUsage {
+        processes,
+        gpu_util_pct: r.get(at + 1)?,
+        mem_util_pct: r.get(at + 2)?,
+        busy_ms: ms(at + 3)?,
+        process_ms: ms(at + 4)?,
+    }))
 }
 
 fn xid_from_row(r: &rusqlite::Row) -> rusqlite::Result<XidEvent> {
@@ -166,6 +185,8 @@ fn process_from_row(r: &rusqlite::Row) -> rusqlite::Result<(String, ProcessAccou
         mem_util: r.get(3)?,
         max_memory_bytes: r.get::<_, Option<i64>>(4)?.map(|x| x as u64),
         time_ms: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
+        start_us: r.get::<_, Option<i64>>(6)?.unwrap_or(0) as u64,
+        running: r.get::<_, Option<bool>>(7)?.unwrap_or(false),
     };
     Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), process))
 }

@@ -6,8 +6,10 @@
 //! `[gpu] nvml_library`.
 #![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
+pub mod driver;
 pub mod scenario;
 
+use driver::{Driver, Ran};
 use nvml_wrapper_sys::bindings::*;
 use scenario::{Gpu, Scenario};
 use std::ffi::c_char;
@@ -24,6 +26,7 @@ const INSUFFICIENT_SIZE: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_
 const GPU_IS_LOST: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST;
 const CORRUPTED_INFOROM: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_CORRUPTED_INFOROM;
 const UNKNOWN: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_UNKNOWN;
+const NO_PERMISSION: nvmlReturn_t = nvmlReturn_enum_NVML_ERROR_NO_PERMISSION;
 const ARGUMENT_VERSION_MISMATCH: nvmlReturn_t =
     nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
 
@@ -116,6 +119,8 @@ pub extern "C" fn nvmlInit_v2() -> nvmlReturn_t {
             if let Some(code) = s.init_error {
                 return code;
             }
+            let mut s = s;
+            load_accounting(&mut s);
             *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
             SUCCESS
         }
@@ -480,19 +485,67 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
     infos: *mut nvmlProcessInfo_t,
 ) -> nvmlReturn_t {
     with_gpu(device, "processes", |g, _| {
+        let info = |pid, used| nvmlProcessInfo_t {
+            pid,
+            usedGpuMemory: used,
+            gpuInstanceId: u32::MAX,
+            computeInstanceId: u32::MAX,
+        };
+        let workloads = Driver::of(&Scenario::path()).processes(&g.uuid);
         let running: Vec<nvmlProcessInfo_t> = g
             .processes
             .iter()
             .filter(|p| p.running)
-            .map(|p| nvmlProcessInfo_t {
-                pid: p.pid,
-                usedGpuMemory: p.used_memory,
-                gpuInstanceId: u32::MAX,
-                computeInstanceId: u32::MAX,
-            })
+            .map(|p| info(p.pid, p.used_memory))
+            .chain(
+                workloads
+                    .iter()
+                    .filter(|r| r.running())
+                    .map(|r| info(r.pid, r.max_memory)),
+            )
             .collect();
         write_list(&running, count, infos)
     })
+}
+
+/// Each GPU's accounting mode as this client finds it: what an earlier
+/// client set, when persistence mode kept the driver loaded in between;
+/// otherwise the driver's default after loading (`driver`).
+fn load_accounting(s: &mut Scenario) {
+    let driver = Driver::of(&Scenario::path());
+    for g in &mut s.gpus {
+        let at_load = g.accounting.then_some(0);
+        g.accounting_since = match g.persistence {
+            true => driver.accounting(&g.uuid).unwrap_or(at_load),
+            false => at_load,
+        };
+    }
+}
+
+/// The processes the accounting buffer holds for `g`: the scenario's, then
+/// those that ran since accounting was turned on, the newest
+/// `accounting_buffer` of them. Empty while accounting is off.
+fn accounted(g: &Gpu) -> Vec<Ran> {
+    let Some(since) = g.accounting_since else {
+        return Vec::new();
+    };
+    let listed = g.processes.iter().map(|p| Ran {
+        pid: p.pid,
+        start_us: p.start_us,
+        end_us: (!p.running).then_some(p.start_us + p.time_ms * 1000),
+        gpu_util: p.gpu_util,
+        mem_util: p.mem_util,
+        max_memory: p.max_memory,
+    });
+    let ran = Driver::of(&Scenario::path()).processes(&g.uuid);
+    let mut all: Vec<Ran> = listed
+        .chain(ran.into_iter().filter(|r| r.start_us >= since))
+        .collect();
+    let keep = g.accounting_buffer as usize;
+    if all.len() > keep {
+        all.drain(..all.len() - keep);
+    }
+    all
 }
 
 #[no_mangle]
@@ -500,7 +553,53 @@ pub unsafe extern "C" fn nvmlDeviceGetAccountingMode(
     device: nvmlDevice_t,
     mode: *mut nvmlEnableState_t,
 ) -> nvmlReturn_t {
-    with_gpu(device, "accounting", |g, _| set(mode, enable(g.accounting)))
+    with_gpu(device, "accounting", |g, _| {
+        set(mode, enable(g.accounting_since.is_some()))
+    })
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceSetAccountingMode(
+    device: nvmlDevice_t,
+    mode: nvmlEnableState_t,
+) -> nvmlReturn_t {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return NO_PERMISSION; // "Requires root/admin permissions."
+    }
+    let on = mode == nvmlEnableState_enum_NVML_FEATURE_ENABLED;
+    let checked = with_gpu(device, "accounting", |_, _| SUCCESS);
+    if checked != SUCCESS {
+        return checked;
+    }
+    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(g) = guard
+        .as_mut()
+        .and_then(|s| s.gpus.get_mut((device as usize).wrapping_sub(1)))
+    else {
+        return INVALID_ARGUMENT;
+    };
+    // Turning it on again keeps what it holds; off clears every process.
+    g.accounting_since = match (on, g.accounting_since) {
+        (true, Some(since)) => Some(since),
+        (true, None) => Some(driver::now_us()),
+        (false, _) => None,
+    };
+    if g.persistence {
+        if let Err(e) = Driver::of(&Scenario::path()).keep_accounting(&g.uuid, g.accounting_since) {
+            eprintln!("fake-nvml: cannot keep the accounting mode: {e}");
+            return UNKNOWN;
+        }
+    }
+    SUCCESS
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetAccountingBufferSize(
+    device: nvmlDevice_t,
+    size: *mut c_uint,
+) -> nvmlReturn_t {
+    with_gpu(device, "accounting", |g, _| set(size, g.accounting_buffer))
 }
 
 #[no_mangle]
@@ -510,10 +609,10 @@ pub unsafe extern "C" fn nvmlDeviceGetAccountingPids(
     pids: *mut c_uint,
 ) -> nvmlReturn_t {
     with_gpu(device, "accounting", |g, _| {
-        if !g.accounting {
+        if g.accounting_since.is_none() {
             return NOT_SUPPORTED;
         }
-        let list: Vec<c_uint> = g.processes.iter().map(|p| p.pid).collect();
+        let list: Vec<c_uint> = accounted(g).iter().map(|p| p.pid).collect();
         write_list(&list, count, pids)
     })
 }
@@ -525,18 +624,20 @@ pub unsafe extern "C" fn nvmlDeviceGetAccountingStats(
     stats: *mut nvmlAccountingStats_t,
 ) -> nvmlReturn_t {
     with_gpu(device, "accounting", |g, _| {
-        if !g.accounting {
+        if g.accounting_since.is_none() {
             return NOT_SUPPORTED;
         }
-        let Some(p) = g.processes.iter().find(|p| p.pid == pid) else {
+        // With a pid used twice, the one that ended last (NVML's rule).
+        let Some(p) = accounted(g).into_iter().rev().find(|p| p.pid == pid) else {
             return nvmlReturn_enum_NVML_ERROR_NOT_FOUND;
         };
         let mut s: nvmlAccountingStats_t = std::mem::zeroed();
         s.gpuUtilization = p.gpu_util;
         s.memoryUtilization = p.mem_util;
         s.maxMemoryUsage = p.max_memory;
-        s.time = p.time_ms;
-        s.isRunning = p.running as c_uint;
+        s.time = p.time_ms();
+        s.startTime = p.start_us;
+        s.isRunning = p.running() as c_uint;
         set(stats, s)
     })
 }

@@ -79,6 +79,9 @@ pub struct Process {
     /// Still holding a compute context (listed as running).
     #[serde(default)]
     pub running: bool,
+    /// When it started, µs since the epoch (0: NVML reports none).
+    #[serde(default)]
+    pub start_us: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -161,8 +164,16 @@ pub struct Gpu {
     pub nvlink_crc_flit: u64,
     #[serde(default)]
     pub nvlink_replay: u64,
+    /// Accounting mode after the driver loaded (a real driver: off).
     #[serde(default)]
     pub accounting: bool,
+    /// Processes the accounting buffer keeps (the H100's: 4000).
+    #[serde(default = "accounting_buffer")]
+    pub accounting_buffer: u32,
+    /// Accounting mode now: on since (µs), as this client sees it
+    /// (`driver::Driver` keeps it between clients). Set at nvmlInit.
+    #[serde(skip)]
+    pub accounting_since: Option<u64>,
     #[serde(default, rename = "process")]
     pub processes: Vec<Process>,
     /// Make one call hang: "fabric", "remap", "ecc", "processes" …
@@ -170,6 +181,10 @@ pub struct Gpu {
     pub hang_in: Option<String>,
     #[serde(default)]
     pub hang_ms: u64,
+}
+
+fn accounting_buffer() -> u32 {
+    4000
 }
 
 fn gpu_name() -> String {

@@ -553,3 +553,100 @@ fn a_log_cleared_behind_the_checkpoint_is_judged_again() {
     .unwrap();
     assert_eq!(xids_of_check(&node), vec![13]);
 }
+
+/// Run the fake CUDA program on GPU `gpu` of `node` for `seconds`.
+fn gpu_program(node: &Node, gpu: u32, util: u32, memory_mib: u64, seconds: f64) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fake-gpu-job"))
+        .args(["--gpu", &gpu.to_string(), "--util", &util.to_string()])
+        .args(["--mem-util", "30", "--memory-mib", &memory_mib.to_string()])
+        .args(["--seconds", &seconds.to_string()])
+        .env("FAKE_NVML_SCENARIO", node.path("nvml.toml"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn the_prolog_turns_accounting_on_and_the_epilog_records_each_gpus_use() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Accounting off, as after every boot (the H100 capture).
+    let node = Node::new(&eight(|_| "accounting = false".into()));
+    // A program that ran before the job (accounting off then): not counted.
+    gpu_program(&node, 0, 99, 4096, 0.05);
+    let job = node.job(90, Some(vec![0, 1, 2]));
+    assert!(matches!(
+        gpu_job::prolog(&job, &node.cfg),
+        GpuOutcome::Done {
+            verdict: Verdict::Pass,
+            ..
+        }
+    ));
+    // The mode stays on for later clients (persistence mode is on).
+    let on = gate::check_now(&node.cfg).unwrap();
+    assert_eq!(
+        on.snapshots[0].accounting_mode,
+        slurm_imex_gpu::nvml::Reading::Value(true)
+    );
+    assert_eq!(
+        on.snapshots[5].accounting_mode,
+        slurm_imex_gpu::nvml::Reading::Value(false)
+    );
+    // The job: 0.6 s at 80 % then 0.2 s at 20 % on gpu0, 0.3 s at 50 % on gpu2.
+    gpu_program(&node, 0, 80, 2048, 0.6);
+    gpu_program(&node, 0, 20, 512, 0.2);
+    gpu_program(&node, 2, 50, 1024, 0.3);
+    gpu_job::epilog(&job, &node.cfg, None);
+    let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
+    let shown = &db.show(90).unwrap()[0];
+    let usage = |i: usize| shown.gpus[i].stats.usage.expect("usage known");
+    let g0 = usage(0);
+    assert_eq!(g0.processes, 2, "{g0:?}");
+    let util = g0.gpu_util_pct.unwrap();
+    // Time-weighted: (0.6 x 80 + 0.2 x 20) / 0.8 = 65 %, within the
+    // programs' start-up jitter.
+    assert!((50.0..=75.0).contains(&util), "{util}");
+    assert!((500..=900).contains(&g0.busy_ms), "{g0:?}");
+    assert_eq!(shown.gpus[0].stats.max_memory_bytes, Some(2048 << 20));
+    // Held, never used: zero, and said so.
+    assert_eq!(usage(1).processes, 0);
+    assert_eq!(usage(1).busy_ms, 0);
+    assert_eq!(usage(2).processes, 1);
+    assert_eq!(shown.gpus[2].stats.max_memory_bytes, Some(1024 << 20));
+    let h = &db
+        .history(&HistoryFilter {
+            limit: 1,
+            ..Default::default()
+        })
+        .unwrap()[0];
+    assert_eq!(h.idle_gpus, Some(1));
+    assert_eq!(h.peak_memory_bytes, Some(2048 << 20));
+}
+
+#[test]
+fn without_persistence_mode_the_driver_forgets_accounting_and_usage_is_unknown() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| "accounting = false\npersistence = false".into()));
+    let job = node.job(91, Some(vec![0]));
+    gpu_job::prolog(&job, &node.cfg);
+    gpu_program(&node, 0, 80, 2048, 0.1);
+    gpu_job::epilog(&job, &node.cfg, None);
+    let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
+    let shown = &db.show(91).unwrap()[0];
+    // Not zero: not known.
+    assert_eq!(shown.gpus[0].stats.usage, None);
+}
+
+#[test]
+fn accounting_leave_keeps_the_admins_setting() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(&eight(|_| "accounting = false".into()));
+    node.cfg.gpu.accounting = slurm_imex_core::config::Accounting::Leave;
+    let job = node.job(92, Some(vec![0]));
+    gpu_job::prolog(&job, &node.cfg);
+    let after = gate::check_now(&node.cfg).unwrap();
+    assert_eq!(
+        after.snapshots[0].accounting_mode,
+        slurm_imex_gpu::nvml::Reading::Value(false)
+    );
+    assert_eq!(after.snapshots[0].accounting_set, None);
+}

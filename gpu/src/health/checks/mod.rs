@@ -5,7 +5,7 @@
 //! One GPU is checked by a fixed list of steps, one per file by subject:
 //! `memory` (recovery action, row remapping, retired pages, ECC), `fabric`
 //! (NVLink fabric state, status and health), `link` (NVLinks down), `modes`
-//! (ECC, MIG, persistence, infoROM), `board` (leftover processes, slowdown,
+//! (ECC, MIG, persistence, infoROM, accounting mode), `board` (leftover processes, slowdown,
 //! PCIe width, unreadable counters). `node` holds the node-wide checks (GPU
 //! count, cliques), `xids` the kernel's XID events and `imex` the node's
 //! IMEX daemon.
@@ -69,7 +69,7 @@ type GpuCheck = fn(&mut GpuFindings, &HealthConfig, Hook);
 /// findings' tag (what drain reasons, the job database, `slurm-imex
 /// history` and alert rules say), in the order their findings are reported
 /// (the first drain finding names the drain reason).
-const GPU_CHECKS: [(&str, GpuCheck); 14] = [
+const GPU_CHECKS: [(&str, GpuCheck); 15] = [
     ("recovery_action", memory::recovery_action),
     ("row_remap", memory::row_remap),
     ("retired_pages", memory::retired_pages),
@@ -81,6 +81,7 @@ const GPU_CHECKS: [(&str, GpuCheck); 14] = [
     ("mig_mode", modes::mig_mode),
     ("persistence", modes::persistence),
     ("inforom", modes::inforom),
+    ("accounting", modes::accounting),
     ("hw_slowdown", board::hw_slowdown),
     ("pcie_width", board::pcie_width),
     ("nvml_read", board::nvml_read),

@@ -1,5 +1,6 @@
 //! The GPU's configured modes against the site's policy: ECC, MIG,
-//! persistence, and whether its infoROM is intact.
+//! persistence, whether its infoROM is intact, and whether the prolog could
+//! turn NVML accounting mode on.
 
 use super::{GpuFindings, Hook};
 use crate::nvml::snapshot::Reading;
@@ -41,5 +42,16 @@ pub(super) fn persistence(f: &mut GpuFindings, cfg: &HealthConfig, _: Hook) {
 pub(super) fn inforom(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     if let Reading::Value(false) = f.gpu.inforom_valid {
         f.warn("infoROM is corrupted".into());
+    }
+}
+
+/// The prolog could not turn accounting mode on (`[gpu] accounting = "on"`):
+/// the job runs, but its utilization and peak memory are not recorded.
+pub(super) fn accounting(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
+    if let Some(Err(e)) = &f.gpu.accounting_set {
+        f.warn(format!(
+            "cannot turn NVML accounting mode on ({e}): the job's utilization and peak memory \
+             are not recorded (the prolog must run as root; or set [gpu] accounting = \"leave\")"
+        ));
     }
 }
