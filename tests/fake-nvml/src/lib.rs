@@ -7,6 +7,7 @@
 #![allow(non_snake_case, non_upper_case_globals, clippy::missing_safety_doc)]
 
 pub mod driver;
+pub mod nvidia_smi;
 pub mod scenario;
 
 use driver::{Driver, Ran};

@@ -650,3 +650,50 @@ fn accounting_leave_keeps_the_admins_setting() {
     );
     assert_eq!(after.snapshots[0].accounting_set, None);
 }
+
+#[test]
+fn the_production_path_reads_what_nvidia_smi_showed_on_the_h100() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let capture = include_str!("../../data/samples/nvidia-smi-q-h100.txt");
+    let blocks: Vec<&str> = capture.split("\n----\n").collect();
+    let gpu =
+        nvidia_ml::nvidia_smi::scenario_gpu(&format!("{}\n{}", blocks[0], blocks[1])).unwrap();
+    let node = Node::new(&[gpu]);
+    let gate = gate::check_now(&node.cfg).unwrap();
+    let g = &gate.snapshots[0];
+    use slurm_imex_gpu::nvml::Reading;
+    assert_eq!(g.serial, "1650000000001");
+    assert_eq!(g.pci, "0000:00:06");
+    assert_eq!(g.name, "NVIDIA H100 80GB HBM3");
+    assert_eq!(g.accounting_mode, Reading::Value(true));
+    assert_eq!(g.persistence, Reading::Value(true));
+    assert_eq!(g.ecc_enabled, Reading::Value(true));
+    assert_eq!(g.mig_enabled, Reading::Value(false));
+    // --query-accounted-apps: "00000000:00:06.0, 420, 78 %, 4 %, 746 MiB, 6882 ms"
+    let csv = blocks[2].lines().last().unwrap();
+    let fields: Vec<&str> = csv.split(", ").collect();
+    let n = |i: usize| {
+        fields[i]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    let Reading::Value(accounted) = &g.accounting else {
+        panic!("{:?}", g.accounting)
+    };
+    let p = accounted[0];
+    assert_eq!(
+        (
+            p.pid as u64,
+            p.gpu_util.map(u64::from),
+            p.mem_util.map(u64::from)
+        ),
+        (n(1), Some(n(2)), Some(n(3)))
+    );
+    assert_eq!((p.max_memory_bytes, p.time_ms), (Some(n(4) << 20), n(5)));
+    assert!(!p.running);
+    // Nothing a health check would flag.
+    assert!(gate.findings.is_empty(), "{:?}", gate.findings);
+}
