@@ -23,6 +23,7 @@ use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{metrics, JobDb};
 
 pub fn run(cli: &Cli) -> Result<u8> {
+    refuse_format_where_it_does_nothing(cli)?;
     if let Command::Man { dir } = &cli.command {
         return crate::man::write_all(dir).map(|_| 0);
     }
@@ -49,6 +50,24 @@ pub fn run(cli: &Cli) -> Result<u8> {
         Command::Topology(args) => crate::topology::topology(cli, &config, args),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
         Command::Man { .. } | Command::Doctor { .. } => Ok(0),
+    }
+}
+
+/// `--format` picks the columns of the `history` and `gpus` tables; any
+/// other command, or `--json`, would silently ignore it.
+fn refuse_format_where_it_does_nothing(cli: &Cli) -> Result<()> {
+    if cli.format.is_none() {
+        return Ok(());
+    }
+    let tabled = matches!(cli.command, Command::History(_) | Command::Gpus { .. });
+    match (tabled, cli.json) {
+        (true, false) => Ok(()),
+        (true, true) => Err(Error::new(
+            "--format picks table columns and --json prints every field: use one of them",
+        )),
+        (false, _) => Err(Error::new(
+            "--format picks the columns of the history and gpus tables only: drop it for this command",
+        )),
     }
 }
 

@@ -85,6 +85,10 @@ fn slurm_side(p: &Patient) -> Vec<Check> {
     ));
     found.push(slurm_wiring::health_check(&slurm));
     found.push(slurm_wiring::switch(&slurm, p.config));
+    found.push(slurm_wiring::adopted_processes(
+        &slurm,
+        Path::new("/etc/pam.d"),
+    ));
     found.push(slurm_wiring::rack_channels(p.config));
     found.push(node_state::topology(
         p.config,

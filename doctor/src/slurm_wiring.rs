@@ -11,11 +11,25 @@ use std::path::Path;
 /// Largest wrapper script read when looking for our program in it.
 const MAX_WRAPPER_BYTES: u64 = 1 << 20;
 
+/// PrologFlags that make the prolog run at allocation: `Alloc`, and the
+/// flags Slurm turns Alloc on for (src/common/read_config.c,
+/// `prolog_str2flags`: Contain, RunInJob, ForceRequeueOnFail and X11;
+/// `_validate_and_set_defaults`: NoHold). `scontrol show config` prints
+/// Alloc itself, a node's slurm.conf may not.
+const IMPLY_ALLOC: [&str; 6] = [
+    "Alloc",
+    "Contain",
+    "RunInJob",
+    "ForceRequeueOnFail",
+    "X11",
+    "NoHold",
+];
+
 pub fn prolog_flags(slurm: &SlurmView) -> Check {
     let flags = slurm.get("PrologFlags").unwrap_or("");
     if flags
         .split(',')
-        .any(|f| f.trim().eq_ignore_ascii_case("Alloc"))
+        .any(|f| IMPLY_ALLOC.iter().any(|a| f.trim().eq_ignore_ascii_case(a)))
     {
         Check::pass("prolog-flags", format!("PrologFlags={flags}"))
     } else {
@@ -122,6 +136,47 @@ pub fn switch(slurm: &SlurmView, config: &Config) -> Check {
     }
 }
 
+/// Processes that enter a job through `pam_slurm_adopt` (ssh into one of its
+/// nodes: pdsh or mpirun-over-ssh launchers) get no slurm-imex channel:
+/// they are no task, so no SPANK callback makes one for them, and the only
+/// mount namespace they join is the job container's (docs/guide.md,
+/// "Processes adopted by pam_slurm_adopt"). Slurm's switch/nvidia_imex
+/// makes the extern step's channel in that container under
+/// namespace/tmpfs or job_container/tmpfs, which adopted processes join.
+/// WARN when `pam_dir` configures pam_slurm_adopt without that.
+pub fn adopted_processes(slurm: &SlurmView, pam_dir: &Path) -> Check {
+    let adopts = std::fs::read_dir(pam_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| slurm_imex_core::fsutil::read_bounded_text(&e.path(), 1 << 20).ok())
+        .any(|text| {
+            text.lines()
+                .map(|l| l.split('#').next().unwrap_or_default())
+                .any(|l| l.contains("pam_slurm_adopt"))
+        });
+    if !adopts {
+        return Check::pass(
+            "adopt",
+            format!(
+                "no pam_slurm_adopt in {}: every process of a job is a task of a step",
+                pam_dir.display()
+            ),
+        );
+    }
+    let switch = slurm.get("SwitchType").unwrap_or_default();
+    let container = [slurm.get("NamespaceType"), slurm.get("JobContainerType")]
+        .into_iter()
+        .flatten()
+        .any(|t| t.to_ascii_lowercase().ends_with("/tmpfs"));
+    if switch.eq_ignore_ascii_case("switch/nvidia_imex") && container {
+        return Check::pass("adopt", "pam_slurm_adopt joins the job container, where switch/nvidia_imex made the job's channel");
+    }
+    Check::warn("adopt",
+        format!("pam_slurm_adopt is configured in {}: a process that enters a job by ssh (pdsh, mpirun over ssh) is no task and gets no IMEX channel", pam_dir.display()),
+        "launch every rank with srun (mpirun through Slurm's PMIx, DeepSpeed --launcher slurm), or use SwitchType=switch/nvidia_imex with a tmpfs job container (docs/guide.md)")
+}
+
 /// `[imex] domain = "rack"`: two running jobs of a rack never share a
 /// channel (`imex::rack_channels`), or every --imex job fails.
 pub fn rack_channels(config: &Config) -> Check {
@@ -155,16 +210,53 @@ mod tests {
     }
 
     #[test]
+    fn adopted_processes_are_warned_about_only_where_they_get_no_channel() {
+        let d = tempfile::tempdir().unwrap();
+        let none = adopted_processes(&view("SwitchType = switch/none\n"), d.path());
+        assert_eq!(none.verdict, Status::Pass);
+        std::fs::write(
+            d.path().join("sshd"),
+            "# account required pam_slurm_adopt.so\n",
+        )
+        .unwrap();
+        assert_eq!(adopted_processes(&view(""), d.path()).verdict, Status::Pass);
+        std::fs::write(
+            d.path().join("sshd"),
+            "account    required     pam_slurm_adopt.so\n",
+        )
+        .unwrap();
+        let w = adopted_processes(&view("SwitchType = switch/none\n"), d.path());
+        assert_eq!(w.verdict, Status::Warn);
+        assert!(w.line().contains("gets no IMEX channel"), "{}", w.line());
+        let joined = adopted_processes(
+            &view("SwitchType = switch/nvidia_imex\nNamespaceType = namespace/tmpfs\n"),
+            d.path(),
+        );
+        assert_eq!(joined.verdict, Status::Pass);
+    }
+
+    #[test]
     fn prolog_flags_without_alloc_fail() {
         assert_eq!(
             prolog_flags(&view("PrologFlags = Alloc,Contain\n")).verdict,
             Status::Pass
         );
-        let f = prolog_flags(&view("PrologFlags = Contain,X11\n"));
+        // Contain (and RunInJob, NoHold, …) turn Alloc on in Slurm itself.
+        for implied in [
+            "Contain",
+            "contain,X11",
+            "RunInJob",
+            "NoHold",
+            "ForceRequeueOnFail",
+        ] {
+            let f = prolog_flags(&view(&format!("PrologFlags = {implied}\n")));
+            assert_eq!(f.verdict, Status::Pass, "{implied}");
+        }
+        let f = prolog_flags(&view("PrologFlags = Serial,DeferBatch\n"));
         assert_eq!(f.verdict, Status::Fail);
         assert!(
             f.line()
-                .starts_with("FAIL  prolog-flags    PrologFlags=Contain,X11 lacks Alloc"),
+                .starts_with("FAIL  prolog-flags    PrologFlags=Serial,DeferBatch lacks Alloc"),
             "{}",
             f.line()
         );

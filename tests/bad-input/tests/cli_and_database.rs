@@ -146,6 +146,15 @@ fn absurd_flags_are_refused_naming_the_flag() {
             &["--format", "Bogus", "JOBID,NODE"],
         ),
         (&["--json-version", "2", "history"], &["--json-version"]),
+        // --format where it would do nothing: refused, never ignored.
+        (
+            &["--format", "JobID", "show", "5"],
+            &["--format", "history and gpus"],
+        ),
+        (
+            &["--format", "JobID", "--json", "history"],
+            &["--format", "--json"],
+        ),
     ];
     for (args, needles) in cases {
         let mut all = vec!["--db", db.as_str()];
