@@ -620,7 +620,15 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
 
 fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
     let node = this_node(node);
-    let outcome = drain::undrain(&Scontrol::of(&config.slurm), &node)?;
+    let state = StateDir::of(config);
+    let mut standing = NodeState::load(&state);
+    let outcome = drain::undrain(&Scontrol::of(&config.slurm), &node, &standing)?;
+    if node == this_node(None) {
+        outcome.record(&mut standing, now_s());
+        if let Err(e) = standing.save(&state) {
+            eprintln!("slurm-imex: warning: the node's standing not saved: {e}");
+        }
+    }
     let code = match outcome {
         DrainAction::LeftDrained { .. } => 1,
         _ => 0,

@@ -110,7 +110,9 @@ pub enum Command {
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]
     Man { dir: PathBuf },
-    /// Resume a node drained by slurm-imex (reason starts with "imex-health:").
+    /// Resume a node drained by slurm-imex: its reason starts with
+    /// "imex-health:", or it is Slurm's "Prolog error" for a prolog of ours
+    /// (run it on the node, whose standing says so). Never an admin's drain.
     Undrain {
         /// Slurm node name (default: $SLURMD_NODENAME, else the short hostname).
         #[arg(long)]

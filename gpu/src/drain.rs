@@ -5,14 +5,22 @@
 //! (never by matching words), and which also says what the node's standing
 //! (`NodeState::drained_since`) records.
 //!
-//! - prolog: a drain finding fails the prolog, so Slurm drains the node and
-//!   requeues the job; with `[health] set_drain_reason` our reason is set
-//!   first, so `sinfo -R` shows it instead of "Prolog error".
+//! - prolog: a drain finding, or a fault of this node's IMEX daemon or
+//!   channel (`imex_node_fault`), fails the prolog, so Slurm drains the node
+//!   ("Prolog error") and requeues the job; our reason (`imex-health: …
+//!   (job N)`) is kept in the node's standing. With `[health]
+//!   set_drain_reason` it is set at once (one scontrol call per failing
+//!   node, all in the same second when a fault hits every node of a job);
+//!   otherwise `slurm-imex check`, slurmd's HealthCheckProgram, sets it at
+//!   its next run (`explain_our_drain`), so the calls spread over
+//!   HealthCheckInterval.
 //! - epilog: with `[health] drain_from_epilog`, a drain finding drains the
 //!   node the same way and fails the epilog; otherwise it is only recorded.
 //! - check: `--drain` drains on a drain finding (always with our reason);
 //!   `--undrain` resumes a node that passes, and only when the drain reason
-//!   is ours (it starts with [`DRAIN_PREFIX`]): an admin's drain is left.
+//!   is ours: it starts with [`DRAIN_PREFIX`], or it is Slurm's own "Prolog
+//!   error"/"Epilog error" and the standing says which fault of ours caused
+//!   it. An admin's drain is left.
 //!   As slurmd's HealthCheckProgram it runs every few minutes on every node,
 //!   so it asks slurmctld nothing when nothing changed: the node's standing
 //!   (`NodeState`) says whether we drained it, and Slurm is read (once) only
@@ -42,8 +50,12 @@ pub enum DrainAction {
     /// Nothing: no drain finding, or none that this hook acts on.
     Nothing,
     /// The node must not take jobs: the hook fails with `reason` (prolog,
-    /// epilog), or the node was drained with it (check).
-    Drain { reason: String },
+    /// epilog), or the node was drained with it (check). `shown`: Slurm
+    /// was given `reason` (else it shows its own "Prolog error" until
+    /// `check` sets ours).
+    Drain { reason: String, shown: bool },
+    /// `check`: the node is drained by us and Slurm now shows our reason.
+    ReasonShown { reason: String },
     /// `check --drain`: the node is already drained by us for a finding;
     /// Slurm was not asked again.
     StillDrained { reason: String },
@@ -59,7 +71,7 @@ impl DrainAction {
     /// The line a hook fails with, when it must fail.
     pub fn hook_failure(&self) -> Option<&str> {
         match self {
-            DrainAction::Drain { reason } => Some(reason),
+            DrainAction::Drain { reason, .. } => Some(reason),
             _ => None,
         }
     }
@@ -68,9 +80,12 @@ impl DrainAction {
     /// in service, or unchanged.
     pub fn record(&self, node: &mut NodeState, now: i64) {
         match self {
-            DrainAction::Drain { .. } | DrainAction::StillDrained { .. } => {
-                node.set_drained(Some(now))
+            DrainAction::Drain { reason, shown } => {
+                node.set_drained(Some(now));
+                node.note_drain_reason(reason, *shown);
             }
+            DrainAction::StillDrained { .. } => node.set_drained(Some(now)),
+            DrainAction::ReasonShown { .. } => node.reason_shown = true,
             // Someone else's drain (or none): not ours to lift, ever.
             DrainAction::Resumed { .. }
             | DrainAction::NotDrained
@@ -83,12 +98,21 @@ impl DrainAction {
     pub fn describe(&self, node: &str) -> Option<String> {
         match self {
             DrainAction::Nothing => None,
-            DrainAction::Drain { reason } => Some(format!("drained {node}: {reason}")),
+            DrainAction::Drain { reason, .. } => Some(format!("drained {node}: {reason}")),
+            DrainAction::ReasonShown { reason } => {
+                Some(format!("{node} drained by slurm-imex; Slurm's reason is now: {reason}"))
+            }
             DrainAction::StillDrained { reason } => {
                 Some(format!("{node} stays drained by slurm-imex: {reason}"))
             }
             DrainAction::Resumed { was } => Some(format!("resumed {node} (was: {was})")),
             DrainAction::NotDrained => Some(format!("{node} is not drained")),
+            DrainAction::LeftDrained { reason } if SLURMS_HOOK_REASONS.contains(&reason.trim()) => {
+                Some(format!(
+                    "{node} left drained: \"{reason}\" is ours only where {node}'s own standing says \
+                     so: run slurm-imex undrain on {node}, or let its next slurm-imex check name the cause"
+                ))
+            }
             DrainAction::LeftDrained { reason } => Some(format!(
                 "{node} left drained: its reason is not ours ({reason})"
             )),
@@ -96,18 +120,45 @@ impl DrainAction {
     }
 }
 
-/// Decide and do what a verdict means for `node` in a prolog or epilog.
-/// `drain_reason` is the verdict's drain reason (`health::drain_reason`:
-/// None unless a finding is drain-class). A failing scontrol is logged: the
-/// hook's exit status still takes the node out of service.
-pub fn act(cfg: &Config, node: &str, drain_reason: Option<String>, hook: Hook) -> DrainAction {
-    match (hook, drain_reason) {
+/// Longest reason we give Slurm (a node's reason shows in `sinfo -R`).
+const REASON_MAX: usize = 256;
+
+/// Our reason for a drain during job `job_id`: `reason` naming the job.
+pub fn for_job(reason: &str, job_id: u32) -> String {
+    let suffix = format!(" (job {job_id})");
+    // cap() adds "… (N more bytes)" past its limit: room for that too.
+    let room = REASON_MAX.saturating_sub(suffix.len() + 32);
+    format!("{}{suffix}", slurm_imex_core::text::cap(reason, room))
+}
+
+/// Decide and do what a verdict means for `node` in job `job_id`'s prolog
+/// or epilog. `drain_reason` is the verdict's drain reason
+/// (`health::drain_reason`: None unless a finding is drain-class). A failing
+/// scontrol is logged: the hook's exit status still takes the node out of
+/// service.
+pub fn act(
+    cfg: &Config,
+    node: &str,
+    job_id: u32,
+    drain_reason: Option<String>,
+    hook: Hook,
+) -> DrainAction {
+    let reason = drain_reason.map(|r| for_job(&r, job_id));
+    match (hook, reason) {
         (Hook::Prolog, Some(reason)) => hook_drain(cfg, node, reason),
         (Hook::Epilog, Some(reason)) if cfg.health.drain_from_epilog => {
             hook_drain(cfg, node, reason)
         }
         _ => DrainAction::Nothing,
     }
+}
+
+/// A fault of this node's own IMEX daemon or channel (blamed on the node
+/// by the caller) fails the prolog: the same drain as a GPU finding, under
+/// the check name `imex`.
+pub fn imex_node_fault(cfg: &Config, node: &str, job_id: u32, line: &str) -> DrainAction {
+    let reason = for_job(&format!("{DRAIN_PREFIX} imex {node}: {line}"), job_id);
+    hook_drain(cfg, node, reason)
 }
 
 /// What `slurm-imex check` does to `slurm`'s node for a verdict, given the
@@ -128,7 +179,10 @@ pub fn act_on_check(
                 return Ok(DrainAction::StillDrained { reason });
             }
             scontrol.drain(node, &reason)?;
-            Ok(DrainAction::Drain { reason })
+            Ok(DrainAction::Drain {
+                reason,
+                shown: true,
+            })
         }
         None if flags.undrain => {
             let known_in_service =
@@ -136,42 +190,101 @@ pub fn act_on_check(
             if known_in_service {
                 return Ok(DrainAction::Nothing);
             }
-            resume_if_ours(scontrol, node, slurm.get()?)
+            resume_if_ours(scontrol, node, slurm.get()?, standing)
         }
-        _ => Ok(DrainAction::Nothing),
+        _ => explain_our_drain(slurm, standing),
     }
 }
 
-/// A prolog's or epilog's drain finding: set our reason when the site wants
-/// it shown, then have the hook fail.
+/// The standing says we drained the node, and Slurm does not show our
+/// reason yet (a failed hook: Slurm wrote its own "Prolog error"): set
+/// ours. One read and one update, once per drain, at this node's next
+/// health check; nothing asked otherwise.
+fn explain_our_drain(slurm: &NodeRead, standing: &NodeState) -> Result<DrainAction> {
+    let (Some(ours), false) = (&standing.drained_for, standing.reason_shown) else {
+        return Ok(DrainAction::Nothing);
+    };
+    let status = slurm.get()?;
+    if !status.is_drained() {
+        return Ok(DrainAction::NotDrained); // resumed meanwhile: not ours any more
+    }
+    match whose(status.reason.as_deref(), standing) {
+        Whose::Ours if status.reason.as_deref() == Some(ours.as_str()) => {
+            Ok(DrainAction::ReasonShown {
+                reason: ours.clone(),
+            })
+        }
+        Whose::Ours => {
+            slurm.scontrol().drain(slurm.node(), ours)?;
+            Ok(DrainAction::ReasonShown {
+                reason: ours.clone(),
+            })
+        }
+        Whose::Admins => Ok(DrainAction::LeftDrained {
+            reason: status.reason.clone().unwrap_or_default(),
+        }),
+    }
+}
+
+/// Slurm's own reasons for a node whose hook failed (src/slurmctld:
+/// node_mgr.c "Prolog error", job_mgr.c "Epilog error").
+const SLURMS_HOOK_REASONS: [&str; 2] = ["Prolog error", "Epilog error"];
+
+enum Whose {
+    Ours,
+    Admins,
+}
+
+/// A drain is ours when its reason carries our prefix, or when it is the
+/// reason Slurm gives a failed hook and our standing says we failed it.
+fn whose(reason: Option<&str>, standing: &NodeState) -> Whose {
+    match reason {
+        Some(r) if r.starts_with(DRAIN_PREFIX) => Whose::Ours,
+        Some(r) if standing.drained_for.is_some() && SLURMS_HOOK_REASONS.contains(&r.trim()) => {
+            Whose::Ours
+        }
+        _ => Whose::Admins,
+    }
+}
+
+/// A prolog's or epilog's drain: set our reason now when the site wants
+/// it at once, then have the hook fail (Slurm drains the node).
 fn hook_drain(cfg: &Config, node: &str, reason: String) -> DrainAction {
+    let mut shown = false;
     if cfg.health.set_drain_reason {
-        if let Err(e) = Scontrol::of(&cfg.slurm).drain(node, &reason) {
-            tracing::warn!("{e}");
+        match Scontrol::of(&cfg.slurm).drain(node, &reason) {
+            Ok(()) => shown = true,
+            Err(e) => tracing::warn!("{e}"),
         }
     }
-    DrainAction::Drain { reason }
+    DrainAction::Drain { reason, shown }
 }
 
-/// Resume `node` only if its drain reason is ours (`slurm-imex undrain`:
-/// always asks).
-pub fn undrain(scontrol: &Scontrol, node: &str) -> Result<DrainAction> {
-    resume_if_ours(scontrol, node, &scontrol.node(node)?)
+/// Resume `node` only if its drain is ours (`slurm-imex undrain`: always
+/// asks); `standing` is this node's, which attributes a "Prolog error" to us.
+pub fn undrain(scontrol: &Scontrol, node: &str, standing: &NodeState) -> Result<DrainAction> {
+    resume_if_ours(scontrol, node, &scontrol.node(node)?, standing)
 }
 
-/// Resume `node`, as Slurm holds it (`status`), only if it is drained with
-/// our reason.
-fn resume_if_ours(scontrol: &Scontrol, node: &str, status: &NodeStatus) -> Result<DrainAction> {
+/// Resume `node`, as Slurm holds it (`status`), only if its drain is ours.
+fn resume_if_ours(
+    scontrol: &Scontrol,
+    node: &str,
+    status: &NodeStatus,
+    standing: &NodeState,
+) -> Result<DrainAction> {
     if !status.is_drained() {
         return Ok(DrainAction::NotDrained);
     }
-    match &status.reason {
-        Some(was) if was.starts_with(DRAIN_PREFIX) => {
+    match whose(status.reason.as_deref(), standing) {
+        Whose::Ours => {
             scontrol.resume(node)?;
-            Ok(DrainAction::Resumed { was: was.clone() })
+            Ok(DrainAction::Resumed {
+                was: status.reason.clone().unwrap_or_default(),
+            })
         }
-        other => Ok(DrainAction::LeftDrained {
-            reason: other.clone().unwrap_or_default(),
+        Whose::Admins => Ok(DrainAction::LeftDrained {
+            reason: status.reason.clone().unwrap_or_default(),
         }),
     }
 }
@@ -228,17 +341,21 @@ mod tests {
         assert_eq!(drain_reason(&findings[..1]), None);
         // Prolog: fails, and sets the reason only when asked to.
         cfg.health.set_drain_reason = false;
-        let a = act(&cfg, "n1", drain(), Hook::Prolog);
+        let a = act(&cfg, "n1", 7, drain(), Hook::Prolog);
+        let reason = format!("{reason} (job 7)");
         assert_eq!(a.hook_failure(), Some(reason.as_str()));
         assert_eq!(calls(d.path()), "");
         cfg.health.set_drain_reason = true;
-        act(&cfg, "n1", drain(), Hook::Prolog);
+        act(&cfg, "n1", 7, drain(), Hook::Prolog);
         assert!(calls(d.path()).contains("State=DRAIN Reason=imex-health: xid"));
         // Epilog: only with drain_from_epilog.
         cfg.health.drain_from_epilog = false;
-        assert_eq!(act(&cfg, "n1", drain(), Hook::Epilog), DrainAction::Nothing);
+        assert_eq!(
+            act(&cfg, "n1", 7, drain(), Hook::Epilog),
+            DrainAction::Nothing
+        );
         cfg.health.drain_from_epilog = true;
-        let a = act(&cfg, "n1", drain(), Hook::Epilog);
+        let a = act(&cfg, "n1", 7, drain(), Hook::Epilog);
         assert_eq!(a.hook_failure(), Some(reason.as_str()));
     }
 
@@ -306,8 +423,16 @@ mod tests {
         assert!(!slurm.asked());
         assert_eq!(calls(d.path()).lines().count(), 2);
         // Drained by us since: read, confirmed, resumed.
-        DrainAction::Drain { reason: "r".into() }.record(&mut standing, 400);
-        DrainAction::Drain { reason: "r".into() }.record(&mut standing, 500);
+        DrainAction::Drain {
+            reason: "r".into(),
+            shown: false,
+        }
+        .record(&mut standing, 400);
+        DrainAction::Drain {
+            reason: "r".into(),
+            shown: false,
+        }
+        .record(&mut standing, 500);
         assert_eq!(standing.drained_since, Some(400));
         let a = act_on_check(&NodeRead::new(&ours, "n1"), &standing, None, undrain).unwrap();
         assert!(matches!(a, DrainAction::Resumed { .. }));
@@ -325,8 +450,85 @@ mod tests {
         assert_eq!(standing.drained_since, None);
         let idle = handle(&scontrol(d.path(), "IDLE", ""));
         assert_eq!(
-            super::undrain(&idle, "n1").unwrap(),
+            super::undrain(&idle, "n1", &NodeState::default()).unwrap(),
             DrainAction::NotDrained
+        );
+    }
+
+    #[test]
+    fn a_failed_hooks_prolog_error_gets_our_reason_once_and_is_ours_to_resume() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = scontrol(d.path(), "IDLE+DRAIN", "Prolog error");
+        // The prolog failed on an IMEX fault: Slurm drained with its reason.
+        let fault = imex_node_fault(&cfg, "n1", 7, "nvidia-imex on n1 exited with status 1");
+        assert_eq!(
+            fault.hook_failure(),
+            Some("imex-health: imex n1: nvidia-imex on n1 exited with status 1 (job 7)")
+        );
+        assert_eq!(calls(d.path()), "", "no controller call from the prolog");
+        let mut standing = NodeState::default();
+        fault.record(&mut standing, 100);
+        assert!(standing.drained_for.is_some() && !standing.reason_shown);
+        // The next health check: one read, one update with our reason.
+        let sc = handle(&cfg);
+        let a = act_on_check(
+            &NodeRead::new(&sc, "n1"),
+            &standing,
+            None,
+            CheckFlags::default(),
+        )
+        .unwrap();
+        assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
+        assert_eq!(
+            calls(d.path()),
+            "show node n1 -o\nupdate NodeName=n1 State=DRAIN Reason=imex-health: imex n1: nvidia-imex on n1 exited with status 1 (job 7)\n"
+        );
+        a.record(&mut standing, 200);
+        assert!(standing.reason_shown);
+        // After that: nothing asked.
+        let slurm = NodeRead::new(&sc, "n1");
+        let a = act_on_check(&slurm, &standing, None, CheckFlags::default()).unwrap();
+        assert_eq!(a, DrainAction::Nothing);
+        assert!(!slurm.asked());
+        // "Prolog error" is ours to resume where the standing says so ...
+        let a = super::undrain(&sc, "n1", &standing).unwrap();
+        assert!(matches!(a, DrainAction::Resumed { .. }), "{a:?}");
+        // ... never elsewhere, and never an admin's reason.
+        let a = super::undrain(&sc, "n1", &NodeState::default()).unwrap();
+        assert!(a
+            .describe("n1")
+            .unwrap()
+            .contains("run slurm-imex undrain on n1"));
+        let d2 = tempfile::tempdir().unwrap();
+        let admin = handle(&scontrol(d2.path(), "IDLE+DRAIN", "bad fan"));
+        let a = act_on_check(
+            &NodeRead::new(&admin, "n1"),
+            &standing_of(&fault),
+            None,
+            CheckFlags::default(),
+        )
+        .unwrap();
+        assert!(matches!(a, DrainAction::LeftDrained { .. }), "{a:?}");
+        assert!(!calls(d2.path()).contains("update"));
+    }
+
+    fn standing_of(action: &DrainAction) -> NodeState {
+        let mut n = NodeState::default();
+        action.record(&mut n, 1);
+        n
+    }
+
+    #[test]
+    fn our_reasons_name_the_job_and_stay_bounded() {
+        assert_eq!(
+            for_job("imex-health: xid gpu0 S: XID 79", 42),
+            "imex-health: xid gpu0 S: XID 79 (job 42)"
+        );
+        let long = for_job(&"x".repeat(10_000), 4_294_967_295);
+        assert!(
+            long.len() <= REASON_MAX && long.ends_with("(job 4294967295)"),
+            "{}",
+            long.len()
         );
     }
 }

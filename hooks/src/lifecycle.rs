@@ -84,7 +84,12 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
             // Not this node's fault: the plugin fails the job with this cause.
             tracing::warn!("job {} cannot use IMEX: {cause}", job.job_id)
         }
-        Some(Err(Fault::Node(e))) => exit.fail(format!("slurm-imex-prolog: {e}")),
+        Some(Err(Fault::Node(e))) => {
+            // This node's fault: Slurm drains it; the standing keeps why.
+            let action = drain::imex_node_fault(cfg, &job.node_name, job.job_id, &e.to_string());
+            note_drained(cfg, &action);
+            exit.fail(format!("slurm-imex-prolog: {e}"))
+        }
     }
     // The prolog writes nothing for the metrics (every job pays for the
     // prolog): the epilog derives them from the job's record and row.
@@ -134,7 +139,7 @@ fn act_on_gate(gate: &GpuOutcome, job: &JobEnv, cfg: &Config, hook: Hook) -> Dra
         GpuOutcome::Done { drain_reason, .. } => drain_reason.clone(),
         GpuOutcome::Skipped(_) => None,
     };
-    let action = drain::act(cfg, &job.node_name, reason, hook);
+    let action = drain::act(cfg, &job.node_name, job.job_id, reason, hook);
     if action.hook_failure().is_none() {
         log_gate(gate, hook);
     }

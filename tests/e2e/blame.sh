@@ -27,7 +27,8 @@ test_local_daemon_crash_drains_only_its_node() {
   local i s
   wait_until 20 "n2 to drain" node_is_drained n2
   case "$(node_state n2)" in drain*) ;; *) fail "n2 not drained: $(node_state n2)";; esac
-  expect_contains "$(node_reason n2)" "rolog" "n2 drain reason"
+  expect_contains "$(node_reason n2)" "imex-health: imex n2: " "n2 drain reason is ours ([health] set_drain_reason = true here)"
+  expect_contains "$(node_reason n2)" "(job $id)" "n2 drain reason names the job"
   # The job goes back to the queue (held) rather than running on a broken node.
   s=$(wait_job "$id" 30 PENDING)
   expect_eq "$s" PENDING "job $id requeued"
@@ -38,6 +39,51 @@ test_local_daemon_crash_drains_only_its_node() {
     expect_idle "$i"
   done
   grep -q "crashing at start" "$C/nodes/n2/run-imex/nvidia-imex.log" || fail "n2 daemon log lacks the crash"
+}
+
+# An IMEX fault on every node of a job with the default set_drain_reason =
+# false: the prologs ask slurmctld nothing, so Slurm shows its own "Prolog
+# error"; each node's next health check (slurm-imex check, as slurmd's
+# HealthCheckProgram runs it) sets our reason with one read and one update;
+# undrain resumes ours, an admin's drain is left alone.
+test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
+  sed -i 's/^set_drain_reason = .*/set_drain_reason = false/' "$C/etc-slurm/imex.toml"
+  grep -q '^set_drain_reason = false' "$C/etc-slurm/imex.toml" || { fail "imex.toml has no set_drain_reason key"; return; }
+  local i id rpcs
+  for i in 1 2 3; do echo "MODE=crash" > "$C/nodes/n$i/run-imex/fake-fault"; done
+  sdiag -r >/dev/null 2>&1 || { fail "sdiag -r failed"; return; }
+  id=$(submit -N3 --imex "srun -N3 true") || { fail "sbatch failed"; return; }
+  for i in 1 2 3; do wait_until 30 "n$i to drain" node_is_drained "n$i"; done
+  scancel "$id"
+  # (The harness itself polls sinfo meanwhile, so only node updates count.)
+  rpcs=$(rpc_counts)
+  echo "    figure: a node fault on all 3 nodes of job $id: $(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total) node updates while the prologs failed"
+  expect_eq "$(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total)" 0 "the failing prologs asked slurmctld nothing"
+  for i in 1 2 3; do expect_eq "$(node_reason "n$i")" "Prolog error" "n$i shows Slurm's reason first"; done
+  # An admin takes n3 for their own reason meanwhile.
+  scontrol update nodename=n3 state=drain reason="manual: cable swap"
+  sdiag -r >/dev/null 2>&1
+  for i in 1 2 3; do rm -f "$C/nodes/n$i/run-imex/fake-fault"; cli "$i" check --node "n$i" >/dev/null; done
+  rpcs=$(rpc_counts)
+  echo "    figure: the next health check on each of the 3 nodes: $(grep -E "$HOOK_RPCS" <<<"$rpcs" | tr '\n' ' ')"
+  expect_eq "$(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total)" 2 "one reason update per node of ours, none for the admin's"
+  for i in 1 2; do
+    expect_contains "$(node_reason "n$i")" "imex-health: imex n$i: " "n$i: our reason"
+    expect_contains "$(node_reason "n$i")" "(job $id)" "n$i: the reason names the job"
+  done
+  expect_contains "$(sinfo -R -h -o '%n %E' -n n1)" "imex-health: imex n1" "sinfo -R shows our reason"
+  expect_eq "$(node_reason n3)" "manual: cable swap" "the admin's reason stays"
+  # The health check a second time: nothing asked.
+  sdiag -r >/dev/null 2>&1
+  for i in 1 2; do cli "$i" check --node "n$i" >/dev/null; done
+  expect_eq "$(rpc_counts | grep -E "$HOOK_RPCS" | rpc_total)" 0 "a second check asks nothing"
+  for i in 1 2; do expect_contains "$(cli "$i" undrain --node "n$i")" "resumed n$i" "undrain n$i"; done
+  local out rc
+  out=$(cli 3 undrain --node n3); rc=$?
+  expect_eq "$rc" 1 "undrain refuses the admin's drain"
+  expect_eq "$(node_reason n3)" "manual: cable swap" "the admin's drain kept"
+  for i in 1 2; do wait_node_free "n$i"; expect_eq "$(node_state "n$i")" idle "n$i back in service"; done
+  scontrol update nodename=n3 state=resume
 }
 
 test_epilog_is_idempotent_without_prolog() {

@@ -71,7 +71,8 @@ reset_nodes() {
   cp -p "$C/imex.toml.pristine" "$C/etc-slurm/imex.toml"
   rm -f "$C/etc-slurm/imex-racks.toml"
   for i in $(seq 1 "$E2E_NODES"); do
-    rm -f "$C/nodes/n$i/run-imex/fake-fault" "$C/nodes/n$i/clique"
+    # and no standing (whether slurm-imex drained the node) of an earlier test
+    rm -f "$C/nodes/n$i/run-imex/fake-fault" "$C/nodes/n$i/clique" "$C/nodes/n$i/run-slurm-imex/node-metrics.json"
     write_scenario "$i"
     case "$(node_state "n$i")" in
       drain*|down*|fail*) scontrol update nodename="n$i" state=resume 2>/dev/null || true;;

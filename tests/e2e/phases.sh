@@ -34,6 +34,7 @@ phase_tests() { # phase
       test_second_imex_job_on_busy_node_is_refused
       test_peer_that_never_connects_fails_job_without_draining
       test_local_daemon_crash_drains_only_its_node
+      test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm
       test_epilog_is_idempotent_without_prolog
       test_doctor_passes_then_names_each_break
       test_prolog_killed_midway_then_epilog_restores_idle

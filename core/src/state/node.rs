@@ -29,6 +29,15 @@ pub struct NodeState {
     /// not since boot). Until it has, it asks once whether the node is
     /// drained by us; after, `drained_since` answers without a call.
     pub slurm_read_at: Option<i64>,
+    /// While drained by slurm-imex: our reason (`imex-health: …`, naming
+    /// the check, GPU or IMEX cause, and the job). A hook that fails makes
+    /// Slurm drain with its own "Prolog error"; `slurm-imex check` later
+    /// sets this instead (gpu::drain), one node at a time.
+    #[serde(default)]
+    pub drained_for: Option<String>,
+    /// Slurm shows `drained_for` as the node's reason.
+    #[serde(default)]
+    pub reason_shown: bool,
     pub last_gate_ms: Option<u64>,
     pub last_prolog_ms: Option<u64>,
     pub last_epilog_ms: Option<u64>,
@@ -65,5 +74,18 @@ impl NodeState {
             (Some(since), Some(_)) => Some(since),
             (_, at) => at,
         };
+        if drained_at.is_none() {
+            self.drained_for = None;
+            self.reason_shown = false;
+        }
+    }
+
+    /// Note why we drained the node (the first reason of a drain stays), and
+    /// whether Slurm already shows it.
+    pub fn note_drain_reason(&mut self, reason: &str, shown: bool) {
+        if self.drained_for.is_none() {
+            self.drained_for = Some(reason.to_string());
+            self.reason_shown = shown;
+        }
     }
 }
