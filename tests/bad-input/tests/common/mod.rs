@@ -1,7 +1,10 @@
-//! Running the real binaries (built by `cargo build --workspace`, which
-//! tests/run-all.sh runs before `cargo test`) on a bad
-//! input, and the assertions every case shares: it ends in time, it never
-//! panics, and what it says is one line naming what, where and the fix.
+//! Running the real binaries on a bad input, and the assertions every case
+//! shares: it ends in time, it never panics, and what it says is one line
+//! naming what, where and the fix. The binaries are those `cargo build
+//! --workspace` put beside this test (tests/run-all.sh builds them first);
+//! where they are missing (a plain `cargo test` on a fresh clone: cargo
+//! builds binaries only for their own package's tests), they are built once
+//! into target/bad-input-bins by the cargo running this test.
 
 #![allow(dead_code)]
 
@@ -11,18 +14,53 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// target/<profile>/, where cargo put the workspace binaries.
+/// The workspace binary `name`: target/<profile>/ where cargo put it, else
+/// built now (once per test process).
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap();
-    let p = dir.join(name);
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let beside = profile_dir.join(name);
+    if beside.exists() {
+        return beside;
+    }
+    let built = built_here(profile_dir).join("debug").join(name);
     assert!(
-        p.exists(),
-        "{} missing: run `cargo build --workspace` before `cargo test` (cargo test \
-         builds a binary only for its own package's integration tests)",
-        p.display()
+        built.exists(),
+        "{} missing after building it",
+        built.display()
     );
-    p
+    built
+}
+
+/// Build the workspace's binaries into target/bad-input-bins (its own
+/// target directory, so the build lock of the cargo running this test is
+/// not waited on), once; the directory.
+fn built_here(profile_dir: &Path) -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let target = profile_dir.parent().unwrap().join("bad-input-bins");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+            let status = Command::new(cargo)
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "slurm-imex-hooks",
+                    "-p",
+                    "slurm-imex-cli",
+                    "--bins",
+                ])
+                .arg("--manifest-path")
+                .arg(manifest)
+                .env("CARGO_TARGET_DIR", &target)
+                .status()
+                .expect("cannot run cargo to build the binaries under test");
+            assert!(status.success(), "building the binaries under test failed");
+            target
+        })
+        .clone()
 }
 
 #[derive(Debug)]
