@@ -320,21 +320,20 @@ IMEX_PORTS_FILE=90-slurm-imex.conf
 # merged, "a-b" or "a"); empty for none. Ports outside 1..65535 are dropped.
 imex_ports_op() { # op list list
   awk -v op="$1" -v a="$2" -v b="$3" '
-    function mark(list, v,   n, i, p, lo, hi, x) {
-      n = split(list, p, ",")
-      for (i = 1; i <= n; i++) {
-        gsub(/[ \t]/, "", p[i])
-        if (p[i] ~ /^[0-9]+$/) { lo = p[i] + 0; hi = lo }
-        else if (p[i] ~ /^[0-9]+-[0-9]+$/) { split(p[i], x, "-"); lo = x[1] + 0; hi = x[2] + 0 }
-        else continue
-        if (lo < 1) lo = 1
-        if (hi > 65535) hi = 65535
-        for (; lo <= hi; lo++) port[lo] = v
-      }
-    }
     BEGIN {
-      mark(a, 1)
-      mark(b, (op == "+") ? 1 : 0)
+      list[1] = a; val[1] = 1; list[2] = b; val[2] = (op == "+") ? 1 : 0
+      for (l = 1; l <= 2; l++) {
+        n = split(list[l], p, ",")
+        for (i = 1; i <= n; i++) {
+          gsub(/[ \t]/, "", p[i])
+          if (p[i] ~ /^[0-9]+$/) { lo = p[i] + 0; hi = lo }
+          else if (p[i] ~ /^[0-9]+-[0-9]+$/) { split(p[i], x, "-"); lo = x[1] + 0; hi = x[2] + 0 }
+          else continue
+          if (lo < 1) lo = 1
+          if (hi > 65535) hi = 65535
+          for (; lo <= hi; lo++) port[lo] = val[l]
+        }
+      }
       out = ""; start = 0
       for (i = 1; i <= 65536; i++) {
         on = (i <= 65535 && port[i] == 1)
