@@ -43,9 +43,11 @@ for b in slurm-imex-prolog slurm-imex-epilog slurm-imex; do
 done
 # Man pages come from the clap definitions; any runnable slurm-imex prints them.
 runner=target/release/slurm-imex; [ -x "$runner" ] || runner=$bindir/slurm-imex
+# The target's strip: this machine's for its own architecture, else
+# <arch>-linux-gnu-strip (Debian: binutils-aarch64-linux-gnu).
 strip_tool=strip
 [ "$arch" = "$(uname -m)" ] || strip_tool=$arch-linux-gnu-strip
-command -v "$strip_tool" >/dev/null || strip_tool=
+command -v "$strip_tool" >/dev/null || die "$strip_tool is missing (apt-get install binutils-$arch-linux-gnu)"
 
 # The plugins of this architecture, one per Slurm major.minor: the
 # directory's name, or its slurm-version file, says which.
@@ -64,7 +66,7 @@ rm -rf "$work"; mkdir -p "$work"/{stage/bin,stage/plugin,stage/man,SOURCES,RPMS,
 stage=$REPO/$work/stage
 for b in slurm-imex-prolog slurm-imex-epilog slurm-imex; do
   install -m 0755 "$bindir/$b" "$stage/bin/$b"
-  [ -z "$strip_tool" ] || "$strip_tool" --strip-unneeded "$stage/bin/$b"
+  "$strip_tool" --strip-unneeded "$stage/bin/$b"
 done
 "$runner" man "$stage/man" >/dev/null
 gzip -9n "$stage"/man/*
@@ -96,7 +98,7 @@ for mm in $(printf '%s\n' "${!plugins[@]}" | sort -V); do
   [ -z "${RPM_ONLY:-}" ] || [ "$mm" = "$RPM_ONLY" ] || continue
   next=${mm%.*}.$(printf '%02d' $((10#${mm#*.} + 1)))
   install -m 0755 "${plugins[$mm]}" "$stage/plugin/spank_imex.so"
-  [ -z "$strip_tool" ] || "$strip_tool" --strip-unneeded "$stage/plugin/spank_imex.so"
+  "$strip_tool" --strip-unneeded "$stage/plugin/spank_imex.so"
   sed "s/@MM@/$mm/" "$work/slurm-imex.spec.in" > "$work/slurm-imex.spec"
   rpmbuild -bb --quiet --target "$arch" \
     --define "_topdir $REPO/$work" --define "_tmppath $REPO/$work/tmp" \
