@@ -39,9 +39,9 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}
 
 # One absolute, plain path that every line we print or write can hold as
 # Slurm reads it: plugstack.conf splits on whitespace and drops what follows
-# '#'; slurm.conf does the same, reads quotes and backslashes, and from 23.02
-# on splits Prolog and Epilog at ','; the HealthCheckProgram wrapper is a
-# shell script. Every such value comes through here.
+# '#'; slurm.conf does the same and reads quotes and backslashes; the
+# HealthCheckProgram wrapper is a shell script, so anything beyond a plain
+# set of characters is refused too. Every such value comes through here.
 checked_path() { # what value
   local v=$2 bad
   case $v in
@@ -52,7 +52,6 @@ checked_path() { # what value
   [[ $v == *[[:space:]]* ]] && die "$1 '$v' holds whitespace, where plugstack.conf and slurm.conf split a line: use a path without it"
   [[ $v == *'#'* ]] && die "$1 '$v' holds '#', where plugstack.conf and slurm.conf start a comment: use a path without it"
   [[ $v == *[\"\'\\]* ]] && die "$1 '$v' holds a quote or backslash, which slurm.conf reads as quoting: use a path without it"
-  [[ $v == *,* ]] && die "$1 '$v' holds ',', where slurm.conf splits a Prolog or Epilog list: use a path without it"
   bad=${v//[A-Za-z0-9._\/+:@%=-]/}
   [ -z "$bad" ] || die "$1 '$v' holds '${bad:0:1}': use a path of letters, digits and . _ - + : @ % = / only (it goes into Slurm's config and a shell script)"
   [[ $v == */../* || $v == */.. || $v == */./* || $v == */. ]] && die "$1 '$v' must not contain . or .. parts"
@@ -275,8 +274,10 @@ do_uninstall() {
   [ -e "$manifest" ] || die "nothing to uninstall: $manifest is missing"
   require_trusted "the manifest directory" "$dir"
   require_trusted "the manifest" "$manifest"
-  [ -n "$sysconfdir" ] || { [ -f "$dir/sysconfdir" ] && require_trusted "the recorded config directory" "$dir/sysconfdir" &&
-    sysconfdir=$(checked_path "the recorded config directory" "$(head -n 1 "$dir/sysconfdir")"); }
+  if [ -z "$sysconfdir" ] && [ -f "$dir/sysconfdir" ]; then
+    require_trusted "the recorded config directory" "$dir/sysconfdir"
+    sysconfdir=$(checked_path "the recorded config directory" "$(head -n 1 "$dir/sysconfdir")")
+  fi
   files=$(manifest_files "$manifest") || exit 1
   if [ -n "$sysconfdir" ]; then
     local lines; lines=$(imex_slurm_lines "$sysconfdir")

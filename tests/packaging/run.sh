@@ -124,7 +124,7 @@ test_install_sh_refuses_paths_slurm_cannot_read() {
   out=$("$p/install.sh" --slurm-prefix /usr --sysconfdir '/etc/sl"urm' --dry-run 2>&1) && fail "took a quote"
   expect_contains "$out" "quote" "why a quote is refused"
   out=$("$p/install.sh" --slurm-prefix /usr --prefix '/opt/a,b' --dry-run 2>&1) && fail "took a comma"
-  expect_contains "$out" "Prolog or Epilog list" "why a comma is refused"
+  expect_contains "$out" "holds ','" "a comma is named"
   out=$("$p/install.sh" --slurm-prefix /usr --prefix '/opt/a;b' --dry-run 2>&1) && fail "took a ;"
   expect_contains "$out" "holds ';'" "a shell character is named"
   echo "    says: $out"
