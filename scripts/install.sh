@@ -400,6 +400,7 @@ imex_ports_apply() { # new-list
 # ours, and the live value gains ours (unless in a chroot or image build).
 imex_ports_reserve() { # ours
   local site all cur
+  [ -n "$1" ] || { echo "slurm-imex: no port span to reserve (the shipped sysctl.d file is missing)" >&2; return 0; }
   site=$(imex_ports_site)
   all=$(imex_ports_op + "$site" "$1")
   mkdir -p /etc/sysctl.d
