@@ -214,6 +214,13 @@ main() {
   package_tests "$trixie" "$sid"
   echo "== RPMs: rpmlint, install, verify, upgrade, erase in a RHEL-layout root (tests/packaging/rpm.sh)"
   scripts/package-rpm.sh >/dev/null || { echo "versions: the RPMs failed" >&2; exit 1; }
+  # And for every other architecture cross-built here (target/<triple>/release).
+  local cross
+  for cross in target/*/release/slurm-imex-prolog; do
+    [ -e "$cross" ] || continue
+    cross=${cross#target/}; cross=${cross%%/*}
+    scripts/package-rpm.sh "$cross" >/dev/null || { echo "versions: the $cross RPMs failed" >&2; exit 1; }
+  done
   rpm_package_tests "$REPO"/target/rpm/slurm-imex-*.rpm
 
   echo
