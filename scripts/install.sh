@@ -132,9 +132,11 @@ header_version() {
 }
 
 # One value of `scontrol show config` ("Key = value"), empty when the
-# controller does not answer within 5 s (install before slurmctld runs).
+# controller does not answer within 5 s (install before slurmctld runs) or
+# the key is unset, which scontrol prints as "(null)" (PlugStackConfig when
+# slurm.conf leaves it to the default, plugstack.conf beside slurm.conf).
 show_config_value() {
-  awk -v k="$1" '$1 == k && $2 == "=" { sub(/^[^=]*= */, ""); print; exit }' <<<"$SHOW_CONFIG"
+  awk -v k="$1" '$1 == k && $2 == "=" { sub(/^[^=]*= */, ""); if ($0 != "(null)") print; exit }' <<<"$SHOW_CONFIG"
 }
 
 # This machine's Debian multiarch directory name (x86_64-linux-gnu,
