@@ -9,7 +9,7 @@
 # The Debian maintainer scripts (packaging/debian/postinst, prerm), the RPM
 # scriptlets (packaging/rpm/slurm-imex.spec) and scripts/install.sh hold it
 # verbatim between the BEGIN and END lines: packaging/sync-maintainer-lib.sh
-# writes the copies, and its --check (run by tests/packaging/maintainer-lib.sh)
+# writes the copies, and its --check (run by tests/packaging/run.sh)
 # fails when one differs.
 # --- BEGIN maintainer-lib.sh ---
 # The kernel takes a comma-separated list of ports and ranges (a-b). The
