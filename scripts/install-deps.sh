@@ -10,11 +10,14 @@ set -euo pipefail
 # and prometheus (promtool) for the metrics export tests; equivs for the
 # stand-in slurm-smd packages; systemd-container (systemd-nspawn) for the
 # nodes booted with real systemd; libmunge-dev, libjson-c-dev, libyaml-dev, gcc and make for Slurm built
-# from SchedMD's sources (scripts/slurm-prefix.sh; xz-utils unpacks them).
+# from SchedMD's sources (scripts/slurm-prefix.sh; xz-utils unpacks them);
+# rpm (rpmbuild) and rpmlint for the RPMs (scripts/package-rpm.sh), and
+# binutils-aarch64-linux-gnu for its aarch64-linux-gnu-strip.
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
       strace sqlite3 python3 prometheus-node-exporter prometheus
-      equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev gcc make pkg-config xz-utils)
+      equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev gcc make pkg-config xz-utils
+      rpm rpmlint binutils-aarch64-linux-gnu)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

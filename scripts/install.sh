@@ -21,30 +21,71 @@
 #  * installs the prolog, epilog and CLI under --prefix (default /usr/local),
 #    the plugin into PluginDir, the HealthCheckProgram wrapper, imex.toml
 #    beside slurm.conf (never over an existing one) with scontrol set to this
-#    Slurm's, and the SERVER_PORT reservation in /etc/sysctl.d (applied now);
+#    Slurm's, and the SERVER_PORT span added to the site's reserved ports
+#    (/etc/sysctl.d/90-slurm-imex.conf; applied now, unless in a chroot or
+#    image build);
 #  * records every file it wrote in <prefix>/share/slurm-imex/installed-files
 #    for --uninstall (which keeps imex.toml, as dpkg keeps a conffile);
 #  * prints the exact plugstack.conf and slurm.conf lines for this site.
+# --uninstall refuses while slurm.conf or plugstack.conf still name
+# slurm-imex (it lists the lines to remove first), and acts only on a
+# manifest that root owns, in directories only root can change.
 set -euo pipefail
 PAYLOAD=$(cd "$(dirname "$0")" && pwd)
-slurm_prefix= prefix=/usr/local sysconfdir= plugin_dir= dry_run=0 uninstall=0
-sysctl_file=/etc/sysctl.d/90-slurm-imex.conf
+slurm_prefix= prefix=/usr/local sysconfdir= plugin_dir= plugstack= dry_run=0 uninstall=0
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }
 
-# One absolute, plain path (no newline, no relative parts): every value we
-# write into a config or a printed line comes through here.
-checked_path() { # option value
-  local v=$2
+# One absolute, plain path that every line we print or write can hold as
+# Slurm reads it: plugstack.conf splits on whitespace and drops what follows
+# '#'; slurm.conf does the same and reads quotes and backslashes; the
+# HealthCheckProgram wrapper is a shell script, so anything beyond a plain
+# set of characters is refused too. Every such value comes through here.
+checked_path() { # what value
+  local v=$2 bad
   case $v in
     /*) ;;
     *) die "$1 '$v' is not an absolute path: give one such as /opt/slurm";;
   esac
-  [[ $v == *$'\n'* || $v == *[[:cntrl:]]* || $v == *' '* || $v == *'"'* ]] &&
-    die "$1 must not contain spaces, quotes or control characters"
-  [[ $v == */../* || $v == */.. || $v == */./* ]] && die "$1 '$v' must not contain . or .. parts"
+  [[ $v == *[[:cntrl:]]* ]] && die "$1 must not contain control characters (a newline ends a Slurm config line)"
+  [[ $v == *[[:space:]]* ]] && die "$1 '$v' holds whitespace, where plugstack.conf and slurm.conf split a line: use a path without it"
+  [[ $v == *'#'* ]] && die "$1 '$v' holds '#', where plugstack.conf and slurm.conf start a comment: use a path without it"
+  [[ $v == *[\"\'\\]* ]] && die "$1 '$v' holds a quote or backslash, which slurm.conf reads as quoting: use a path without it"
+  bad=${v//[A-Za-z0-9._\/+:@%=-]/}
+  [ -z "$bad" ] || die "$1 '$v' holds '${bad:0:1}': use a path of letters, digits and . _ - + : @ % = / only (it goes into Slurm's config and a shell script)"
+  [[ $v == */../* || $v == */.. || $v == */./* || $v == */. ]] && die "$1 '$v' must not contain . or .. parts"
+  [ "$v" = / ] && { printf '/'; return; }
   printf '%s' "${v%/}"
+}
+
+# The rule the prolog applies to its config (core/src/trust.rs, sshd's
+# StrictModes): the object and every directory above it owned by root and
+# writable by nobody else; an ancestor may be a sticky directory like /tmp; a
+# symlink is judged by where it leads. Empty when trusted, else why not.
+untrusted_why() { # path
+  local p=$1 real dir meta
+  real=$(readlink -f -- "$p") || { echo "$p does not resolve"; return; }
+  [ -e "$real" ] || { echo "$p does not exist"; return; }
+  [ "$real" = "$p" ] || p="$p (symlink to $real)"
+  dir=$real
+  while :; do
+    meta=$(stat -c '%u %a %F' -- "$dir") || { echo "cannot stat $dir"; return; }
+    set -- $meta
+    if [ "$1" != 0 ]; then echo "$dir is owned by uid $1, not root: chown root $dir"; return; fi
+    local mode=$((8#$2))
+    if [ $((mode & 8#022)) != 0 ] && { [ "$dir" = "$real" ] || [ $((mode & 8#1000)) = 0 ]; }; then
+      echo "$dir is writable by group or others (mode $2): chmod go-w $dir"; return
+    fi
+    [ "$dir" = / ] && break
+    dir=$(dirname -- "$dir")
+  done
+}
+
+# Refuse, in one line, a file or directory root should not act on.
+require_trusted() { # what path
+  local why; why=$(untrusted_why "$2")
+  [ -z "$why" ] || die "refusing $1 $2: $why (root acts only on files only root can change)"
 }
 
 parse_args() {
@@ -91,30 +132,62 @@ header_version() {
 }
 
 # One value of `scontrol show config` ("Key = value"), empty when the
-# controller does not answer within 5 s (install before slurmctld runs).
+# controller does not answer within 5 s (install before slurmctld runs) or
+# the key is unset, which scontrol prints as "(null)" (PlugStackConfig when
+# slurm.conf leaves it to the default, plugstack.conf beside slurm.conf).
 show_config_value() {
-  awk -v k="$1" '$1 == k && $2 == "=" { sub(/^[^=]*= */, ""); print; exit }' <<<"$SHOW_CONFIG"
+  awk -v k="$1" '$1 == k && $2 == "=" { sub(/^[^=]*= */, ""); if ($0 != "(null)") print; exit }' <<<"$SHOW_CONFIG"
+}
+
+# This machine's Debian multiarch directory name (x86_64-linux-gnu,
+# aarch64-linux-gnu), asked of dpkg or gcc, else made from uname -m.
+multiarch() {
+  local m
+  m=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null) ||
+    m=$(gcc -print-multiarch 2>/dev/null) || m=
+  [ -n "$m" ] || m=$(uname -m)-linux-gnu
+  printf '%s' "$m"
+}
+
+# PluginDir= in slurm.conf (the first of a colon list), as slurmd reads it.
+conf_plugin_dir() {
+  [ -f "$sysconfdir/slurm.conf" ] || return 0
+  awk 'BEGIN { IGNORECASE = 1 } { sub(/#.*/, "") }
+    tolower($1) ~ /^plugindir=/ { v = substr($1, 11); gsub(/"/, "", v) } END { print v }' "$sysconfdir/slurm.conf" | cut -d: -f1
+}
+
+# PluginDir from the machine: what the controller reports, else slurm.conf's
+# PluginDir, else the directory of the prefix's layout that holds Slurm's
+# auth plugins: lib64/slurm (RHEL, slurm.spec), lib/slurm (a source build),
+# lib/<multiarch>/slurm or slurm-wlm (SchedMD's or Debian's packages).
+learn_plugin_dir() {
+  [ -n "$plugin_dir" ] && return
+  plugin_dir=$(show_config_value PluginDir); plugin_dir=${plugin_dir%%:*}
+  [ -n "$plugin_dir" ] || plugin_dir=$(conf_plugin_dir)
+  if [ -z "$plugin_dir" ]; then
+    local d ma; ma=$(multiarch)
+    for d in "$slurm_prefix/lib64/slurm" "$slurm_prefix/lib/slurm" "$slurm_prefix/lib/$ma/slurm" "$slurm_prefix/lib/$ma/slurm-wlm"; do
+      compgen -G "$d/auth_*.so" >/dev/null && { plugin_dir=$d; break; }
+    done
+  fi
+  [ -n "$plugin_dir" ] || die "no Slurm PluginDir under $slurm_prefix (no auth_*.so in lib64/slurm, lib/slurm or lib/$(multiarch)/slurm): give --plugin-dir"
+  plugin_dir=$(checked_path "Slurm's PluginDir" "$plugin_dir")
 }
 
 learn_layout() {
-  if [ -z "$plugin_dir" ]; then
-    plugin_dir=$(show_config_value PluginDir); plugin_dir=${plugin_dir%%:*}
-    if [ -z "$plugin_dir" ]; then
-      for d in "$slurm_prefix/lib/slurm" "$slurm_prefix/lib64/slurm" "$slurm_prefix/lib/x86_64-linux-gnu/slurm"; do
-        compgen -G "$d/auth_*.so" >/dev/null && { plugin_dir=$d; break; }
-      done
-    fi
-    [ -n "$plugin_dir" ] || die "no Slurm PluginDir under $slurm_prefix (no lib/slurm/auth_*.so): give --plugin-dir"
-  fi
-  [ -d "$plugin_dir" ] || die "PluginDir $plugin_dir is not a directory: give --plugin-dir"
   if [ -z "$sysconfdir" ]; then
     local conf; conf=$(show_config_value SLURM_CONF)
     if [ -n "$conf" ]; then sysconfdir=$(dirname "$conf")
     # Installed in /usr (slurm.spec's RPMs): sysconfdir /etc/slurm.
     elif [ "$slurm_prefix" = /usr ]; then sysconfdir=/etc/slurm
     else sysconfdir=$slurm_prefix/etc; fi
+    sysconfdir=$(checked_path "Slurm's config directory" "$sysconfdir")
   fi
   [ -d "$sysconfdir" ] || die "Slurm's config directory $sysconfdir does not exist: give --sysconfdir"
+  learn_plugin_dir
+  [ -d "$plugin_dir" ] || die "PluginDir $plugin_dir is not a directory: give --plugin-dir"
+  plugstack=$(show_config_value PlugStackConfig | grep . || echo "$sysconfdir/plugstack.conf")
+  plugstack=$(checked_path "PlugStackConfig" "$plugstack")
 }
 
 # install(1) into a temporary name, then rename: never a half-written file.
@@ -146,7 +219,6 @@ install_files() {
 # drain-class finding; resumes it when healthy only if we drained it.
 exec $prefix/bin/slurm-imex --config $sysconfdir/imex.toml check --drain --undrain
 EOF
-  write_file 0644 "$sysctl_file" < "$PAYLOAD/conf-examples/sysctl.d/90-slurm-imex.conf"
   local page; for page in "$PAYLOAD"/share/man/*.[18]; do
     [ -e "$page" ] || continue
     put 0644 "$page" "$prefix/share/man/man${page##*.}/$(basename "$page")"
@@ -168,7 +240,7 @@ EOF
 print_site_lines() {
   cat <<EOF
 
-# plugstack.conf ($(show_config_value PlugStackConfig | grep . || echo "$sysconfdir/plugstack.conf"); on login and compute nodes):
+# plugstack.conf ($plugstack; on login and compute nodes):
 required $plugin_dir/spank_imex.so config=$sysconfdir/imex.toml
 
 # slurm.conf ($sysconfdir/slurm.conf), then restart slurmctld and slurmd:
@@ -184,17 +256,211 @@ HealthCheckInterval=300
 EOF
 }
 
-do_uninstall() {
-  local manifest=$prefix/share/slurm-imex/installed-files f
-  [ -f "$manifest" ] || die "nothing to uninstall: $manifest is missing"
+# The files --uninstall removes: every absolute path the manifest lists, each
+# a regular file (or missing) in directories only root can change; the first
+# that is not is refused before anything is removed.
+manifest_files() { # manifest
+  local f
   while IFS= read -r f; do
     case $f in /*) ;; *) continue;; esac
-    if [ "$dry_run" = 1 ]; then echo "would remove $f"; else rm -f -- "$f"; fi
-  done < "$manifest"
-  [ "$dry_run" = 1 ] && return
-  rm -f "$manifest"; rmdir "$prefix/share/slurm-imex" 2>/dev/null || true
-  echo "removed slurm-imex (imex.toml is kept; remove the plugstack.conf and slurm.conf lines yourself)"
+    [ -e "$f" ] || [ -L "$f" ] || continue
+    [ -f "$f" ] && [ ! -L "$f" ] || die "refusing to uninstall: $f (listed in $1) is not a regular file; remove it yourself if it is ours"
+    require_trusted "to remove" "$f"
+    printf '%s\n' "$f"
+  done < "$1"
 }
+
+do_uninstall() {
+  local dir=$prefix/share/slurm-imex manifest files f
+  manifest=$dir/installed-files
+  [ -e "$manifest" ] || die "nothing to uninstall: $manifest is missing"
+  require_trusted "the manifest directory" "$dir"
+  require_trusted "the manifest" "$manifest"
+  if [ -z "$sysconfdir" ] && [ -f "$dir/sysconfdir" ]; then
+    require_trusted "the recorded config directory" "$dir/sysconfdir"
+    sysconfdir=$(checked_path "the recorded config directory" "$(head -n 1 "$dir/sysconfdir")")
+  fi
+  files=$(manifest_files "$manifest") || exit 1
+  if [ -n "$sysconfdir" ]; then
+    local lines; lines=$(imex_slurm_lines "$sysconfdir")
+    if [ -n "$lines" ]; then
+      echo "install.sh: refusing to uninstall while Slurm's configuration names slurm-imex (slurmd would run programs that are gone): remove these lines, restart slurmctld and slurmd, then run --uninstall again:" >&2
+      printf '%s\n' "$lines" | sed 's/^/  /' >&2
+      exit 1
+    fi
+  else
+    echo "install.sh: no recorded config directory: check that slurm.conf and plugstack.conf no longer name slurm-imex (give --sysconfdir to have it checked)" >&2
+  fi
+  if [ "$dry_run" = 1 ]; then
+    echo "would take $(imex_ports_shipped "$PAYLOAD/conf-examples/sysctl.d/90-slurm-imex.conf") out of the reserved ports"
+    [ -z "$files" ] || sed 's/^/would remove /' <<<"$files"
+    return
+  fi
+  imex_ports_release "$(imex_ports_shipped "$PAYLOAD/conf-examples/sysctl.d/90-slurm-imex.conf")"
+  [ -z "$files" ] || while IFS= read -r f; do rm -f -- "$f"; done <<<"$files"
+  rm -f "$manifest" "$dir/sysconfdir"; rmdir "$dir" 2>/dev/null || true
+  echo "removed slurm-imex (imex.toml is kept)"
+}
+
+# The manifest's directory, before anything is written into it: it and what
+# exists above it only root can change.
+check_manifest_dir() {
+  local d=$prefix/share/slurm-imex
+  while [ ! -e "$d" ]; do d=$(dirname "$d"); done
+  require_trusted "the manifest directory" "$d"
+  [ ! -e "$MANIFEST" ] || require_trusted "the manifest" "$MANIFEST"
+}
+
+# --- BEGIN maintainer-lib.sh ---
+# The kernel takes a comma-separated list of ports and ranges (a-b). The
+# sysctl.d file the package ships holds our span; a file of the same name in
+# /etc/sysctl.d masks it with the site's ranges plus ours, so that a boot
+# applies the union and never only ours.
+IMEX_PORTS_KEY=net.ipv4.ip_local_reserved_ports
+IMEX_PORTS_FILE=90-slurm-imex.conf
+
+# Union ("+") or difference ("-") of two port lists, normalised (sorted,
+# merged, "a-b" or "a"); empty for none. Ports outside 1..65535 are dropped.
+imex_ports_op() { # op list list
+  awk -v op="$1" -v a="$2" -v b="$3" '
+    BEGIN {
+      list[1] = a; val[1] = 1; list[2] = b; val[2] = (op == "+") ? 1 : 0
+      for (l = 1; l <= 2; l++) {
+        n = split(list[l], p, ",")
+        for (i = 1; i <= n; i++) {
+          gsub(/[ \t]/, "", p[i])
+          if (p[i] ~ /^[0-9]+$/) { lo = p[i] + 0; hi = lo }
+          else if (p[i] ~ /^[0-9]+-[0-9]+$/) { split(p[i], x, "-"); lo = x[1] + 0; hi = x[2] + 0 }
+          else continue
+          if (lo < 1) lo = 1
+          if (hi > 65535) hi = 65535
+          for (; lo <= hi; lo++) port[lo] = val[l]
+        }
+      }
+      out = ""; start = 0
+      for (i = 1; i <= 65536; i++) {
+        on = (i <= 65535 && port[i] == 1)
+        if (on && !start) start = i
+        if (!on && start) {
+          out = out (out == "" ? "" : ",") (start == i - 1 ? start : start "-" (i - 1))
+          start = 0
+        }
+      }
+      print out
+    }'
+}
+
+# The value the site's sysctl configuration gives the key, without our file:
+# the last assignment in the order systemd-sysctl and `sysctl --system` apply
+# files (by name across /etc, /run, /usr/local/lib, /usr/lib and /lib
+# sysctl.d, the first directory winning a name; /etc/sysctl.conf last).
+imex_ports_site() {
+  local d f
+  for d in /etc/sysctl.d /run/sysctl.d /usr/local/lib/sysctl.d /usr/lib/sysctl.d /lib/sysctl.d; do
+    for f in "$d"/*.conf; do
+      if [ -f "$f" ]; then printf '%s\t%s\n' "${f##*/}" "$f"; fi
+    done
+  done | LC_ALL=C sort -s -t "$(printf '\t')" -k1,1 | awk -F '\t' -v ours="$IMEX_PORTS_FILE" \
+      '$1 != ours && !seen[$1]++ { print $2 }' | {
+    while IFS= read -r f; do cat "$f" 2>/dev/null || true; echo; done
+    if [ -f /etc/sysctl.conf ]; then cat /etc/sysctl.conf 2>/dev/null || true; fi
+  } | awk -v key="$IMEX_PORTS_KEY" '
+    { sub(/^[ \t]+/, ""); sub(/^-/, "") }
+    /^[#;]/ { next }
+    {
+      i = index($0, "="); if (i == 0) next
+      k = substr($0, 1, i - 1); v = substr($0, i + 1)
+      gsub(/[ \t]/, "", k); gsub(/\//, ".", k); gsub(/^[ \t]+|[ \t]+$/, "", v)
+      if (k == key) val = v
+    }
+    END { print val }'
+}
+
+# Whether this is the running system rather than a chroot or an image being
+# built, where a sysctl would change the build host: our root is PID 1's (the
+# test systemd-detect-virt --chroot and Debian's ischroot make). No /proc: an
+# image build. PID 1's root unreadable (a container whose PID 1 is not ours
+# to inspect): the kernel settings we reach are this container's own.
+imex_ports_live() {
+  local root one
+  [ -e /proc/1 ] || return 1
+  root=$(stat -L -c %d:%i / 2>/dev/null) || return 1
+  one=$(stat -L -c %d:%i /proc/1/root/ 2>/dev/null) || return 0
+  [ "$root" = "$one" ]
+}
+
+# Set the live value when it changes; one line on failure.
+imex_ports_apply() { # new-list
+  local cur
+  cur=$(cat /proc/sys/net/ipv4/ip_local_reserved_ports 2>/dev/null) || return 0
+  [ "$(imex_ports_op + "$cur" "")" = "$1" ] && return 0
+  printf '%s\n' "$1" > /proc/sys/net/ipv4/ip_local_reserved_ports 2>/dev/null ||
+    echo "slurm-imex: could not set $IMEX_PORTS_KEY to '$1' now; it applies at boot (sysctl --system)" >&2
+}
+
+# Reserve OURS: /etc/sysctl.d/90-slurm-imex.conf holds the site's ranges plus
+# ours, and the live value gains ours (unless in a chroot or image build).
+imex_ports_reserve() { # ours
+  local site all cur
+  [ -n "$1" ] || { echo "slurm-imex: no port span to reserve (the shipped sysctl.d file is missing)" >&2; return 0; }
+  site=$(imex_ports_site)
+  all=$(imex_ports_op + "$site" "$1")
+  mkdir -p /etc/sysctl.d
+  cat > "/etc/sysctl.d/$IMEX_PORTS_FILE.new" <<EOF
+# Written by slurm-imex: the per-job IMEX SERVER_PORT span ($1) added to the
+# ranges the rest of your sysctl configuration reserves (${site:-none}), so
+# that a boot applies both. This masks /usr/lib/sysctl.d/$IMEX_PORTS_FILE. After changing
+# your own ranges, reinstall slurm-imex (or edit this line). Removing slurm-imex removes
+# this file and takes only our span out of the live value.
+$IMEX_PORTS_KEY = $all
+EOF
+  mv -f "/etc/sysctl.d/$IMEX_PORTS_FILE.new" "/etc/sysctl.d/$IMEX_PORTS_FILE"
+  if imex_ports_live; then
+    cur=$(cat /proc/sys/net/ipv4/ip_local_reserved_ports 2>/dev/null) || return 0
+    imex_ports_apply "$(imex_ports_op + "$cur" "$1")"
+  else
+    echo "slurm-imex: in a chroot or image build: $IMEX_PORTS_KEY not changed now; /etc/sysctl.d/$IMEX_PORTS_FILE applies at boot"
+  fi
+}
+
+# Release OURS: the live value loses the ports we added and nothing the
+# site's configuration reserves; our /etc/sysctl.d file goes.
+imex_ports_release() { # ours
+  local site cur
+  rm -f "/etc/sysctl.d/$IMEX_PORTS_FILE" "/etc/sysctl.d/$IMEX_PORTS_FILE.new"
+  imex_ports_live || return 0
+  site=$(imex_ports_site)
+  cur=$(cat /proc/sys/net/ipv4/ip_local_reserved_ports 2>/dev/null) || return 0
+  imex_ports_apply "$(imex_ports_op - "$cur" "$(imex_ports_op - "$1" "$site")")"
+}
+
+# Our span as the shipped sysctl.d file gives it.
+imex_ports_shipped() { # file
+  sed -n 's/^[ \t]*net\.ipv4\.ip_local_reserved_ports[ \t]*=[ \t]*//p' "$1" | tail -n 1
+}
+
+# The lines of Slurm's configuration in DIR (slurm.conf, plugstack.conf and
+# plugstack.conf.d) that still name slurm-imex, as "file:line: text"; none
+# when nothing does. Comments (from #) are not read, as Slurm does not.
+imex_slurm_lines() { # sysconfdir
+  local f
+  for f in "$1/slurm.conf" "$1/plugstack.conf" "$1"/plugstack.conf.d/*.conf; do
+    if [ -f "$f" ]; then
+      awk -v f="$f" '{ t = $0; sub(/#.*/, "", t) }
+        t ~ /spank_imex|slurm-imex-(prolog|epilog|healthcheck)/ { print f ":" NR ": " $0 }' "$f" 2>/dev/null || true
+    fi
+  done
+}
+
+# Before removing anything Slurm runs: the lines to take out first.
+imex_warn_slurm_lines() { # sysconfdir
+  local lines
+  lines=$(imex_slurm_lines "$1")
+  [ -n "$lines" ] || return 0
+  echo "slurm-imex: Slurm's configuration still names slurm-imex; remove these lines and restart slurmctld and slurmd, or jobs fail and nodes drain when the programs are gone:" >&2
+  printf '%s\n' "$lines" | sed 's/^/  /' >&2
+}
+# --- END maintainer-lib.sh ---
 
 main() {
   parse_args "$@"
@@ -213,13 +479,18 @@ main() {
   SHOW_CONFIG=$(timeout 5 "$slurm_prefix/bin/scontrol" show config 2>/dev/null || true)
   learn_layout
   MANIFEST=$prefix/share/slurm-imex/installed-files
+  check_manifest_dir
   echo "slurm-imex $(cat "$PAYLOAD/VERSION") for Slurm $version ($slurm_prefix): PluginDir $plugin_dir, config $sysconfdir"
   [ "$dry_run" = 1 ] || { mkdir -p "$(dirname "$MANIFEST")"; : > "$MANIFEST.new"; }
   install_files "$mm"
+  local ours; ours=$(imex_ports_shipped "$PAYLOAD/conf-examples/sysctl.d/90-slurm-imex.conf")
   if [ "$dry_run" = 0 ]; then
+    printf '%s\n' "$sysconfdir" > "$(dirname "$MANIFEST")/sysconfdir"
     echo "$MANIFEST" >> "$MANIFEST.new"
     mv -f "$MANIFEST.new" "$MANIFEST"
-    sysctl -q -p "$sysctl_file" || echo "install.sh: could not apply $sysctl_file now; it applies at boot (sysctl --system)" >&2
+    imex_ports_reserve "$ours"
+  else
+    echo "would add $ours to the reserved ports (/etc/sysctl.d/90-slurm-imex.conf)"
   fi
   print_site_lines
 }

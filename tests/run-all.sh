@@ -17,4 +17,5 @@ echo "== cargo test"; cargo test --workspace --no-fail-fast --quiet 2>&1 | tee /
 echo "== Prometheus alert rules (promtool check rules, promtool test rules)"
 promtool check rules conf-examples/prometheus/slurm-imex.rules.yml
 promtool test rules tests/prometheus/slurm-imex.rules.test.yml
+echo "== packaging scripts (port reservation, install.sh refusals; tests/packaging/run.sh)"; bash tests/packaging/run.sh
 echo "== end-to-end on real Slurm, every release from 22.05 to 26.05"; bash tests/e2e/versions.sh

@@ -29,6 +29,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
 source tests/e2e/assert.sh
 source tests/e2e/packages.sh
+source tests/packaging/rpm.sh
 LOGS=$REPO/target/e2e-logs
 mkdir -p "$LOGS"
 ROWS=()
@@ -211,12 +212,22 @@ main() {
 
   scripts/package.sh >/dev/null || { echo "versions: packaging every plugin failed" >&2; exit 1; }
   package_tests "$trixie" "$sid"
+  echo "== RPMs: rpmlint, install, verify, upgrade, erase in a RHEL-layout root (tests/packaging/rpm.sh)"
+  scripts/package-rpm.sh >/dev/null || { echo "versions: the RPMs failed" >&2; exit 1; }
+  # And for every other architecture cross-built here (target/<triple>/release).
+  local cross
+  for cross in target/*/release/slurm-imex-prolog; do
+    [ -e "$cross" ] || continue
+    cross=${cross#target/}; cross=${cross%%/*}
+    scripts/package-rpm.sh "$cross" >/dev/null || { echo "versions: the $cross RPMs failed" >&2; exit 1; }
+  done
+  rpm_package_tests "$REPO"/target/rpm/slurm-imex-*.rpm
 
   echo
   echo "| Slurm    | phase      | from    | passed | failed | wall    |"
   echo "|----------|------------|---------|--------|--------|---------|"
   printf '%s\n' "${ROWS[@]}"
-  echo "plugins: $(ls target/slurm-plugins | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_amd64.deb/\1/p' | paste -sd ' ')"
+  echo "plugins: $(ls target/slurm-plugins | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_amd64.deb/\1/p' | paste -sd ' '); RPMs: $(ls target/rpm | sed -n 's/.*\.slurm\(.*\)\.rpm/\1/p' | paste -sd ' ')"
   echo "all Slurm versions: $((SECONDS - t0)) s"
   echo "e2e: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
   [ "$TOTAL_FAILED" = 0 ]
