@@ -113,8 +113,22 @@ pub fn ports(config: &Config) -> Check {
         None => Check::pass("ports", format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
         Some(first) => Check::fail("ports",
             format!("{} ports of the SERVER_PORT span {lo}-{hi} are ephemeral and not reserved (first {first}): any outgoing connection can take a job's port", exposed.len()),
-            format!("sysctl -w net.ipv4.ip_local_reserved_ports={lo}-{hi}, kept in /etc/sysctl.d/90-slurm-imex.conf")),
+            reserve_remedy(&reserved, lo, hi)),
     }
+}
+
+/// Add our span to the site's reserved ports, never replace them (the
+/// package's maintainer scripts merge the same way: docs/install.md).
+fn reserve_remedy(reserved: &str, lo: u16, hi: u16) -> String {
+    let site = reserved.trim();
+    let merged = if site.is_empty() {
+        format!("{lo}-{hi}")
+    } else {
+        format!("{site},{lo}-{hi}")
+    };
+    format!(
+        "sysctl -w net.ipv4.ip_local_reserved_ports={merged} (the site's ranges kept), and the same in /etc/sysctl.d/90-slurm-imex.conf"
+    )
 }
 
 /// With `manager = "systemd"`: the unit exists and starts the daemon on
