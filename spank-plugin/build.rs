@@ -1,3 +1,5 @@
+// A build script's failure is a build error, never a panic in Slurm.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 //! Stamps the Slurm version this plugin is built for, read from the same
 //! Slurm headers the build uses, and says whether slurm-spank generated its
 //! bindings from them.

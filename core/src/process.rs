@@ -51,8 +51,16 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
-    let stdout = CapturedPipe::drain(Box::new(child.stdout.take().expect("piped")));
-    let stderr = CapturedPipe::drain(Box::new(child.stderr.take().expect("piped")));
+    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Error::new(format!(
+            "cannot read the output of {}: no pipe",
+            program.display()
+        )));
+    };
+    let stdout = CapturedPipe::drain(Box::new(out));
+    let stderr = CapturedPipe::drain(Box::new(err));
     let status = wait_bounded(&mut child, program, args, limit)?;
     let grace = Duration::from_millis(500);
     Ok(Output {

@@ -1,3 +1,5 @@
+// A benchmark harness, never shipped: a failed setup may panic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Job database benchmark (issue #3): the epilog's write with fsync, and the
 //! admin queries over 1 million job×GPU rows. Prints a report; goals are
 //! ≤ 10 ms per write and ≤ 100 ms per query.

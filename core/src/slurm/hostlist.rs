@@ -95,7 +95,11 @@ fn expand_one(
     let mut rest = part;
     let mut pos = offset;
     while let Some(open) = rest.find('[') {
-        let close = rest[open..].find(']').map(|c| open + c).expect("balanced");
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else {
+            return Err(Error::new(format!(
+                "hostlist \"{part}\": a '[' is never closed"
+            )));
+        };
         if open > 0 {
             pieces.push(Piece::Text(rest[..open].to_string()));
         }
