@@ -1,5 +1,11 @@
 //! Plain-text tables for the terminal: left-aligned columns sized to their
 //! widest cell, two spaces apart, like sacct/sinfo output.
+//!
+//! Hand-written: admins' scripts read these tables as they read sacct's
+//! (`awk '{print $2}'`), so they must be borderless, never wrapped to the
+//! terminal's width, with sacct-style `--format` column selection.
+//! comfy-table and tabled draw borders and wrap by default; setting either
+//! up for that takes as many lines as this file, plus a dependency.
 
 pub struct Table {
     header: Vec<String>,

@@ -4,6 +4,11 @@
 //! Refreshed atomically by the epilog and by `slurm-imex check`. Labels are
 //! board identity only (serial, uuid, pci) and small fixed sets (XID class,
 //! throttle reason): never a job id, so series do not grow with jobs.
+//!
+//! The exposition text is written here (HELP, TYPE, escaped labels; `render`)
+//! rather than with the prometheus or prometheus-client crates: those keep a
+//! live registry for a `/metrics` endpoint, while the textfile collector wants
+//! a file rebuilt from the database's totals and replaced atomically.
 
 use crate::query::BoardCounters;
 use crate::JobDb;
