@@ -47,7 +47,7 @@ e2e_cgroup_pids() { # array-name
   for f in "${files[@]}"; do
     while read -r p; do
       [ "$p" = $$ ] || [ "$p" = "$BASHPID" ] || e2e_is_zombie "$p" || out+=("$p")
-    done < "$f" 2>/dev/null
+    done 2>/dev/null < "$f"
   done
 }
 
@@ -56,16 +56,17 @@ e2e_is_zombie() {
   local key value
   while read -r key value; do
     [ "$key" = State: ] && { [[ $value == Z* ]]; return; }
-  done < "/proc/$1/status" 2>/dev/null
+  done 2>/dev/null < "/proc/$1/status"
   return 1
 }
 
 # "pid N (command line)" of a process, or "pid N (gone)".
 e2e_describe_pid() {
   local -a argv=()
-  mapfile -d '' argv < "/proc/$1/cmdline" 2>/dev/null || { echo "pid $1 (gone)"; return; }
-  [ ${#argv[@]} -gt 0 ] || { local comm; read -r comm < "/proc/$1/comm" 2>/dev/null; argv=("[$comm]"); }
+  mapfile -d '' argv 2>/dev/null < "/proc/$1/cmdline" || { echo "pid $1 (gone)"; return; }
+  [ ${#argv[@]} -gt 0 ] || { local comm; read -r comm 2>/dev/null < "/proc/$1/comm"; argv=("[$comm]"); }
   local line="${argv[*]}"
+  line=${line%"${line##*[! ]}"}   # (slurmscriptd pads its title with spaces)
   echo "pid $1 (${line:0:160})"
 }
 
@@ -111,7 +112,7 @@ e2e_listeners() { # port...
 # "in NETNS-PATH", any listener in that namespace counts. Returns 1 when
 # something listened.
 e2e_ports_free() { # who [netns-path]
-  local who=$1 ns=${2:-} port pid found=0 where="the host"
+  local who=$1 ns=${2:-} port pid found=0 where="the host's network namespace"
   local -a enter=() ports=($E2E_HOST_PORTS)
   if [ -n "$ns" ]; then enter=(nsenter --net="$ns" --); ports=(); where=${ns##*/}; fi
   while read -r port pid; do
