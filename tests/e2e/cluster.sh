@@ -21,7 +21,9 @@
 # in the node's network namespace, systemd 252 as its PID 1, slurmd as its
 # slurmd.service and nvidia-imex.service in NVIDIA's shape (Type=forking,
 # the fake daemon) with our drop-in; imex.toml says manager = "systemd".
-# Everything started here is stopped by PID in cluster_down.
+# Everything started here runs in the phase's cgroup (reap.sh), and
+# cluster_down stops it all: the daemons gracefully by PID, then whatever
+# else the cgroup holds.
 
 E2E_NODES=${E2E_NODES:-3}
 E2E_GPUS=${E2E_GPUS:-4}
@@ -34,6 +36,7 @@ E2E_TOPOLOGY=${E2E_TOPOLOGY:-}
 PLUGIN_DIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/reap.sh"
 BR=imexbr0
 NET=10.77.0
 CHANNEL_MAJOR=507
@@ -336,16 +339,57 @@ kmsg_append() { # node line
   printf '3,%d,%d,-;%s\n SUBSYSTEM=pci\n DEVICE=+pci:%s.0\n' "$seq" $((seq * 1000)) "$2" "${pci:-0000:00:00}" >> "$f"
 }
 
-all_nodes_idle() { [ "$(sinfo -h -t idle -o %D 2>/dev/null)" = "$E2E_NODES" ]; }
+# What cluster_up watches, one line: each node's state as slurmctld sees
+# it ("n1=idle n2=unknown* ..."), or that slurmctld does not answer.
+cluster_snapshot() {
+  local out
+  if out=$(timeout 15 sinfo -h -N -o '%N=%T' 2>&1); then sort -u <<<"$out" | paste -sd ' '
+  else echo "slurmctld does not answer (sinfo: ${out##*$'\n'})"; fi
+}
+# Every node idle in a snapshot.
+snapshot_all_idle() { [ "$(tr ' ' '\n' <<<"$1" | grep -c '=idle$')" = "$E2E_NODES" ]; }
+slurmctld_lives() { local pid; pid=$(cat "$C/run/slurmctld.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; }
+
+# Wait until every node is idle while the cluster makes progress: gives up
+# when the node states have not changed for E2E_UP_STALL seconds (120), after
+# E2E_UP_TIMEOUT seconds in all (300), or at once when slurmctld has exited,
+# and then says what it saw last and when that was.
+wait_cluster_idle() {
+  local limit=${E2E_UP_TIMEOUT:-300} stall=${E2E_UP_STALL:-120}
+  local start=$SECONDS changed=$SECONDS seen="" now why="" gone=0
+  while :; do
+    now=$(cluster_snapshot)
+    if [ "$now" != "$seen" ]; then
+      seen=$now; changed=$SECONDS
+      echo "cluster_up: +$((SECONDS - start)) s: $seen" >&2
+    fi
+    snapshot_all_idle "$now" && return 0
+    # (its pid file appears once it has daemonized; then it must live)
+    if [ -f "$C/run/slurmctld.pid" ] && ! slurmctld_lives; then gone=$((gone + 1)); else gone=0; fi
+    if [ $gone -ge 2 ]; then why="slurmctld exited"
+    elif (( SECONDS - start >= limit )); then why="the limit of $limit s (E2E_UP_TIMEOUT)"
+    elif (( SECONDS - changed >= stall )); then why="no change for $stall s (E2E_UP_STALL)"
+    fi
+    [ -n "$why" ] && break
+    sleep 1
+  done
+  echo "cluster_up: gave up waiting for the $E2E_NODES nodes to be idle after $((SECONDS - start)) s: $why; last seen, $((SECONDS - changed)) s before: $seen (see $C/log)" >&2
+  local log
+  for log in "$C/log/slurmctld.log" "$C"/log/slurmd-n*.log; do
+    [ -f "$log" ] && { echo "  -- last lines of $log:"; tail -n 3 "$log" | cut -c1-300 | sed 's/^/     /'; } >&2
+  done
+  return 1
+}
 
 cluster_up() {
   local i
-  # Leftovers of an interrupted run would make every step below fail.
-  for i in $(seq 1 "$E2E_NODES"); do
-    ip netns del "imex-n$i" 2>/dev/null || true
-    ip link del "vh$i" 2>/dev/null || true
-  done
-  ip link del "$BR" 2>/dev/null || true
+  # Everything from here on is the phase's (reap.sh).
+  e2e_cgroup_join || return 1
+  # Leftovers of an interrupted run would make every step below fail: an
+  # old network, or a stranger on the controller's or the IMEX ports.
+  e2e_net_down "cluster_up (before it starts)" || true
+  e2e_ports_free "cluster_up (before it starts)" || true
+  for i in $(seq 1 "$E2E_NODES"); do ip link del "vh$i" 2>/dev/null || true; done
   ip link add "$BR" type bridge
   ip addr add "$NET.1/24" dev "$BR"
   ip link set "$BR" up
@@ -398,11 +442,7 @@ cluster_up() {
       hostname n$i
       exec slurmd -f '$SLURM_CONF'"
   done
-  wait_until 30 "the $E2E_NODES nodes to be idle (cluster_up; see $C/log)" all_nodes_idle && return 0
-  # Say why: a controller that exited at start says so last in its log.
-  tail -n 3 "$C/log/slurmctld.log" >&2
-  timeout 15 sinfo -N >&2 || true
-  return 1
+  wait_cluster_idle
 }
 
 # NVIDIA's unit as its package installs it (Type=forking; the daemon forks
@@ -478,7 +518,7 @@ boot_node() { # n
   pid=$!
   echo "$pid" > "$C/run/nspawn-n$n.pid"
   # nspawn forks twice; the container's init is the child that runs systemd.
-  wait_until 10 "n$n's systemd to start (boot_node; see $C/log/nspawn-n$n.log)" systemd_child_of "$pid" || return 1
+  wait_until 60 "n$n's systemd to start (boot_node; see $C/log/nspawn-n$n.log)" systemd_child_of "$pid" || return 1
   echo "$init" > "$C/run/node-n$n.pid"
 }
 
@@ -508,13 +548,18 @@ container_binds() { # node-dir
   echo "mount --bind '$1/run-enroot' /run/enroot; mount --bind '$1/run-pyxis' /run/pyxis"
 }
 
-# Stop what cluster_up started, by PID, and say if anything was left over.
+# Stop what cluster_up started: the daemons by PID (slurmctld saves its
+# state, a booted node powers off), then whatever is left in the phase's
+# cgroup (reap.sh: a daemon that re-executed itself, a slurmstepd, a test's
+# background process), each named; then the network, and no listener may be
+# left on the cluster's ports. Returns 1 when an IMEX daemon outlived the
+# jobs, or something could not be killed.
 cluster_down() {
-  local f pid i leftovers=0
+  local f pid leftovers=0
   # (only a live controller is asked: with none, squeue spends a minute
   # retrying the address a previous run's slurm.conf names)
-  if pid=$(cat "$C/run/slurmctld.pid" 2>/dev/null) && kill -0 "$pid" 2>/dev/null; then
-    squeue -h -o %i 2>/dev/null | xargs -r scancel 2>/dev/null || true
+  if slurmctld_lives; then
+    timeout 30 squeue -h -o %i 2>/dev/null | xargs -r timeout 30 scancel 2>/dev/null || true
   fi
   halt_nodes
   for f in "$C"/run/slurmd-*.pid "$C/run/slurmctld.pid"; do
@@ -525,13 +570,6 @@ cluster_down() {
     pid=$(cat "$f" 2>/dev/null) || continue
     poll_until 10 not kill -0 "$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
   done
-  # A daemon that re-executed itself (Slurm 23.11+ does on scontrol
-  # reconfigure) is no longer the pid in its file: find it by its slurm.conf.
-  local pattern="^slurm(ctl)?d -f $C/etc-slurm/slurm.conf"
-  if pgrep -f "$pattern" >/dev/null; then
-    pkill -f "$pattern" 2>/dev/null || true
-    poll_until 5 not pgrep -f "$pattern" >/dev/null || pkill -9 -f "$pattern" 2>/dev/null || true
-  fi
   for f in "$C"/nodes/*/run-slurm-imex/nvidia-imex.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
@@ -541,11 +579,13 @@ cluster_down() {
       leftovers=1
     fi
   done
-  if [ -f "$C/run/munged.started-by-us" ]; then
-    kill "$(cat "$C/run/munged.started-by-us")" 2>/dev/null || true
+  if pid=$(cat "$C/run/munged.started-by-us" 2>/dev/null); then
+    kill "$pid" 2>/dev/null && poll_until 5 not kill -0 "$pid" 2>/dev/null
     rm -f "$C/run/munged.started-by-us"
   fi
-  for i in $(seq 1 "$E2E_NODES"); do ip netns del "imex-n$i" 2>/dev/null || true; done
-  ip link del "$BR" 2>/dev/null || true
+  e2e_reap cluster_down
+  [ $? = 2 ] && leftovers=1
+  e2e_net_down cluster_down || true
+  e2e_ports_free cluster_down || true
   return $leftovers
 }

@@ -36,19 +36,29 @@ check_built() {
   done
 }
 
+# Whatever ends the phase (a failed cluster_up, an error, SIGINT or SIGTERM),
+# the cluster goes down with it; versions.sh reaps after a SIGKILL.
+CLUSTER_STARTED=0
+down_on_exit() { [ "$CLUSTER_STARTED" = 1 ] || return 0; CLUSTER_STARTED=0; cluster_down; }
+trap down_on_exit EXIT
+trap 'echo "e2e: interrupted" >&2; exit 130' INT TERM HUP
+
 main() {
   [ "$(id -u)" = 0 ] || { echo "e2e: must run as root" >&2; exit 1; }
   case " $PHASES " in *" $E2E_PHASE "*) ;; *)
     echo "e2e: unknown E2E_PHASE '$E2E_PHASE' (one of: $PHASES)" >&2; exit 2;;
   esac
   check_built || exit 1
-  cluster_down >/dev/null 2>&1 || true
+  # What an earlier run left is named on stderr and stopped.
+  cluster_down >/dev/null || true
   cluster_install "$BIN" || exit 1
   if [ "$E2E_PHASE" = containers ]; then containers_setup || exit 1; fi
   local t0=$SECONDS
-  if ! cluster_up; then cluster_down; exit 1; fi
+  CLUSTER_STARTED=1
+  cluster_up || { echo "e2e: cluster_up failed: phase $E2E_PHASE not run" >&2; exit 1; }
   echo "cluster of $E2E_NODES nodes up in $((SECONDS - t0)) s: $(sinfo -V), phase $E2E_PHASE, from $E2E_INSTALL"
   run_phase_tests
+  CLUSTER_STARTED=0
   cluster_down || { FAILED=$((FAILED + 1)); FAILED_NAMES+=(cluster_down_leftovers); }
   echo "e2e run time: $((SECONDS - t0)) s"
   [ ${#FAILED_NAMES[@]} -gt 0 ] && echo "failed: ${FAILED_NAMES[*]}"
