@@ -50,7 +50,11 @@ test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
   sed -i 's/^set_drain_reason = .*/set_drain_reason = false/' "$C/etc-slurm/imex.toml"
   grep -q '^set_drain_reason = false' "$C/etc-slurm/imex.toml" || { fail "imex.toml has no set_drain_reason key"; return; }
   local i id rpcs
-  for i in 1 2 3; do echo "MODE=crash" > "$C/nodes/n$i/run-imex/fake-fault"; done
+  # A first GPU job publishes each node's NVLink clique (one Extra update per
+  # node and boot): done before counting.
+  id=$(submit -N3 "true") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "warm-up job $id"
+  for i in 1 2 3; do wait_node_free "n$i"; echo "MODE=crash" > "$C/nodes/n$i/run-imex/fake-fault"; done
   sdiag -r >/dev/null 2>&1 || { fail "sdiag -r failed"; return; }
   id=$(submit -N3 --imex "srun -N3 true") || { fail "sbatch failed"; return; }
   for i in 1 2 3; do wait_until 30 "n$i to drain" node_is_drained "n$i"; done
@@ -59,7 +63,7 @@ test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
   rpcs=$(rpc_counts)
   echo "    figure: a node fault on all 3 nodes of job $id: $(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total) node updates while the prologs failed"
   expect_eq "$(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total)" 0 "the failing prologs asked slurmctld nothing"
-  for i in 1 2 3; do expect_eq "$(node_reason "n$i")" "Prolog error" "n$i shows Slurm's reason first"; done
+  for i in 1 2 3; do expect_contains "$(node_reason "n$i")" "Prolog error" "n$i shows Slurm's reason first"; done
   # An admin takes n3 for their own reason meanwhile.
   scontrol update nodename=n3 state=drain reason="manual: cable swap"
   sdiag -r >/dev/null 2>&1
@@ -72,7 +76,7 @@ test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
     expect_contains "$(node_reason "n$i")" "(job $id)" "n$i: the reason names the job"
   done
   expect_contains "$(sinfo -R -h -o '%n %E' -n n1)" "imex-health: imex n1" "sinfo -R shows our reason"
-  expect_eq "$(node_reason n3)" "manual: cable swap" "the admin's reason stays"
+  expect_contains "$(node_reason n3)" "manual: cable swap" "the admin's reason stays"
   # The health check a second time: nothing asked.
   sdiag -r >/dev/null 2>&1
   for i in 1 2; do cli "$i" check --node "n$i" >/dev/null; done
@@ -81,7 +85,7 @@ test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
   local out rc
   out=$(cli 3 undrain --node n3); rc=$?
   expect_eq "$rc" 1 "undrain refuses the admin's drain"
-  expect_eq "$(node_reason n3)" "manual: cable swap" "the admin's drain kept"
+  expect_contains "$(node_reason n3)" "manual: cable swap" "the admin's drain kept"
   for i in 1 2; do wait_node_free "n$i"; expect_eq "$(node_state "n$i")" idle "n$i back in service"; done
   scontrol update nodename=n3 state=resume
 }
