@@ -4,10 +4,13 @@
 //! job's ([`Fault::Job`]): recorded, the SPANK plugin fails the job's tasks
 //! with it, and the node stays up.
 //!
-//! Inside, `?` on a [`crate::Error`] keeps it a node fault (a file, the
-//! config, the daemon of this node); a step that finds the job at fault
-//! says so with [`Fault::job`]. The hooks flatten a fault to one line only
-//! at the edge.
+//! There is no blanket conversion: every fallible step of a hook says
+//! whose fault its error is where it is called, `.node()?` or `.job()?`
+//! ([`Blame`]), by the rule of docs/blame.md: this node's own files,
+//! daemon and devices are the node's; the cluster's shared files (the rack
+//! map, the topology file, slurm.conf, the address map), the job's peers
+//! and its node list are the job's. The hooks flatten a fault to one line
+//! only at the edge.
 
 use crate::error::Error;
 use std::fmt;
@@ -37,9 +40,21 @@ impl Fault {
     }
 }
 
-impl From<Error> for Fault {
-    fn from(e: Error) -> Fault {
-        Fault::Node(e)
+/// Whose fault a step's error is, said where the step is called.
+pub trait Blame<T> {
+    /// A fault of this node: its own files, daemon, devices.
+    fn node(self) -> Blamed<T>;
+    /// The job's: a file the whole cluster shares, a peer, its node list.
+    fn job(self) -> Blamed<T>;
+}
+
+impl<T> Blame<T> for crate::Result<T> {
+    fn node(self) -> Blamed<T> {
+        self.map_err(Fault::Node)
+    }
+
+    fn job(self) -> Blamed<T> {
+        self.map_err(|e| Fault::Job(e.to_string()))
     }
 }
 
@@ -64,12 +79,22 @@ mod tests {
         if job_at_fault {
             return Err(Fault::job("peer n3 never became ready"));
         }
-        node_step()?;
+        node_step().node()?;
         Ok(7)
     }
 
     #[test]
-    fn question_mark_keeps_an_error_a_node_fault() {
+    fn each_call_says_whose_fault_its_error_is() {
+        let shared = || -> crate::Result<()> { Err(Error::new("imex-racks.toml:3: bad rack")) };
+        assert_eq!(
+            shared().job(),
+            Err(Fault::Job("imex-racks.toml:3: bad rack".into()))
+        );
+        assert!(shared().node().unwrap_err().is_node_fault());
+    }
+
+    #[test]
+    fn node_steps_stay_node_faults() {
         let node = setup_like(false).unwrap_err();
         assert!(node.is_node_fault());
         assert_eq!(node.to_string(), "nvidia-imex could not start on n1");

@@ -10,7 +10,7 @@ use super::job_domain;
 use super::job_record::{JobRecord, Outcome};
 pub use super::plan::TeardownOutcome;
 use super::rack_domain;
-use crate::blame::{Blamed, Fault};
+use crate::blame::{Blame, Blamed, Fault};
 use crate::channel::{channel_for_job, channel_major};
 use crate::config::{ChannelMode, Config, DomainScope, Span};
 use crate::error::Result;
@@ -57,7 +57,8 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> Blamed<Duration> {
     };
     state
         .write_record(&record)
-        .map_err(|e| e.context("cannot record the IMEX job state"))?;
+        .map_err(|e| e.context("cannot record the IMEX job state"))
+        .node()?; // this node's state directory
     outcome
 }
 
@@ -71,7 +72,8 @@ fn form_or_join(
 ) -> Blamed<Duration> {
     let node = &job.node_name;
     channel_major(&cfg.imex.proc_devices)
-        .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))?;
+        .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))
+        .node()?;
     let (racks, domain) = nvlink_domain(job, cfg)?;
     match cfg.imex.domain {
         DomainScope::Rack => rack_domain::join(job, cfg, state, record, &racks, domain),
@@ -106,7 +108,10 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
             crate::text::cap(&job.node_list, crate::text::PIECE_MAX)
         )));
     }
-    let racks = RackSources::read(cfg)?;
+    // The cluster's rack files, the same on every node: the job's fault, so
+    // a bad copy never drains every node (docs/blame.md, "Files the whole
+    // cluster shares").
+    let racks = RackSources::read(cfg).job()?;
     if let Some(cause) = racks.disagreement(&nodes) {
         return Err(Fault::Job(cause));
     }

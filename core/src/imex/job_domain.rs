@@ -6,7 +6,7 @@
 //! epilog stops the daemon, proves it gone, and leaves the node idle.
 
 use super::plan::{domain_addresses, DomainPlan, Port, TeardownOutcome, WaitFor};
-use crate::blame::{Blamed, Fault};
+use crate::blame::{Blame, Blamed, Fault};
 use crate::config::Config;
 use crate::error::Result;
 use crate::fsutil::{remove_if_exists, write_atomic};
@@ -34,12 +34,13 @@ pub fn form(
     record.domain = domain.name.clone();
     record.rack_source = domain.source.clone();
     let addrs = domain_addresses(cfg, &domain)?;
-    let plan = DomainPlan::render(cfg, &addrs, Port::PerJob(job.job_id))?;
-    plan.write(cfg)?;
+    // This node's daemon config and the files it writes: the node's.
+    let plan = DomainPlan::render(cfg, &addrs, Port::PerJob(job.job_id)).node()?;
+    plan.write(cfg).node()?;
     record.server_port = plan.port;
     let mut daemon = Daemon::new(&cfg.imex.daemon, state);
     let started = Instant::now();
-    plan.start(&mut daemon, &job.node_name)?;
+    plan.start(&mut daemon, &job.node_name).node()?;
     let everyone: Vec<usize> = (0..domain.nodes.len()).collect();
     let wait = WaitFor {
         job,
@@ -58,17 +59,18 @@ pub fn form(
 /// controller call a prolog may make, on this fault path only
 /// (docs/controller-calls.md).
 fn claim(job: &JobEnv, cfg: &Config, state: &StateDir) -> Blamed<()> {
-    let lock = state.lock()?;
-    let other = match state.owner(&lock)? {
+    // This node's state directory and daemon: the node's.
+    let lock = state.lock().node()?;
+    let other = match state.owner(&lock).node()? {
         Some(other) if other != job.job_id => other,
-        _ => return Ok(state.set_owner(&lock, job.job_id)?),
+        _ => return state.set_owner(&lock, job.job_id).node(),
     };
     let ended = Scontrol::of(&cfg.slurm).job_has_ended(other);
     if let Ok(Some(true)) = ended {
         tracing::warn!("reclaiming the IMEX domain left behind by job {other}, which has ended");
-        stop_daemon(cfg, state)?;
-        state.remove_record(other)?;
-        return Ok(state.set_owner(&lock, job.job_id)?);
+        stop_daemon(cfg, state).node()?;
+        state.remove_record(other).node()?;
+        return state.set_owner(&lock, job.job_id).node();
     }
     let unsure = match ended {
         Ok(Some(_)) => String::new(),

@@ -8,7 +8,7 @@
 
 use crate::addresses;
 use crate::bail;
-use crate::blame::{Blamed, Fault};
+use crate::blame::{Blame, Blamed, Fault};
 use crate::config::{Config, DaemonManager};
 use crate::error::{Error, Result};
 use crate::fsutil::write_atomic;
@@ -47,7 +47,8 @@ pub enum TeardownOutcome {
 /// The IMEX addresses of a domain's nodes, in its order; a node without one
 /// is the job's failure, naming it.
 pub fn domain_addresses(cfg: &Config, domain: &NvlinkDomain) -> Blamed<Vec<String>> {
-    let resolver = addresses::Resolver::new(&cfg.imex.addresses)?;
+    // The address map the whole cluster shares: the job's fault.
+    let resolver = addresses::Resolver::new(&cfg.imex.addresses).job()?;
     resolver.resolve_all(&domain.nodes).map_err(|u| {
         let rack = match &domain.name {
             Some(name) => format!(" of {name}"),
@@ -207,7 +208,7 @@ impl DomainPlan {
             config: &imex.daemon.job_config,
             timeout: imex.daemon.ctl_timeout.0,
         };
-        match self.poll_until_ready(daemon, &ctl, wait)? {
+        match self.poll_until_ready(daemon, &ctl, wait).node()? {
             Polled::Ready(waited) => Ok(waited),
             Polled::TimedOut { last, last_error } => {
                 Err(self.blame_not_ready(wait, daemon, &ctl, last, last_error))

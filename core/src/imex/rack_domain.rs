@@ -14,7 +14,7 @@ use super::daemon::{Daemon, Liveness};
 use super::job_record::JobRecord;
 use super::plan::{domain_addresses, DomainPlan, Port, WaitFor};
 use super::rack_channels;
-use crate::blame::{Blamed, Fault};
+use crate::blame::{Blame, Blamed, Fault};
 use crate::config::Config;
 use crate::racks::RackSources;
 use crate::slurm::env::JobEnv;
@@ -42,14 +42,14 @@ pub fn join(
     record.domain = rack.name.clone();
     record.rack_source = rack.source.clone();
     let addrs = domain_addresses(cfg, &rack)?;
-    let plan = DomainPlan::render(cfg, &addrs, Port::Base)?;
+    let plan = DomainPlan::render(cfg, &addrs, Port::Base).node()?;
     record.server_port = plan.port;
     let mut daemon = Daemon::new(&cfg.imex.daemon, state);
     let started = Instant::now();
     {
         // Two prologs on one node (jobs share nodes in this mode) must not
         // both restart the daemon.
-        let _lock = state.lock()?;
+        let _lock = state.lock().node()?;
         let running = daemon.liveness() == Liveness::Running;
         if !(running && plan.is_written(cfg)) {
             if running {
@@ -59,8 +59,8 @@ pub fn join(
                     job.node_name
                 );
             }
-            plan.write(cfg)?;
-            plan.start(&mut daemon, &job.node_name)?;
+            plan.write(cfg).node()?;
+            plan.start(&mut daemon, &job.node_name).node()?;
         }
     }
     let members: Vec<usize> = domain

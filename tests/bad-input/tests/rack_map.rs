@@ -1,9 +1,11 @@
 //! Bad rack maps (`[imex] rack_map`, the file every prolog reads instead of
 //! asking slurmctld): a map root must not trust, one that does not parse or
 //! contradicts itself, a FIFO, a huge file. The prolog of an `--imex` job
-//! refuses each with one line naming the file and what is wrong (a fault of
-//! this node's configuration, as a bad topology file is), and never panics
-//! or hangs.
+//! refuses each with one line naming the file and what is wrong, and never
+//! panics or hangs. The rack map is a file the whole cluster shares, so a
+//! bad one is the job's fault (docs/blame.md): the prolog exits 0 and
+//! records the cause, which the SPANK plugin fails the job with; the node
+//! is not drained.
 
 mod common;
 use common::*;
@@ -63,9 +65,15 @@ impl Site {
 
     fn refuses(&self, map: &Path, needles: &[&str], case: &str) {
         let path = map.display().to_string();
-        let mut all = vec![path.as_str()];
+        let mut all = vec![path.as_str(), "job 7 cannot use IMEX"];
         all.extend_from_slice(needles);
-        self.prolog(map).one_line_error(1, &all, case);
+        self.prolog(map).one_line_error(0, &all, case);
+        let record = std::fs::read_to_string(self.path("state/jobs/7.json")).unwrap_or_default();
+        assert!(
+            record.contains("\"node_fault\": false") && record.contains(&path),
+            "{case}: the job's record must hold the cause as the job's fault: {record}"
+        );
+        let _ = std::fs::remove_file(self.path("state/jobs/7.json"));
     }
 }
 
