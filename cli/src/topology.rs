@@ -17,6 +17,7 @@ use slurm_imex_core::slurm::hostlist;
 use slurm_imex_core::slurm::topology::Blocks;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 /// One rack: the nodes that publish one clique, in Slurm's node order.
 #[derive(Serialize)]
@@ -42,7 +43,14 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
     let (names, cliques) = slurm_imex_core::clique::published_cluster(
         &slurm_imex_core::slurm::Scontrol::of(&config.slurm),
     )?;
-    let files = RackSources::read_before_writing_the_map(config)?;
+    let (files, corrupt_map) = RackSources::read_before_writing_the_map(config)?;
+    match (&corrupt_map, args.map) {
+        (Some(e), false) => return Err(e.clone()),
+        (Some(e), true) if args.output.is_none() => {
+            eprintln!("slurm-imex topology: the installed map does not load ({e}); write a new one")
+        }
+        _ => {}
+    }
     let mut report = Report {
         // The map's racks take the blocks' names, so a job's domain has one
         // name whichever file cut it; a topology file printed afresh does not.
@@ -87,11 +95,62 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
     } else {
         conf_text(&report)
     };
+    if args.map && !cli.json {
+        validate_map(&text, args.output.as_deref(), config)?;
+    }
     match &args.output {
-        Some(path) => slurm_imex_core::fsutil::write_atomic(path, text.as_bytes(), 0o644)?,
+        Some(path) => {
+            if args.map && !cli.json {
+                keep_a_corrupt_map_beside(path, config)?;
+            }
+            slurm_imex_core::fsutil::write_atomic(path, text.as_bytes(), 0o644)?
+        }
         None => out_raw!("{text}"),
     }
     Ok(u8::from(!report.disagreements.is_empty()))
+}
+
+/// The map about to be written, read by the code every prolog loads it
+/// with (`RackMap::parse`, with this config's `[imex] max_nodes`): a map no
+/// prolog would load is never written.
+fn validate_map(text: &str, output: Option<&Path>, config: &Config) -> Result<()> {
+    let path = output.unwrap_or(Path::new("<stdout>"));
+    RackMap::parse(path, text.as_bytes().to_vec(), config.imex.max_nodes).map_err(|e| {
+        Error::new(format!(
+            "slurm-imex topology --map wrote nothing: the map it built would not load: {e} \
+             (fix what the nodes publish, or raise [imex] max_nodes)"
+        ))
+    })?;
+    Ok(())
+}
+
+/// An existing file at `path` that does not load as a rack map is kept
+/// beside it, as `<name>.corrupt`, before the new map replaces it: a hard
+/// link, so `path` itself never goes missing (a prolog reading it meanwhile
+/// sees the old bytes or the new ones).
+fn keep_a_corrupt_map_beside(path: &Path, config: &Config) -> Result<()> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(());
+    }
+    let Err(why) = RackMap::load(path, config.imex.max_nodes) else {
+        return Ok(());
+    };
+    let mut kept = path.as_os_str().to_owned();
+    kept.push(".corrupt");
+    let kept = PathBuf::from(kept);
+    let _ = std::fs::remove_file(&kept);
+    std::fs::hard_link(path, &kept).map_err(|e| {
+        Error::new(format!(
+            "cannot keep the corrupt map {} as {}: {e}; nothing written",
+            path.display(),
+            kept.display()
+        ))
+    })?;
+    eprintln!(
+        "slurm-imex topology: replacing a map that does not load ({why}); the old one is kept as {}",
+        kept.display()
+    );
+    Ok(())
 }
 
 /// Nodes grouped by clique, in the order their first node comes. A rack

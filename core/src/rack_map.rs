@@ -104,6 +104,13 @@ impl RackMap {
     /// hostlist, [`MAX_MAP_NODES`] the whole map.
     pub fn load(path: &Path, max_nodes: usize) -> Result<RackMap> {
         let bytes = crate::fsutil::read_bounded(path, MAX_FILE_BYTES)?;
+        RackMap::parse(path, bytes, max_nodes)
+    }
+
+    /// The map in `bytes`, as [`RackMap::load`] reads it from `path`: the
+    /// one check every map passes, whether a prolog loads it or
+    /// `slurm-imex topology --map` is about to write it.
+    pub fn parse(path: &Path, bytes: Vec<u8>, max_nodes: usize) -> Result<RackMap> {
         let digest = hex(&Sha256::digest(&bytes));
         let fail = |why: String| {
             Error::new(format!(
@@ -111,14 +118,11 @@ impl RackMap {
                 path.display()
             ))
         };
+        if bytes.len() as u64 > MAX_FILE_BYTES {
+            return Err(fail(format!("it is larger than {MAX_FILE_BYTES} bytes")));
+        }
         let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8".into()))?;
-        let file: MapFile = toml::from_str(&text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| format!("line {}: ", text[..s.start].matches('\n').count() + 1))
-                .unwrap_or_default();
-            fail(format!("{line}{}", e.message().trim().replace('\n', " ")))
-        })?;
+        let file: MapFile = toml::from_str(&text).map_err(|e| fail(toml_error_at(&text, &e)))?;
         let mut map = RackMap {
             source: path.to_path_buf(),
             digest,
@@ -237,6 +241,27 @@ pub fn render(racks: &[(String, String, String)], origin: &str) -> String {
 }
 
 /// A TOML basic string (the toml crate's own quoting).
+/// A TOML error as `line N, key K: what`: the line its span starts on, and
+/// the key that line sets (a value of the wrong type names its key).
+fn toml_error_at(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().trim().replace('\n', " ");
+    let Some(span) = e.span() else {
+        return what;
+    };
+    let start = span.start.min(text.len());
+    let number = text[..start].matches('\n').count() + 1;
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].lines().next().unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
+    match key {
+        Some(key) => format!("line {number}, key {}: {what}", crate::text::cap(key, 40)),
+        None => format!("line {number}: {what}"),
+    }
+}
+
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
@@ -336,6 +361,10 @@ mod tests {
                 "unknown field",
             ),
             ("[rack\n".into(), "line 1"),
+            (
+                "[[rack]]\nname = \"r\"\nclique = 7\nnodes = \"n1\"\n".into(),
+                "line 3, key clique: invalid type: integer `7`, expected a string",
+            ),
         ];
         for (text, want) in cases {
             let (_d, p) = write(&text);

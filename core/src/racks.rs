@@ -14,7 +14,7 @@
 //! that never form, or that form and fail inside CUDA.
 
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rack_map::RackMap;
 use crate::slurm::topology::{self, Blocks, NvlinkDomain};
 use crate::text::{cap, PIECE_MAX};
@@ -36,16 +36,22 @@ impl RackSources {
     }
 
     /// As [`Self::read`], but a rack map the config names that does not
-    /// exist yet is no map: for `slurm-imex topology --map`, which writes it.
-    pub fn read_before_writing_the_map(cfg: &Config) -> Result<RackSources> {
-        let exists =
-            crate::rack_map::locate(cfg).is_some_and(|p| std::fs::symlink_metadata(p).is_ok());
-        let map = if exists {
-            RackMap::load_configured(cfg)?
-        } else {
-            None
+    /// exist yet is no map, and one that exists but does not load (it is
+    /// corrupt) is no map either, its error given beside: for `slurm-imex
+    /// topology --map`, which writes it. A map root must not trust is still
+    /// refused.
+    pub fn read_before_writing_the_map(cfg: &Config) -> Result<(RackSources, Option<Error>)> {
+        let Some(path) =
+            crate::rack_map::locate(cfg).filter(|p| std::fs::symlink_metadata(p).is_ok())
+        else {
+            return Ok((RackSources::read_with(cfg, None)?, None));
         };
-        RackSources::read_with(cfg, map)
+        crate::trust::check(&path, crate::trust::Expect::File, "[imex] rack_map")?;
+        let (map, corrupt) = match RackMap::load(&path, cfg.imex.max_nodes) {
+            Ok(map) => (Some(map), None),
+            Err(e) => (None, Some(e)),
+        };
+        Ok((RackSources::read_with(cfg, map)?, corrupt))
     }
 
     fn read_with(cfg: &Config, map: Option<RackMap>) -> Result<RackSources> {

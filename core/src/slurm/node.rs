@@ -81,8 +81,11 @@ impl Scontrol {
         let mut args = vec!["show", "node"];
         args.extend(hostlist);
         args.push("-o");
-        let out = self.run(&args, "scontrol show node")?;
-        Ok(out.stdout.lines().filter_map(parse_node_line).collect())
+        // Streamed: 100,000 nodes' lines are far beyond any output cap, and
+        // a node cut off would silently lose its rack.
+        Ok(self
+            .run_streamed(&args, "scontrol show node", parse_node_line)?
+            .items)
     }
 
     /// One node's state, reason and Extra.

@@ -103,7 +103,11 @@ fn rack_maps_that_do_not_parse_or_contradict_themselves_are_refused() {
         ("[[rack]]\nname = \"r\"\n".into(), &["missing field"]),
         (
             "[[rack]]\nname = 1\nclique = \"x\"\nnodes = \"n\"\n".into(),
-            &["line 2"],
+            &["line 2, key name: invalid type"],
+        ),
+        (
+            format!("[[rack]]\nname = \"r\"\nclique = \"{A}\"\nnodes = [\"n1\"]\n"),
+            &["line 4, key nodes: invalid type"],
         ),
         ("rack = \"everything\"\n".into(), &["bad rack map"]),
         ("[[rack]\n".into(), &["line 1"]),
