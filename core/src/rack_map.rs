@@ -146,12 +146,12 @@ impl RackMap {
         if self.racks.iter().any(|r| r.name == name) {
             return Err(format!("{named} is listed twice"));
         }
-        if !crate::clique::is_clique(&entry.clique) {
+        let Some(clique) = crate::clique::canonical(&entry.clique) else {
             return Err(format!(
                 "{named}: clique \"{}\" is not <cluster uuid>.<clique id> as NVML reports it",
                 crate::text::cap(&entry.clique, 80)
             ));
-        }
+        };
         let room = MAX_MAP_NODES.saturating_sub(self.rack_of_node.len());
         let mut nodes = hostlist::expand(&entry.nodes, max_nodes.min(room)).map_err(|e| {
             format!("{named}: nodes: {e} (a rack holds at most [imex] max_nodes, the map {MAX_MAP_NODES})")
@@ -168,7 +168,7 @@ impl RackMap {
         }
         self.racks.push(Rack {
             name,
-            clique: entry.clique,
+            clique,
             nodes,
         });
         Ok(())
@@ -321,6 +321,16 @@ mod tests {
         // A job node the map does not list: nothing splits the job.
         assert_eq!(map.domain_of("n1", &nodes("n1,n9")), None);
         assert_eq!(map.cliques_of(&nodes("n1,n9")), [("n1".into(), A.into())]);
+    }
+
+    #[test]
+    fn a_clique_spelled_another_way_is_read_in_its_one_spelling() {
+        let text = "[[rack]]\nname = \"r\"\nclique = \"DC6E40C4-D722-4357-9BA6-5291DD461278.+0001\"\nnodes = \"n1\"\n";
+        let (_d, p) = write(text);
+        assert_eq!(
+            RackMap::load(&p, 10).unwrap().rack_of("n1").unwrap().clique,
+            A
+        );
     }
 
     #[test]
