@@ -114,6 +114,31 @@ impl RackSources {
         ))
     }
 
+    /// The line that fails the job when the rack map, its racks' source
+    /// for these `nodes` (no topology file describes them), lists some of
+    /// them but not all: a node added since the map was written. Without
+    /// it the job would be one domain across racks, and its daemons would
+    /// wait for peers they can never reach.
+    pub fn stale_map(&self, nodes: &[String]) -> Option<String> {
+        if self.blocks_for(nodes).is_some() {
+            return None;
+        }
+        let map = self.map.as_ref()?;
+        let (listed, missing): (Vec<&String>, Vec<&String>) =
+            nodes.iter().partition(|n| map.rack_of(n).is_some());
+        if listed.is_empty() || missing.is_empty() {
+            return None;
+        }
+        let missing: Vec<String> = missing.into_iter().cloned().collect();
+        Some(format!(
+            "the rack map {} is stale: it lists {} of the job's nodes but not {}: write it again \
+             (`slurm-imex topology --map`) and install it on every node",
+            map.describe(),
+            listed.len(),
+            cap(&crate::slurm::hostlist::compress(&missing), PIECE_MAX)
+        ))
+    }
+
     /// The line that fails the job when this node's own GPUs (`live`, the
     /// clique the gate read from NVML) are not in the clique the rack map
     /// gives `node`: the tray moved, or the map is stale.
@@ -286,12 +311,22 @@ mod tests {
             (Some("r2"), &nodes("n[3-4]"))
         );
         assert!(d.source.unwrap().contains("imex-racks.toml (sha256 "));
-        // One node the map does not list: nothing splits the job.
+        assert_eq!(s.stale_map(&nodes("n[1-4]")), None);
+        // One node the map does not list: nothing splits the job, and the
+        // job fails naming the map as stale and the node (not a peer).
         let (_d, s) = sources(None, &[("r1", A, "n[1-2]"), ("r2", B, "n3")]);
         assert_eq!(
             s.domain_of("n1", &nodes("n[1-4]")),
             NvlinkDomain::whole_job(nodes("n[1-4]"))
         );
+        let e = s.stale_map(&nodes("n[1-4]")).unwrap();
+        assert!(e.contains("imex-racks.toml (sha256 "), "{e}");
+        assert!(
+            e.contains("is stale: it lists 3 of the job's nodes but not n4: write it again"),
+            "{e}"
+        );
+        // A map that knows none of the job's nodes says nothing about them.
+        assert_eq!(s.stale_map(&nodes("m[1-2]")), None);
         let (_d, s) = sources(None, &[]);
         assert_eq!(s.domain_of("n1", &nodes("n[1-2]")).name, None);
         assert_eq!(s.whole_rack("n1"), None);

@@ -107,7 +107,10 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
         )));
     }
     let racks = RackSources::read(cfg)?;
-    if let Some(cause) = racks.disagreement(&nodes) {
+    if let Some(cause) = racks
+        .disagreement(&nodes)
+        .or_else(|| racks.stale_map(&nodes))
+    {
         return Err(Fault::Job(cause));
     }
     let domain = racks.domain_of(node, &nodes);
