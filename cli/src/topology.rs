@@ -161,17 +161,22 @@ fn racks(
     cliques: &BTreeMap<String, String>,
     blocks: Option<&Blocks>,
 ) -> Vec<Rack> {
+    // Indexed by clique, so grouping costs no more than the node count
+    // (100,000 nodes in 5,556 racks; benches/rack-map-bench.sh).
     let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut group_of: std::collections::HashMap<&str, usize> = Default::default();
     for name in names {
         let Some(clique) = cliques.get(name) else {
             continue;
         };
-        match groups.iter_mut().find(|(c, _)| c == clique) {
+        let next = groups.len();
+        let at = *group_of.entry(clique.as_str()).or_insert(next);
+        match groups.get_mut(at) {
             Some((_, members)) => members.push(name.clone()),
             None => groups.push((clique, vec![name.clone()])),
         }
     }
-    let mut taken: Vec<String> = Vec::new();
+    let mut taken: std::collections::HashSet<String> = Default::default();
     groups
         .into_iter()
         .enumerate()
@@ -180,7 +185,7 @@ fn racks(
                 .and_then(|b| block_name(b, &members, cliques))
                 .filter(|n| !taken.contains(n))
                 .unwrap_or_else(|| format!("rack{}", i + 1));
-            taken.push(name.clone());
+            taken.insert(name.clone());
             Rack {
                 name,
                 clique: clique.to_string(),

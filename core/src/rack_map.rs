@@ -68,6 +68,7 @@ pub struct RackMap {
     racks: Vec<Rack>,
     /// Node name -> index into `racks`.
     rack_of_node: HashMap<String, usize>,
+    rack_names: std::collections::HashSet<String>,
 }
 
 /// Where the rack map is, if anywhere: an explicit path (which must then
@@ -128,6 +129,7 @@ impl RackMap {
             digest,
             racks: Vec::new(),
             rack_of_node: HashMap::new(),
+            rack_names: Default::default(),
         };
         for entry in file.rack {
             map.add(entry, max_nodes).map_err(fail)?;
@@ -143,7 +145,9 @@ impl RackMap {
                 "{named}: a name is 1 to {MAX_NAME_LEN} letters, digits or ._:-"
             ));
         }
-        if self.racks.iter().any(|r| r.name == name) {
+        // Hashed, so a map's read costs no more than its size (5,556 racks
+        // for 100,000 nodes; benches/rack-map-bench.sh).
+        if !self.rack_names.insert(name.clone()) {
             return Err(format!("{named} is listed twice"));
         }
         let Some(clique) = crate::clique::canonical(&entry.clique) else {
