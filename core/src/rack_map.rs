@@ -30,7 +30,7 @@ pub const FILE_NAME: &str = "imex-racks.toml";
 /// Largest rack map read: 16,384 nodes in racks of 18 are about 100 KiB.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 /// Longest rack name: it becomes SLURM_IMEX_DOMAIN and a word in messages.
-const MAX_NAME_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = 64;
 /// Most nodes a map may list: the whole cluster, far beyond the largest
 /// (a hostlist typo such as `n[1-99999999]` is refused, not expanded).
 pub const MAX_MAP_NODES: usize = 1 << 18;
@@ -270,7 +270,8 @@ fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
-fn is_rack_name(name: &str) -> bool {
+/// A name a rack may have (a topology file's block names are held to it).
+pub fn is_rack_name(name: &str) -> bool {
     (1..=MAX_NAME_LEN).contains(&name.len())
         && name
             .chars()
