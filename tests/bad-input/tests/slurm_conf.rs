@@ -81,12 +81,19 @@ impl Site {
     }
 }
 
+/// slurm.conf's text, a file it includes (name, text), what doctor says.
+type Case = (
+    &'static str,
+    Option<(&'static str, &'static str)>,
+    &'static str,
+);
+
 /// Ranges slurmctld runs with (each checked against `scontrol show config`
 /// of Debian's slurmctld 22.05 on the same text): doctor PASSes with them,
 /// the prolog goes past the range check.
 #[test]
 fn numbers_quotes_and_includes_read_as_slurmctld_reads_them() {
-    let cases: [(&str, Option<(&str, &str)>, &str); 5] = [
+    let cases: [Case; 5] = [
         ("FirstJobId=010\nMaxJobId=0x7ff\n", None, "job ids 8..2047"),
         ("MaxJobId=03777\n", None, "job ids 1..2047"),
         ("MaxJobId=\"2047\"\n", None, "job ids 1..2047"),
