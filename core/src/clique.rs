@@ -84,6 +84,14 @@ pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<St
 /// run off the job path (`slurm-imex topology`, `doctor`).
 pub fn published_cluster(scontrol: &Scontrol) -> Result<(Vec<String>, BTreeMap<String, String>)> {
     let nodes = scontrol.nodes(None)?;
+    if let Some(at) = nodes.iter().position(|n| n.name.is_empty()) {
+        return Err(crate::error::Error::new(format!(
+            "scontrol show node printed a node with no NodeName (node {} of {}): no map \
+             or list is made from an answer that names no node",
+            at + 1,
+            nodes.len()
+        )));
+    }
     let cliques = nodes
         .iter()
         .filter_map(|n| Some((n.name.clone(), clique_in_extra(n.extra.as_deref())?)))

@@ -131,3 +131,22 @@ fn an_over_long_scontrol_line_fails_saying_so() {
     ran.one_line_error(2, &["longer than 1048576 bytes"], "a 2 MiB line");
     assert!(!site.path("imex-racks.toml").exists());
 }
+
+#[test]
+fn a_node_listed_twice_or_nameless_never_reaches_a_map() {
+    let site = Site::new();
+    let twice = format!("NodeName=gb000001 State=IDLE Extra={{\"nvlink_clique\":\"{UUID}.9\"}}\n");
+    let scontrol = site.scontrol(36, &twice);
+    let ran = site.map(&scontrol, 4096);
+    ran.one_line_error(
+        2,
+        &["--map wrote nothing", "node gb000001 is in both rack"],
+        "a node listed twice",
+    );
+    assert!(!site.path("imex-racks.toml").exists());
+    let nameless = format!("NodeName= State=IDLE Extra={{\"nvlink_clique\":\"{UUID}.9\"}}\n");
+    let scontrol = site.scontrol(36, &nameless);
+    let ran = site.map(&scontrol, 4096);
+    ran.one_line_error(2, &["printed a node with no NodeName"], "a nameless node");
+    assert!(!site.path("imex-racks.toml").exists());
+}
