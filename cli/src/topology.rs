@@ -177,12 +177,13 @@ fn racks(
         }
     }
     let mut taken: std::collections::HashSet<String> = Default::default();
+    let mut mixed = MixedBlocks::default();
     groups
         .into_iter()
         .enumerate()
         .map(|(i, (clique, members))| {
             let name = blocks
-                .and_then(|b| block_name(b, &members, cliques))
+                .and_then(|b| block_name(b, &members, cliques, &mut mixed))
                 .filter(|n| !taken.contains(n))
                 .unwrap_or_else(|| format!("rack{}", i + 1));
             taken.insert(name.clone());
@@ -195,24 +196,43 @@ fn racks(
         .collect()
 }
 
+/// The blocks of one block topology that hold nodes of more than one
+/// clique, found once per topology (a pass over its nodes), so naming every
+/// rack costs no more than the cluster's size.
+type MixedBlocks = std::collections::HashMap<usize, std::collections::HashSet<String>>;
+
+fn mixed_blocks<'a>(
+    node_block: &std::collections::HashMap<String, String>,
+    cliques: &BTreeMap<String, String>,
+    cache: &'a mut MixedBlocks,
+) -> &'a std::collections::HashSet<String> {
+    let key = std::ptr::from_ref(node_block) as usize;
+    cache.entry(key).or_insert_with(|| {
+        let mut first: std::collections::HashMap<&str, &str> = Default::default();
+        let mut mixed = std::collections::HashSet::new();
+        for (node, block) in node_block {
+            let Some(clique) = cliques.get(node) else {
+                continue;
+            };
+            if *first.entry(block.as_str()).or_insert(clique.as_str()) != clique.as_str() {
+                mixed.insert(block.clone());
+            }
+        }
+        mixed
+    })
+}
+
 /// The block all of `members` are in, when no node of another clique is.
 fn block_name(
     blocks: &Blocks,
     members: &[String],
     cliques: &BTreeMap<String, String>,
+    cache: &mut MixedBlocks,
 ) -> Option<String> {
     let node_block = blocks.block_of(members)?;
     let block = node_block.get(members.first()?)?;
-    let clique = cliques.get(members.first()?)?;
     let same_block = members.iter().all(|m| node_block.get(m) == Some(block));
-    let only_this_clique =
-        node_block
-            .iter()
-            .filter(|(_, b)| *b == block)
-            .all(|(n, _)| match cliques.get(n) {
-                Some(c) => c == clique,
-                None => true,
-            });
+    let only_this_clique = !mixed_blocks(node_block, cliques, cache).contains(block);
     (same_block && only_this_clique).then(|| block.clone())
 }
 

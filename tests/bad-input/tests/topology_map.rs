@@ -46,9 +46,15 @@ impl Site {
 
     fn config(&self, scontrol: &Path, max_nodes: usize) -> PathBuf {
         let p = self.path("imex.toml");
+        let topology = self.path("topology.conf");
+        let topology = if topology.exists() {
+            format!("\"{}\"", topology.display())
+        } else {
+            "\"none\"".into()
+        };
         let text = format!(
             "[node]\nstate_dir = \"{}\"\n[imex]\nrack_map = \"{}\"\nmax_nodes = {max_nodes}\n\
-             [slurm]\nscontrol = \"{}\"\nconfig = \"none\"\ntopology = \"none\"\n[health]\nenabled = false\n",
+             [slurm]\nscontrol = \"{}\"\nconfig = \"none\"\ntopology = {topology}\n[health]\nenabled = false\n",
             self.path("state").display(),
             self.path("imex-racks.toml").display(),
             scontrol.display()
@@ -149,4 +155,29 @@ fn a_node_listed_twice_or_nameless_never_reaches_a_map() {
     let ran = site.map(&scontrol, 4096);
     ran.one_line_error(2, &["printed a node with no NodeName"], "a nameless node");
     assert!(!site.path("imex-racks.toml").exists());
+}
+
+#[test]
+fn racks_take_the_names_of_blocks_that_hold_exactly_their_clique() {
+    let site = Site::new();
+    // rackA holds clique 1's nodes; mixed holds clique 2's and one of
+    // clique 3's, so clique 2's rack keeps a generated name.
+    write_mode(
+        &site.path("topology.conf"),
+        b"BlockName=rackA Nodes=gb[000001-000018]\nBlockName=mixed Nodes=gb[000019-000037]\n",
+        0o644,
+    );
+    let scontrol = site.scontrol(54, "");
+    let ran = site.map(&scontrol, 4096);
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    let map = std::fs::read_to_string(site.path("imex-racks.toml")).unwrap();
+    assert!(
+        map.contains("name = \"rackA\"\nclique = \"dc6e40c4-d722-4357-9ba6-5291dd461278.1\""),
+        "{map}"
+    );
+    assert!(
+        map.contains("name = \"rack2\"\nclique = \"dc6e40c4-d722-4357-9ba6-5291dd461278.2\""),
+        "{map}"
+    );
+    assert!(!map.contains("\"mixed\""), "{map}");
 }
