@@ -6,7 +6,7 @@ use crate::Cli;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_doctor::{examine, Check, Patient, Status};
+use slurm_imex_doctor::{examine_within, Check, Status};
 use std::path::PathBuf;
 
 #[derive(Serialize)]
@@ -23,14 +23,14 @@ pub fn doctor(cli: &Cli, cluster_only: bool) -> Result<u8> {
         Ok((config, _)) => (config, Ok(())),
         Err(e) => (Config::default(), Err(e.to_string())),
     };
-    let patient = Patient {
-        config: &config,
-        config_path: &path,
+    let found = examine_within(
+        config,
+        path.clone(),
         loaded,
-        sbin: sbin_dir(),
+        sbin_dir(),
         cluster_only,
-    };
-    let found = examine(&patient);
+        slurm_imex_doctor::TIME_LIMIT,
+    );
     let count = |v: Status| found.iter().filter(|f| f.verdict == v).count();
     let (fail, warn) = (count(Status::Fail), count(Status::Warn));
     if cli.json {

@@ -18,25 +18,45 @@ use std::collections::BTreeMap;
 /// The key slurm-imex owns in a node's Extra JSON object.
 pub const EXTRA_KEY: &str = "nvlink_clique";
 
-/// A clique in the only shape we publish: `<32 hex digits in 8-4-4-4-12>.<id>`.
+/// A clique in the only shape we publish: `<32 lower-case hex digits in
+/// 8-4-4-4-12>.<id>`, the id in decimal with no sign and no leading zero,
+/// neither part all zeros and the id not 0xFFFFFFFF. The one spelling
+/// [`canonical`] writes, so two cliques compare equal exactly when their
+/// strings do.
 pub fn is_clique(value: &str) -> bool {
-    let Some((uuid, id)) = value.rsplit_once('.') else {
-        return false;
-    };
-    let groups: Vec<&str> = uuid.split('-').collect();
-    let shape = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]);
-    let hex = uuid
-        .chars()
-        .all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c));
-    let id_ok = id.parse::<u32>().is_ok_and(|n| n != 0 && n != u32::MAX);
-    shape && hex && uuid.chars().any(|c| c.is_ascii_hexdigit() && c != '0') && id_ok
+    canonical(value).as_deref() == Some(value)
 }
 
-/// The clique published in `extra`, if it holds one we can trust.
+/// The one spelling of a clique written any way NVML's two values can be:
+/// the UUID in any case, the id with leading zeros or a `+`
+/// (`…-5291DD461278.+0002` is `…-5291dd461278.2`). None when it is no
+/// clique at all. Every clique read (a rack map, a node's Extra) passes
+/// through here, so the rack map and the GPU side never disagree about the
+/// same clique's spelling.
+pub fn canonical(value: &str) -> Option<String> {
+    let (uuid, id) = value.rsplit_once('.')?;
+    let uuid = uuid.to_ascii_lowercase();
+    let groups: Vec<&str> = uuid.split('-').collect();
+    let shape = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]);
+    let hex = uuid.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
+    let not_nil = uuid.chars().any(|c| c.is_ascii_hexdigit() && c != '0');
+    let digits = id.strip_prefix('+').unwrap_or(id);
+    let id_ok = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    let id = digits
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n != 0 && *n != u32::MAX);
+    match (shape && hex && not_nil && id_ok, id) {
+        (true, Some(id)) => Some(format!("{uuid}.{id}")),
+        _ => None,
+    }
+}
+
+/// The clique published in `extra`, if it holds one we can trust, in its
+/// [`canonical`] spelling.
 pub fn clique_in_extra(extra: Option<&str>) -> Option<String> {
     let value: serde_json::Value = serde_json::from_str(extra?).ok()?;
-    let clique = value.as_object()?.get(EXTRA_KEY)?.as_str()?;
-    is_clique(clique).then(|| clique.to_string())
+    canonical(value.as_object()?.get(EXTRA_KEY)?.as_str()?)
 }
 
 /// `extra` with our key set to `clique`. Err (with the reason) when Extra
@@ -64,6 +84,14 @@ pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<St
 /// run off the job path (`slurm-imex topology`, `doctor`).
 pub fn published_cluster(scontrol: &Scontrol) -> Result<(Vec<String>, BTreeMap<String, String>)> {
     let nodes = scontrol.nodes(None)?;
+    if let Some(at) = nodes.iter().position(|n| n.name.is_empty()) {
+        return Err(crate::error::Error::new(format!(
+            "scontrol show node printed a node with no NodeName (node {} of {}): no map \
+             or list is made from an answer that names no node",
+            at + 1,
+            nodes.len()
+        )));
+    }
     let cliques = nodes
         .iter()
         .filter_map(|n| Some((n.name.clone(), clique_in_extra(n.extra.as_deref())?)))
@@ -131,6 +159,32 @@ mod tests {
             "",
         ] {
             assert!(!is_clique(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_spelling_of_a_clique_has_one_canonical_form() {
+        for spelling in [
+            C,
+            "DC6E40C4-D722-4357-9BA6-5291DD461278.2",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278.0002",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278.+2",
+            "Dc6e40c4-d722-4357-9ba6-5291dd461278.+002",
+        ] {
+            assert_eq!(canonical(spelling).as_deref(), Some(C), "{spelling}");
+            let extra = format!("{{\"nvlink_clique\":\"{spelling}\"}}");
+            assert_eq!(clique_in_extra(Some(&extra)).as_deref(), Some(C));
+        }
+        assert!(is_clique(C));
+        assert!(!is_clique("dc6e40c4-d722-4357-9ba6-5291dd461278.02"));
+        for bad in [
+            "x.2",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278.-2",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278. 2",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278.0x2",
+            "dc6e40c4-d722-4357-9ba6-5291dd461278.++2",
+        ] {
+            assert_eq!(canonical(bad), None, "{bad}");
         }
     }
 

@@ -70,6 +70,91 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
     })
 }
 
+/// Longest line a streamed run accepts (an `scontrol show node -o` line is
+/// under 4 KiB); a longer one fails the run, saying so.
+pub const STREAM_LINE_MAX: usize = 1 << 20;
+
+/// What a streamed run produced: each stdout line `parse` kept, in order.
+#[derive(Debug)]
+pub struct Streamed<T> {
+    pub items: Vec<T>,
+    pub output: Output,
+}
+
+/// Like [`run_checked`], but stdout is read line by line as it comes and
+/// handed to `parse`, so no cap on the output's size can cut it: an answer
+/// of any size (`scontrol show node -o` on 100,000 nodes) is read whole, in
+/// memory proportional to what `parse` keeps. What stays bounded says so
+/// and fails: the run's time (`limit`) and one line's length
+/// ([`STREAM_LINE_MAX`]).
+pub fn run_streamed<T: Send + 'static>(
+    program: &Path,
+    args: &[&str],
+    limit: Duration,
+    what: &str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Streamed<T>> {
+    let resolved = crate::trust::trusted_program(program, "program")?;
+    let mut child = Command::new(&resolved)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = CapturedPipe::drain(Box::new(child.stderr.take().expect("piped")));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(read_lines(stdout, parse));
+    });
+    let status = wait_bounded(&mut child, program, args, limit)?;
+    let grace = Duration::from_millis(500);
+    let output = Output {
+        code: status.code(),
+        stdout: String::new(),
+        stderr: stderr.text_after(grace),
+    };
+    if !output.success() {
+        return Err(Error::new(format!("{what} failed: {}", output.one_line())));
+    }
+    let items = lines
+        .recv_timeout(grace.max(Duration::from_secs(5)))
+        .map_err(|_| Error::new(format!("{what}: its output did not end after it exited")))?
+        .map_err(|why| Error::new(format!("{what}: {why}")))?;
+    Ok(Streamed { items, output })
+}
+
+/// Every line of `pipe` through `parse`; a line over [`STREAM_LINE_MAX`]
+/// is an error, after the pipe is drained (so the program can still exit).
+fn read_lines<T>(
+    pipe: impl Read,
+    parse: fn(&str) -> Option<T>,
+) -> std::result::Result<Vec<T>, String> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::with_capacity(1 << 16, pipe);
+    let mut items = Vec::new();
+    let mut line = Vec::new();
+    let mut failure = None;
+    loop {
+        line.clear();
+        let limit = (STREAM_LINE_MAX + 1) as u64;
+        match (&mut reader).take(limit).read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) if line.len() > STREAM_LINE_MAX && !line.ends_with(b"\n") => {
+                failure.get_or_insert(format!(
+                    "a line of its output is longer than {STREAM_LINE_MAX} bytes; nothing was \
+                     read past it"
+                ));
+            }
+            Ok(_) if failure.is_none() => items.extend(parse(&String::from_utf8_lossy(&line))),
+            Ok(_) => {}
+            Err(e) => return Err(format!("reading its output failed: {e}")),
+        }
+    }
+    failure.map_or(Ok(items), Err)
+}
+
 /// One of a child's pipes, read to EOF on a thread so a chatty program
 /// cannot block on a full pipe. What was read so far is kept in a shared
 /// buffer and EOF is signalled over a channel: a grandchild that keeps the
@@ -187,6 +272,67 @@ mod tests {
         );
         let ok = run_checked(Path::new("/bin/true"), &[], Duration::from_secs(5), "true").unwrap();
         assert!(ok.success());
+    }
+
+    fn count(line: &str) -> Option<usize> {
+        Some(line.len())
+    }
+
+    #[test]
+    fn a_streamed_answer_is_read_whole_far_past_the_capture_cap() {
+        // 300,000 lines of 40 bytes: 12 MB, three times CAPTURE_MAX.
+        let line = "NodeName=n1 Extra=nvlink_clique=abcdef.1";
+        let script = format!("yes '{line}' | head -n 300000");
+        let s = run_streamed(
+            Path::new("/bin/sh"),
+            &["-c", &script],
+            Duration::from_secs(60),
+            "scontrol show node",
+            count,
+        )
+        .unwrap();
+        assert_eq!(s.items.len(), 300_000);
+        assert!(s.items.iter().all(|n| *n == line.len() + 1));
+    }
+
+    #[test]
+    fn what_a_streamed_run_bounds_it_says_and_fails() {
+        let e = run_streamed(
+            Path::new("/bin/sh"),
+            &[
+                "-c",
+                "head -c 2000000 /dev/zero | tr '\\0' x; echo; echo after",
+            ],
+            Duration::from_secs(60),
+            "scontrol show node",
+            count,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("scontrol show node: a line of its output is longer than 1048576 bytes"),
+            "{e}"
+        );
+        let e = run_streamed(
+            Path::new("/bin/sh"),
+            &["-c", "echo a; sleep 20"],
+            Duration::from_millis(300),
+            "scontrol show node",
+            count,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("did not finish within"), "{e}");
+        let e = run_streamed(
+            Path::new("/bin/sh"),
+            &["-c", "echo a; echo down >&2; exit 1"],
+            Duration::from_secs(5),
+            "scontrol show node",
+            count,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e, "scontrol show node failed: down");
     }
 
     #[test]

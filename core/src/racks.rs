@@ -14,7 +14,7 @@
 //! that never form, or that form and fail inside CUDA.
 
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rack_map::RackMap;
 use crate::slurm::topology::{self, Blocks, NvlinkDomain};
 use crate::text::{cap, PIECE_MAX};
@@ -36,16 +36,22 @@ impl RackSources {
     }
 
     /// As [`Self::read`], but a rack map the config names that does not
-    /// exist yet is no map: for `slurm-imex topology --map`, which writes it.
-    pub fn read_before_writing_the_map(cfg: &Config) -> Result<RackSources> {
-        let exists =
-            crate::rack_map::locate(cfg).is_some_and(|p| std::fs::symlink_metadata(p).is_ok());
-        let map = if exists {
-            RackMap::load_configured(cfg)?
-        } else {
-            None
+    /// exist yet is no map, and one that exists but does not load (it is
+    /// corrupt) is no map either, its error given beside: for `slurm-imex
+    /// topology --map`, which writes it. A map root must not trust is still
+    /// refused.
+    pub fn read_before_writing_the_map(cfg: &Config) -> Result<(RackSources, Option<Error>)> {
+        let Some(path) =
+            crate::rack_map::locate(cfg).filter(|p| std::fs::symlink_metadata(p).is_ok())
+        else {
+            return Ok((RackSources::read_with(cfg, None)?, None));
         };
-        RackSources::read_with(cfg, map)
+        crate::trust::check(&path, crate::trust::Expect::File, "[imex] rack_map")?;
+        let (map, corrupt) = match RackMap::load(&path, cfg.imex.max_nodes) {
+            Ok(map) => (Some(map), None),
+            Err(e) => (None, Some(e)),
+        };
+        Ok((RackSources::read_with(cfg, map)?, corrupt))
     }
 
     fn read_with(cfg: &Config, map: Option<RackMap>) -> Result<RackSources> {
@@ -105,6 +111,31 @@ impl RackSources {
              --check` compares both with the fabric)",
             blocks.source.display(),
             map.describe()
+        ))
+    }
+
+    /// The line that fails the job when the rack map, its racks' source
+    /// for these `nodes` (no topology file describes them), lists some of
+    /// them but not all: a node added since the map was written. Without
+    /// it the job would be one domain across racks, and its daemons would
+    /// wait for peers they can never reach.
+    pub fn stale_map(&self, nodes: &[String]) -> Option<String> {
+        if self.blocks_for(nodes).is_some() {
+            return None;
+        }
+        let map = self.map.as_ref()?;
+        let (listed, missing): (Vec<&String>, Vec<&String>) =
+            nodes.iter().partition(|n| map.rack_of(n).is_some());
+        if listed.is_empty() || missing.is_empty() {
+            return None;
+        }
+        let missing: Vec<String> = missing.into_iter().cloned().collect();
+        Some(format!(
+            "the rack map {} is stale: it lists {} of the job's nodes but not {}: write it again \
+             (`slurm-imex topology --map`) and install it on every node",
+            map.describe(),
+            listed.len(),
+            cap(&crate::slurm::hostlist::compress(&missing), PIECE_MAX)
         ))
     }
 
@@ -280,12 +311,22 @@ mod tests {
             (Some("r2"), &nodes("n[3-4]"))
         );
         assert!(d.source.unwrap().contains("imex-racks.toml (sha256 "));
-        // One node the map does not list: nothing splits the job.
+        assert_eq!(s.stale_map(&nodes("n[1-4]")), None);
+        // One node the map does not list: nothing splits the job, and the
+        // job fails naming the map as stale and the node (not a peer).
         let (_d, s) = sources(None, &[("r1", A, "n[1-2]"), ("r2", B, "n3")]);
         assert_eq!(
             s.domain_of("n1", &nodes("n[1-4]")),
             NvlinkDomain::whole_job(nodes("n[1-4]"))
         );
+        let e = s.stale_map(&nodes("n[1-4]")).unwrap();
+        assert!(e.contains("imex-racks.toml (sha256 "), "{e}");
+        assert!(
+            e.contains("is stale: it lists 3 of the job's nodes but not n4: write it again"),
+            "{e}"
+        );
+        // A map that knows none of the job's nodes says nothing about them.
+        assert_eq!(s.stale_map(&nodes("m[1-2]")), None);
         let (_d, s) = sources(None, &[]);
         assert_eq!(s.domain_of("n1", &nodes("n[1-2]")).name, None);
         assert_eq!(s.whole_rack("n1"), None);

@@ -31,6 +31,46 @@ pub struct Patient<'a> {
     pub cluster_only: bool,
 }
 
+/// Longest a whole doctor run may take: every helper it runs is bounded
+/// on its own, and this bounds their sum (and anything not foreseen).
+pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// [`examine`] on a thread, bounded by `limit`: when the checks do not
+/// finish in time, the one FAIL line saying so (the thread is left behind,
+/// and ends with the process).
+pub fn examine_within(
+    config: Config,
+    config_path: PathBuf,
+    loaded: Result<(), String>,
+    sbin: PathBuf,
+    cluster_only: bool,
+    limit: std::time::Duration,
+) -> Vec<Check> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let patient = Patient {
+            config: &config,
+            config_path: &config_path,
+            loaded,
+            sbin,
+            cluster_only,
+        };
+        let _ = tx.send(examine(&patient));
+    });
+    bounded(rx, limit)
+}
+
+fn bounded(rx: std::sync::mpsc::Receiver<Vec<Check>>, limit: std::time::Duration) -> Vec<Check> {
+    rx.recv_timeout(limit).unwrap_or_else(|_| {
+        vec![Check::fail(
+            "doctor",
+            format!("the checks did not finish within {limit:?}, so none is reported"),
+            "find what it waits on (a slow controller, a stuck file system: `strace -f \
+             slurm-imex doctor`), fix that, then run doctor again",
+        )]
+    })
+}
+
 /// Every check, in the order an admin fixes them: Slurm's wiring, the
 /// config, the IMEX daemon and channels, then GPUs and records.
 pub fn examine(p: &Patient) -> Vec<Check> {
@@ -141,5 +181,29 @@ fn slurm_check(slurm: &SlurmView, p: &Patient) -> Check {
             ),
             "start slurmctld, or fix this node's way to it; slurmctld may run with other values than this file",
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_that_does_not_finish_in_time_is_one_fail_line() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(30));
+            let _ = tx.send(Vec::new());
+        });
+        let started = std::time::Instant::now();
+        let found = bounded(rx, std::time::Duration::from_millis(200));
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].verdict, Status::Fail);
+        assert!(
+            found[0].line().contains("did not finish within 200ms"),
+            "{}",
+            found[0].line()
+        );
     }
 }

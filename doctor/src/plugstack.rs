@@ -1,16 +1,27 @@
 //! The plugstack.conf line that registers our plugin, and the plugin it
 //! names: present, trusted, loadable, and stamped for the running Slurm.
 //!
-//! plugstack.conf is split by hand (no crate reads it): each line is
-//! `required|optional path [args]` or `include glob`, `#` starts a comment.
+//! plugstack.conf is split by hand (no crate reads it), as Slurm's
+//! `src/common/spank.c` does: each line is `required|optional path [args]`
+//! or `include pattern`, `#` starts a comment. An include's pattern is
+//! expanded with glob(3)'s rules (the `glob` crate), relative to the
+//! including file's directory (`_spank_conf_include`). Slurm itself has no
+//! guard against files that include each other; here each file is read once
+//! (a visited set), and the number of files and the time spent are bounded.
 
 use crate::check::Check;
 use crate::slurm_view::{major_minor, SlurmView};
 use slurm_imex_core::fsutil::read_bounded_text;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 const MAX_FILE_BYTES: u64 = 1 << 20;
 const MAX_INCLUDE_DEPTH: usize = 4;
+/// Most plugstack files read in all, through every include.
+const MAX_FILES: usize = 256;
+/// Longest the search for our line may take.
+const TIME_LIMIT: Duration = Duration::from_secs(10);
 const PLUGIN_FILE: &str = "spank_imex.so";
 
 /// Our plugin's line: how it is registered, its path and its config= arg.
@@ -22,72 +33,96 @@ pub struct PluginLine {
     pub config: Option<String>,
 }
 
-/// Find our line in `file` and what it includes.
-pub fn find_line(file: &Path, depth: usize) -> std::result::Result<Option<PluginLine>, String> {
-    let text = read_bounded_text(file, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
-    for (n, line) in text.lines().enumerate() {
-        let mut words = line.split('#').next().unwrap_or("").split_whitespace();
-        match words.next() {
-            Some("include") if depth < MAX_INCLUDE_DEPTH => {
-                for included in words.flat_map(|pattern| glob(file, pattern)) {
-                    if let Some(found) = find_line(&included, depth + 1)? {
-                        return Ok(Some(found));
-                    }
-                }
-            }
-            Some(kind @ ("required" | "optional")) => {
-                let Some(path) = words.next().filter(|p| p.ends_with(PLUGIN_FILE)) else {
-                    continue;
-                };
-                let config = words
-                    .find_map(|arg| arg.strip_prefix("config="))
-                    .map(str::to_string);
-                return Ok(Some(PluginLine {
-                    origin: format!("{}:{}", file.display(), n + 1),
-                    required: kind == "required",
-                    path: path.to_string(),
-                    config,
-                }));
-            }
-            _ => {}
-        }
-    }
-    Ok(None)
+/// Where the search has been: each file once, by device and inode.
+struct Walk {
+    visited: HashSet<(u64, u64)>,
+    deadline: Instant,
 }
 
-/// The files an `include` names: a path or a `dir/*.conf`-style pattern
-/// (only the last component may hold `*`), relative to the including file.
+/// Find our line in `file` and what it includes.
+pub fn find_line(file: &Path) -> std::result::Result<Option<PluginLine>, String> {
+    let mut walk = Walk {
+        visited: HashSet::new(),
+        deadline: Instant::now() + TIME_LIMIT,
+    };
+    walk.find(file, 0)
+}
+
+impl Walk {
+    fn find(
+        &mut self,
+        file: &Path,
+        depth: usize,
+    ) -> std::result::Result<Option<PluginLine>, String> {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(meta) = std::fs::metadata(file) {
+            if !self.visited.insert((meta.dev(), meta.ino())) {
+                return Ok(None);
+            }
+        }
+        if self.visited.len() > MAX_FILES || Instant::now() > self.deadline {
+            return Err(format!(
+                "its includes lead to more than {MAX_FILES} files, or take longer than \
+                 {TIME_LIMIT:?} to read (at {}): include fewer files",
+                file.display()
+            ));
+        }
+        let text = read_bounded_text(file, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
+        for (n, line) in text.lines().enumerate() {
+            let mut words = line.split('#').next().unwrap_or("").split_whitespace();
+            match words.next() {
+                Some("include") if depth < MAX_INCLUDE_DEPTH => {
+                    for included in words.flat_map(|pattern| glob(file, pattern)) {
+                        if let Some(found) = self.find(&included, depth + 1)? {
+                            return Ok(Some(found));
+                        }
+                    }
+                }
+                Some(kind @ ("required" | "optional")) => {
+                    let Some(path) = words.next().filter(|p| p.ends_with(PLUGIN_FILE)) else {
+                        continue;
+                    };
+                    let config = words
+                        .find_map(|arg| arg.strip_prefix("config="))
+                        .map(str::to_string);
+                    return Ok(Some(PluginLine {
+                        origin: format!("{}:{}", file.display(), n + 1),
+                        required: kind == "required",
+                        path: path.to_string(),
+                        config,
+                    }));
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// The files an `include` names, relative to the including file.
 fn glob(from: &Path, pattern: &str) -> Vec<PathBuf> {
     glob_from_dir(from.parent().unwrap_or(Path::new("/")), pattern)
 }
 
-/// The files `pattern` names, relative to `dir` unless absolute (slurm.conf's
-/// `Prolog=` takes the same kind of pattern).
+/// The files `pattern` names with glob(3)'s rules (`*`, `?`, `[...]` in any
+/// component; sorted, as glob(3) sorts), relative to `dir` unless absolute
+/// (slurm.conf's `Prolog=` takes the same kind of pattern). A pattern with
+/// no special character names its path whether or not it exists, so a
+/// missing file is reported by whoever reads it.
 pub(crate) fn glob_from_dir(dir: &Path, pattern: &str) -> Vec<PathBuf> {
     let pattern = if Path::new(pattern).is_absolute() {
         PathBuf::from(pattern)
     } else {
         dir.join(pattern)
     };
-    let (Some(dir), Some(name)) = (
-        pattern.parent(),
-        pattern.file_name().and_then(|n| n.to_str()),
-    ) else {
-        return Vec::new();
-    };
-    let Some((prefix, suffix)) = name.split_once('*') else {
+    let text = pattern.to_string_lossy();
+    if !text.contains(['*', '?', '[']) {
         return vec![pattern.clone()];
+    }
+    let mut found: Vec<PathBuf> = match glob::glob(&text) {
+        Ok(paths) => paths.flatten().take(MAX_FILES + 1).collect(),
+        Err(_) => Vec::new(),
     };
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().into_string().ok()?;
-            (n.starts_with(prefix) && n.ends_with(suffix) && n.len() >= prefix.len() + suffix.len())
-                .then(|| e.path())
-        })
-        .collect();
     found.sort();
     found
 }
@@ -120,7 +155,7 @@ pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> V
         config_path.display(),
         stack.display()
     );
-    let line = match find_line(&stack, 0) {
+    let line = match find_line(&stack) {
         Err(e) => {
             return vec![Check::fail(
                 "plugstack",
@@ -233,7 +268,7 @@ mod tests {
             "\noptional spank_imex.so config=/etc/slurm/imex.toml # ours\n",
         )
         .unwrap();
-        let line = find_line(&d.path().join("plugstack.conf"), 0)
+        let line = find_line(&d.path().join("plugstack.conf"))
             .unwrap()
             .unwrap();
         assert!(!line.required);
@@ -246,10 +281,45 @@ mod tests {
     fn an_include_loop_ends() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("plugstack.conf"), "include plugstack.conf\n").unwrap();
-        assert_eq!(
-            find_line(&d.path().join("plugstack.conf"), 0).unwrap(),
-            None
+        assert_eq!(find_line(&d.path().join("plugstack.conf")).unwrap(), None);
+    }
+
+    /// Files that include each other through globs: each read once, so
+    /// the search ends at once (it used to read 20^4 files).
+    #[test]
+    fn files_including_each_other_through_globs_are_read_once() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(d.path().join(format!("p{i:02}.conf")), "include p*.conf\n").unwrap();
+        }
+        std::fs::write(d.path().join("plugstack.conf"), "include p?[0-9].conf\n").unwrap();
+        let started = Instant::now();
+        assert_eq!(find_line(&d.path().join("plugstack.conf")).unwrap(), None);
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
         );
+        std::fs::write(
+            d.path().join("p19.conf"),
+            "include p*.conf\nrequired spank_imex.so\n",
+        )
+        .unwrap();
+        let line = find_line(&d.path().join("plugstack.conf"))
+            .unwrap()
+            .unwrap();
+        assert!(line.origin.ends_with("p19.conf:2"), "{}", line.origin);
+    }
+
+    #[test]
+    fn too_many_files_are_refused_in_one_line() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..300 {
+            std::fs::write(d.path().join(format!("p{i:03}.conf")), "# nothing\n").unwrap();
+        }
+        std::fs::write(d.path().join("plugstack.conf"), "include p*.conf\n").unwrap();
+        let e = find_line(&d.path().join("plugstack.conf")).unwrap_err();
+        assert!(e.contains("more than 256 files"), "{e}");
     }
 }
 

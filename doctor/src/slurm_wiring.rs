@@ -361,6 +361,16 @@ mod tests {
         let f = rack_channels(&config);
         assert_eq!(f.verdict, Status::Pass, "{}", f.line());
         assert!(f.found.contains("job ids 1..2047"), "{}", f.found);
+        // An inverted range slurmctld refuses is a FAIL naming it, not a PASS.
+        std::fs::write(&conf, "FirstJobId=0x1000\nMaxJobId=2047\n").unwrap();
+        let f = rack_channels(&config);
+        assert_eq!(f.verdict, Status::Fail, "{}", f.line());
+        assert!(
+            f.found.contains("FirstJobId 4096 is above MaxJobId 2047")
+                && f.found.contains("slurmctld refuses this slurm.conf"),
+            "{}",
+            f.found
+        );
     }
 
     #[test]

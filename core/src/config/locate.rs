@@ -95,9 +95,11 @@ pub fn line_of_key(text: &str, path: &str) -> Option<usize> {
     let doc = ImDocument::parse(text).ok()?;
     let mut parts: Vec<&str> = path.split('.').collect();
     let last = parts.pop()?;
-    let mut table = doc.as_table();
+    // `as_table_like`: a key may sit in a `[table]` or an inline `{ ... }`
+    // one (`slurm = { scontrol = "/b" }`), and both are the key written.
+    let mut table: &dyn toml_edit::TableLike = doc.as_table();
     for p in parts {
-        table = table.get(p)?.as_table()?;
+        table = table.get(p)?.as_table_like()?;
     }
     let span = table
         .key(last)
@@ -121,6 +123,10 @@ mod tests {
         assert_eq!(line_of_key(TEXT, "imex.max_nodes"), Some(3));
         assert_eq!(line_of_key(TEXT, "database.retention"), Some(8));
         assert_eq!(line_of_key(TEXT, "imex.port_base"), None);
+        let inline = "[health]\nscontrol = \"/b\"\n[imex]\ndaemon = { ctl_timeout = \"1s\" }\n";
+        assert_eq!(line_of_key(inline, "imex.daemon.ctl_timeout"), Some(4));
+        let inline = "slurm = { scontrol = \"/a\" }\n";
+        assert_eq!(line_of_key(inline, "slurm.scontrol"), Some(1));
         assert_eq!(key_at(TEXT, 0), None);
     }
 

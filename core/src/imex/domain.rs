@@ -112,7 +112,10 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
     // a bad copy never drains every node (docs/blame.md, "Files the whole
     // cluster shares").
     let racks = RackSources::read(cfg).job()?;
-    if let Some(cause) = racks.disagreement(&nodes) {
+    if let Some(cause) = racks
+        .disagreement(&nodes)
+        .or_else(|| racks.stale_map(&nodes))
+    {
         return Err(Fault::Job(cause));
     }
     let domain = racks.domain_of(node, &nodes);

@@ -173,7 +173,24 @@ mod tests {
                 max: 2047
             })
         );
-        std::fs::write(&conf, "SwitchType=switch/nvidia_imex\n").unwrap();
+        // Numbers as slurmctld reads them: 03777 is octal 2047, not 3777.
+        std::fs::write(&conf, "MaxJobId=03777\n").unwrap();
+        assert_eq!(
+            guarantee(&cfg),
+            Ok(RackChannels::JobIds {
+                first: 1,
+                max: 2047
+            })
+        );
+        // A range slurmctld refuses is named as such (it used to pass).
+        std::fs::write(&conf, "FirstJobId=5000\nMaxJobId=2047\n").unwrap();
+        let e = guarantee(&cfg).unwrap_err();
+        assert!(
+            e.contains("FirstJobId 5000 is above MaxJobId 2047")
+                && e.contains("slurmctld refuses this slurm.conf"),
+            "{e}"
+        );
+        std::fs::write(&conf, "SwitchType=\"switch/nvidia_imex\"\n").unwrap();
         assert_eq!(guarantee(&cfg), Ok(RackChannels::Slurm));
         cfg.imex.channels = ChannelMode::Plugin;
         assert!(guarantee(&cfg).is_err());

@@ -38,6 +38,16 @@ impl Scontrol {
         run_checked(&self.program, args, self.timeout, what)
     }
 
+    /// `scontrol ARGS` read line by line, with no cap on the answer's size.
+    pub(super) fn run_streamed<T: Send + 'static>(
+        &self,
+        args: &[&str],
+        what: &str,
+        parse: fn(&str) -> Option<T>,
+    ) -> Result<crate::process::Streamed<T>> {
+        crate::process::run_streamed(&self.program, args, self.timeout, what, parse)
+    }
+
     /// `scontrol ARGS`, whatever its exit status.
     pub(super) fn run_any(&self, args: &[&str]) -> Result<Output> {
         run_bounded(&self.program, args, self.timeout)

@@ -13,6 +13,7 @@ pub mod env;
 pub mod hostlist;
 pub mod job;
 pub mod node;
+pub mod number;
 pub mod topology;
 
 pub use controller::Scontrol;

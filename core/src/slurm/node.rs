@@ -36,8 +36,13 @@ pub fn parse_node_line(line: &str) -> Option<NodeStatus> {
             .map(str::to_string)
     };
     let state = word("State=")?;
-    let reason = line.find(" Reason=").map(|at| {
-        let text = &line[at + " Reason=".len()..];
+    // Reason is looked for outside Extra's JSON, which may mention it.
+    let outside_extra = match extra_json_span(line) {
+        Some(span) => format!("{} {}", &line[..span.start], &line[span.end..]),
+        None => line.to_string(),
+    };
+    let reason = outside_extra.find(" Reason=").map(|at| {
+        let text = &outside_extra[at + " Reason=".len()..];
         let end = text.rfind(" [").unwrap_or(text.len());
         text[..end].trim().to_string()
     });
@@ -46,7 +51,32 @@ pub fn parse_node_line(line: &str) -> Option<NodeStatus> {
         name: word("NodeName=").unwrap_or_default(),
         state,
         reason: reason.filter(present),
-        extra: free_text_field(line, "Extra").filter(present),
+        extra: extra_field(line).filter(present),
+    })
+}
+
+/// `Extra=`: when it holds a JSON object (what slurm-imex writes there), the
+/// whole object, however much text that looks like another field (` Reason=`,
+/// quotes, spaces) an admin put inside it; else its free text.
+fn extra_field(line: &str) -> Option<String> {
+    match extra_json_span(line) {
+        Some(span) => Some(line[span].to_string()),
+        None => free_text_field(line, "Extra"),
+    }
+}
+
+/// Where `Extra`'s JSON object lies in `line`: the first ` Extra={` that
+/// starts a whole JSON object (so a Reason or Comment mentioning `Extra=`
+/// before it cannot hide it).
+fn extra_json_span(line: &str) -> Option<std::ops::Range<usize>> {
+    line.match_indices(" Extra={").find_map(|(at, _)| {
+        let start = at + " Extra=".len();
+        let mut values =
+            serde_json::Deserializer::from_str(&line[start..]).into_iter::<serde_json::Value>();
+        match values.next() {
+            Some(Ok(serde_json::Value::Object(_))) => Some(start..start + values.byte_offset()),
+            _ => None,
+        }
     })
 }
 
@@ -81,8 +111,11 @@ impl Scontrol {
         let mut args = vec!["show", "node"];
         args.extend(hostlist);
         args.push("-o");
-        let out = self.run(&args, "scontrol show node")?;
-        Ok(out.stdout.lines().filter_map(parse_node_line).collect())
+        // Streamed: 100,000 nodes' lines are far beyond any output cap, and
+        // a node cut off would silently lose its rack.
+        Ok(self
+            .run_streamed(&args, "scontrol show node", parse_node_line)?
+            .items)
     }
 
     /// One node's state, reason and Extra.
@@ -207,5 +240,18 @@ mod tests {
         assert_eq!(s.extra.as_deref(), Some("rack 7 spare"));
         let s = parse_node_line("NodeName=n1 State=IDLE Extra=last").unwrap();
         assert_eq!(s.extra.as_deref(), Some("last"));
+    }
+
+    #[test]
+    fn our_key_in_extra_survives_any_text_an_admin_puts_beside_it() {
+        let extra = r#"{"note":"drained: Reason=flaky \"tray\" Partitions=x","nvlink_clique":"u.2","owner":"it's Bob's"}"#;
+        let l = format!(
+            "NodeName=n1 State=IDLE+DRAIN Comment=see Extra=old Extra={extra} Reason=GPU gone [root@2026-11-24T01:00:00]"
+        );
+        let s = parse_node_line(&l).unwrap();
+        assert_eq!(s.extra.as_deref(), Some(extra));
+        assert_eq!(s.reason.as_deref(), Some("GPU gone"));
+        let v: serde_json::Value = serde_json::from_str(s.extra.as_deref().unwrap()).unwrap();
+        assert_eq!(v["nvlink_clique"], "u.2");
     }
 }

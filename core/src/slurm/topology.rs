@@ -205,14 +205,45 @@ fn summarize(items: &[&str], keep: usize) -> String {
     }
 }
 
+/// Most host names one topology file may expand to, every block of every
+/// topology together: the rack map's bound on a whole cluster
+/// ([`crate::rack_map::MAX_MAP_NODES`], 262,144). A 2 KB topology.conf of
+/// `n[1-4096]` blocks, or a small YAML file whose aliases repeat one
+/// hostlist, stops here instead of filling memory.
+pub const MAX_FILE_HOSTS: usize = crate::rack_map::MAX_MAP_NODES;
+
+/// What a file has expanded so far, against [`MAX_FILE_HOSTS`].
+struct HostBudget(usize);
+
 fn add_block(
     map: &mut HashMap<String, String>,
     block: &str,
     nodes: &str,
     max_nodes: usize,
+    budget: &mut HostBudget,
 ) -> std::result::Result<(), String> {
-    let hosts = hostlist::expand(nodes, max_nodes)
-        .map_err(|e| format!("block {block}: nodes \"{nodes}\": {e}"))?;
+    // A block name becomes a rack's name (the rack map, SLURM_IMEX_DOMAIN):
+    // one the map would refuse is refused here, where it is written.
+    if !crate::rack_map::is_rack_name(block) {
+        return Err(format!(
+            "block \"{}\": a block name slurm-imex takes as a rack's is 1 to {} letters, \
+             digits or ._:- (rename the block)",
+            crate::text::cap(block, 64),
+            crate::rack_map::MAX_NAME_LEN
+        ));
+    }
+    let room = MAX_FILE_HOSTS - budget.0;
+    let hosts = hostlist::expand(nodes, max_nodes.min(room)).map_err(|e| {
+        if room < max_nodes {
+            format!(
+                "block {block}: the file expands to more than {MAX_FILE_HOSTS} host names in \
+                 all (slurm-imex reads at most {MAX_FILE_HOSTS}): list each node once"
+            )
+        } else {
+            format!("block {block}: nodes \"{nodes}\": {e}")
+        }
+    })?;
+    budget.0 += hosts.len();
     for host in hosts {
         if let Some(other) = map.insert(host.clone(), block.to_string()) {
             if other != block {
@@ -223,10 +254,47 @@ fn add_block(
     Ok(())
 }
 
+/// Two block topologies that put one node in blocks of different members
+/// would give each node another rack for it (a node takes its rack from the
+/// first topology that lists it): refused, naming the conflict, so every
+/// node computes the same racks or the job fails saying why.
+fn refuse_overlaps(topologies: &[NamedTopology]) -> std::result::Result<(), String> {
+    let members: Vec<HashMap<&str, Vec<&str>>> = topologies
+        .iter()
+        .map(|(_, map)| {
+            let mut by_block: HashMap<&str, Vec<&str>> = HashMap::new();
+            for (node, block) in map {
+                by_block.entry(block).or_default().push(node);
+            }
+            by_block.values_mut().for_each(|v| v.sort_unstable());
+            by_block
+        })
+        .collect();
+    for (j, (name_j, map_j)) in topologies.iter().enumerate() {
+        for (i, (name_i, map_i)) in topologies[..j].iter().enumerate() {
+            for (node, block_j) in map_j {
+                let Some(block_i) = map_i.get(node) else {
+                    continue;
+                };
+                if members[i].get(block_i.as_str()) != members[j].get(block_j.as_str()) {
+                    return Err(format!(
+                        "block topologies {name_i} and {name_j} overlap: node {node} is in \
+                         block {block_i} of {name_i} and block {block_j} of {name_j}, which \
+                         hold other nodes, so nodes would disagree about its rack: list each \
+                         node in one block topology (or in blocks of the same nodes)"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// topology.conf: `BlockName=<name> Nodes=<hostlist>` lines; `BlockSizes=`
 /// and tree `SwitchName=` lines are not about blocks and are skipped.
 fn parse_conf(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopology>, String> {
     let mut map = HashMap::new();
+    let mut budget = HostBudget(0);
     for (i, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         let mut block = None;
@@ -242,9 +310,8 @@ fn parse_conf(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopo
             }
         }
         match (block, nodes) {
-            (Some(b), Some(n)) => {
-                add_block(&mut map, b, n, max_nodes).map_err(|e| format!("line {}: {e}", i + 1))?
-            }
+            (Some(b), Some(n)) => add_block(&mut map, b, n, max_nodes, &mut budget)
+                .map_err(|e| format!("line {}: {e}", i + 1))?,
             (Some(b), None) => return Err(format!("line {}: block {b} has no Nodes=", i + 1)),
             _ => {}
         }
@@ -336,6 +403,7 @@ fn parse_yaml(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopo
         _ => return Err("expected a list of topologies (\"- topology: name\")".into()),
     };
     let mut out = Vec::new();
+    let mut budget = HostBudget(0);
     for (i, topo) in topologies.iter().enumerate() {
         let name = topo["topology"]
             .as_str()
@@ -356,12 +424,13 @@ fn parse_yaml(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopo
                 _ => return Err(format!("topology {name}: block {block} has no nodes")),
             };
             for nodes in lists {
-                add_block(&mut map, block, nodes, max_nodes)
+                add_block(&mut map, block, nodes, max_nodes, &mut budget)
                     .map_err(|e| format!("topology {name}: {e}"))?;
             }
         }
         out.push((name.to_string(), map));
     }
+    refuse_overlaps(&out)?;
     Ok(out)
 }
 
@@ -496,6 +565,69 @@ mod tests {
         std::fs::write(&p, "- topology: t\n  block: [1, 2\n").unwrap();
         let e = Blocks::load(&p, 4096).unwrap_err().to_string();
         assert!(e.contains("topology.yaml") && !e.contains('\n'), "{e}");
+    }
+
+    fn load_err(name: &str, text: &str) -> String {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        Blocks::load(&p, 4096).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_file_expands_to_a_bounded_number_of_host_names_said_in_one_line() {
+        // 2.5 KB of topology.conf: 65 blocks of 4,096 names each.
+        let conf: String = (0..65)
+            .map(|i| format!("BlockName=b{i} Nodes=r{i}n[1-4096]\n"))
+            .collect();
+        let e = load_err("topology.conf", &conf);
+        assert!(
+            e.contains("line 65: block b64: the file expands to more than 262144 host names"),
+            "{e}"
+        );
+        // A small YAML file whose aliases repeat one hostlist: few YAML
+        // nodes (the alias guard passes), 286,720 host names.
+        let aliases = ", *h".repeat(69);
+        let yaml = format!(
+            "- topology: t\n  block:\n    blocks:\n      - block: b\n        nodes: [&h \"n[1-4096]\"{aliases}]\n"
+        );
+        assert!(yaml.len() < 600);
+        let e = load_err("topology.yaml", &yaml);
+        assert!(e.contains("more than 262144 host names in all"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn overlapping_block_topologies_are_refused_naming_the_conflict() {
+        let yaml = "- topology: t1\n  block:\n    blocks:\n      - block: b1\n        nodes: n[1-4]\n\
+                    - topology: t2\n  block:\n    blocks:\n      - block: c1\n        nodes: n[1-2]\n\
+                    \x20     - block: c2\n        nodes: n[3-4]\n";
+        let e = load_err("topology.yaml", yaml);
+        assert!(
+            e.contains("block topologies t1 and t2 overlap: node n"),
+            "{e}"
+        );
+        assert!(e.contains("block b1 of t1"), "{e}");
+        // The same blocks under two names give every node one answer.
+        let same = yaml
+            .replace("n[1-2]", "n[1-4]")
+            .replace("      - block: c2\n        nodes: n[3-4]\n", "");
+        let b = load("topology.yaml", &same);
+        assert_eq!(b.rack_of("n3").unwrap().nodes, nodes("n[1-4]"));
+    }
+
+    #[test]
+    fn a_block_name_the_rack_map_would_refuse_is_refused_at_the_source() {
+        let e = load_err("topology.conf", "BlockName=rack/1 Nodes=n[1-2]\n");
+        assert!(e.contains("line 1: block \"rack/1\": a block name"), "{e}");
+        let long = "b".repeat(65);
+        let e = load_err(
+            "topology.yaml",
+            &format!(
+                "- topology: t\n  block:\n    blocks:\n      - block: {long}\n        nodes: n1\n"
+            ),
+        );
+        assert!(e.contains("1 to 64 letters"), "{e}");
     }
 
     #[test]

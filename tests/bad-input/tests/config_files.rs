@@ -152,6 +152,14 @@ const VALUE_CASES: &[(&str, &[&str])] = &[
             "[health] scontrol = \"/b\" and [slurm] scontrol = \"/a\" disagree",
         ],
     ),
+    // The new key inside an inline table is the key written, too.
+    (
+        "slurm = { scontrol = \"/a\" }\n[health]\nscontrol = \"/b\"\n",
+        &[
+            ":3",
+            "[health] scontrol = \"/b\" and [slurm] scontrol = \"/a\" disagree",
+        ],
+    ),
     (
         "[health]\nexpected_gpus = 100000\n",
         &[":2", "[health] expected_gpus", "1024"],

@@ -111,7 +111,11 @@ fn rack_maps_that_do_not_parse_or_contradict_themselves_are_refused() {
         ("[[rack]]\nname = \"r\"\n".into(), &["missing field"]),
         (
             "[[rack]]\nname = 1\nclique = \"x\"\nnodes = \"n\"\n".into(),
-            &["line 2"],
+            &["line 2, key name: invalid type"],
+        ),
+        (
+            format!("[[rack]]\nname = \"r\"\nclique = \"{A}\"\nnodes = [\"n1\"]\n"),
+            &["line 4, key nodes: invalid type"],
         ),
         ("rack = \"everything\"\n".into(), &["bad rack map"]),
         ("[[rack]\n".into(), &["line 1"]),
@@ -187,4 +191,32 @@ fn a_good_rack_map_gets_past_reading() {
     ran.ended_without_panic("good map");
     // Past the map, the prolog stops at the daemon (none here), a fault it names.
     assert!(!ran.stderr.contains("rack map"), "{}", ran.stderr);
+}
+
+#[test]
+fn a_job_node_missing_from_the_map_is_a_stale_map_not_a_peer_fault() {
+    let site = Site::new();
+    let map = site.path("stale.toml");
+    // The job runs on n[1-2]; the map was written before n2 joined.
+    write_mode(&map, rack("r1", A, "n1").as_bytes(), 0o644);
+    // The job's fault (the node stays up): the prolog exits 0 and the job
+    // is failed with one line naming the map and the node it lacks.
+    let ran = site.prolog(&map);
+    ran.ended_without_panic("stale map");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let lines: Vec<&str> = ran
+        .stderr
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(lines.len(), 1, "{}", ran.stderr);
+    for needle in [
+        "job 7 cannot use IMEX: the rack map",
+        "stale.toml",
+        "is stale: it lists 1 of the job's nodes but not n2",
+        "slurm-imex topology --map",
+    ] {
+        assert!(lines[0].contains(needle), "{needle:?} not in {}", lines[0]);
+    }
+    assert!(!ran.stderr.contains("never became ready"), "{}", ran.stderr);
 }
