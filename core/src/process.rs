@@ -39,6 +39,25 @@ impl Output {
     }
 }
 
+/// The child's stdout and stderr, which `Stdio::piped()` gave it; a child
+/// without them is killed and named.
+fn pipes_of(
+    child: &mut std::process::Child,
+    program: &Path,
+) -> Result<(std::process::ChildStdout, std::process::ChildStderr)> {
+    match (child.stdout.take(), child.stderr.take()) {
+        (Some(out), Some(err)) => Ok((out, err)),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(Error::new(format!(
+                "cannot read the output of {}: no pipe",
+                program.display()
+            )))
+        }
+    }
+}
+
 /// Run `program args...` with stdin closed, capturing output; kill it (and
 /// report a timeout) if it runs longer than `limit`.
 /// The program must pass the trust boundary ([`crate::trust`]) first.
@@ -51,14 +70,7 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Out
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
-    let (Some(out), Some(err)) = (child.stdout.take(), child.stderr.take()) else {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(Error::new(format!(
-            "cannot read the output of {}: no pipe",
-            program.display()
-        )));
-    };
+    let (out, err) = pipes_of(&mut child, program)?;
     let stdout = CapturedPipe::drain(Box::new(out));
     let stderr = CapturedPipe::drain(Box::new(err));
     let status = wait_bounded(&mut child, program, args, limit)?;
@@ -102,8 +114,8 @@ pub fn run_streamed<T: Send + 'static>(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
-    let stdout = child.stdout.take().expect("piped");
-    let stderr = CapturedPipe::drain(Box::new(child.stderr.take().expect("piped")));
+    let (stdout, err) = pipes_of(&mut child, program)?;
+    let stderr = CapturedPipe::drain(Box::new(err));
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(read_lines(stdout, parse));
