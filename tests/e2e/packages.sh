@@ -11,10 +11,16 @@ rootfs_files() {
      -o -path ./var/cache/ldconfig -o -path ./etc/ld.so.cache -o -path ./work \) -prune -o -print | sort)
 }
 
+# A root filesystem's own architecture: that of its dpkg package (dpkg
+# --print-architecture would name this machine's, whatever --admindir says).
+rootfs_arch() { # rootfs
+  dpkg-query --admindir="$1/var/lib/dpkg" -W -f='${Architecture}' dpkg
+}
+
 # Debian's multiarch directory of a root filesystem's architecture
 # (x86_64-linux-gnu, aarch64-linux-gnu): where its Slurm's PluginDir is.
 rootfs_multiarch() { # rootfs
-  dpkg-architecture -a"$(dpkg --admindir="$1/var/lib/dpkg" --print-architecture)" -qDEB_HOST_MULTIARCH 2>/dev/null
+  dpkg-architecture -a"$(rootfs_arch "$1")" -qDEB_HOST_MULTIARCH 2>/dev/null
 }
 
 test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
@@ -84,7 +90,7 @@ Standards-Version: 4.6.2
 Package: $package
 Version: $version
 Maintainer: slurm-imex tests <tests@slurm-imex.invalid>
-Architecture: $(dpkg --admindir="$root/var/lib/dpkg" --print-architecture)
+Architecture: $(rootfs_arch "$root")
 $conflicts
 Description: stand-in for $package $version (names and version only)
 CTL
