@@ -54,7 +54,7 @@ for source in "$@"; do
   full=$(printf '%d.%02d.%d' "$major" "$minor" "$micro")
   # Only the slurm/ directory of that root: clang keeps the build machine's
   # libc headers. A copy, not a link: the cross builder sees this checkout only.
-  inc=$REPO/target/slurm-headers/$mm
+  inc=$cargo_root/slurm-headers/$mm
   rm -rf "$inc"; mkdir -p "$inc"; cp -RLp "$slurm_inc" "$inc/slurm"
   if [ $((16#$hex)) -ge $((16#170b00)) ]; then
     bindings=generated
