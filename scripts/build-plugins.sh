@@ -8,9 +8,33 @@
 #               /opt/slurm: for a Slurm version the release has no plugin for
 # Output: target/slurm-plugins/<major.minor>/{libspank_imex.so,slurm-version}
 # and one line per plugin: "<major.minor> <full version> <bindings> <path>".
+#
+# The plugin is built for this machine's architecture (on an arm64 node, an
+# arm64 plugin), unless the first argument names another target:
+#   --target=aarch64-unknown-linux-gnu
+# builds it with the pinned cross toolchain (scripts/cross-toolchain.sh) into
+# target/cross/aarch64-unknown-linux-gnu/slurm-plugins/<major.minor>/. The
+# SPANK headers are the same on every architecture, so the same header
+# sources serve both.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-out_root=$REPO/target/slurm-plugins
+cross=
+case ${1:-} in
+  --target=*) cross=${1#--target=}; shift
+    case $cross in *[!a-z0-9_-]*|"") echo "build-plugins: bad target '$cross'" >&2; exit 2;; esac;;
+esac
+if [ -n "$cross" ]; then
+  out_root=$REPO/target/cross/$cross/slurm-plugins
+  # cargo, its target dir and the strip that reads this target's ELF, all in the builder.
+  run() { "$REPO/scripts/cross-toolchain.sh" run "$@"; }
+  target_flag=(--target "$cross"); release_dir=$cross/release; strip_tool=${cross%%-*}-linux-gnu-strip
+  cargo_root=$REPO/target/cross
+else
+  out_root=$REPO/target/slurm-plugins
+  run() { "$@"; }
+  target_flag=(); release_dir=release; strip_tool=strip
+  cargo_root=$REPO/target
+fi
 [ $# -gt 0 ] || set -- host
 
 header_number() { sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]*\).*/\1/p' "$1"; }
@@ -28,9 +52,10 @@ for source in "$@"; do
   major=$((16#${hex:0:2})); minor=$((16#${hex:2:2})); micro=$((16#${hex:4:2}))
   mm=$(printf '%d.%02d' "$major" "$minor")
   full=$(printf '%d.%02d.%d' "$major" "$minor" "$micro")
-  # Only the slurm/ directory of that root: clang keeps this machine's libc headers.
-  inc=$REPO/target/slurm-headers/$mm
-  mkdir -p "$inc"; ln -sfn "$slurm_inc" "$inc/slurm"
+  # Only the slurm/ directory of that root: clang keeps the build machine's
+  # libc headers. A copy, not a link: the cross builder sees this checkout only.
+  inc=$cargo_root/slurm-headers/$mm
+  rm -rf "$inc"; mkdir -p "$inc"; cp -RLp "$slurm_inc" "$inc/slurm"
   if [ $((16#$hex)) -ge $((16#170b00)) ]; then
     bindings=generated
     # Run cargo outside the checkout, so .cargo/config.toml's
@@ -39,23 +64,24 @@ for source in "$@"; do
     # every such Slurm, so the plugin's other crates are built once; but
     # slurm-spank's build script does not notice a header change, so it is
     # cleaned (and its bindings generated afresh) for each.
-    target=$REPO/target/plugin-build/generated
-    (cd / && CARGO_TARGET_DIR="$target" cargo clean --release --quiet -p slurm-spank \
-       --manifest-path "$REPO/spank-plugin/Cargo.toml" 2>/dev/null || true)
-    (cd / && env -u SKIP_SLURM_BINDINGS SLURM_INCLUDE_DIR="$inc" BINDGEN_EXTRA_CLANG_ARGS="-I$inc" \
-       CARGO_TARGET_DIR="$target" cargo build --release --quiet --manifest-path "$REPO/spank-plugin/Cargo.toml")
+    target=$cargo_root/plugin-build/generated
+    run env -C / CARGO_TARGET_DIR="$target" cargo clean --release --quiet -p slurm-spank "${target_flag[@]}" \
+       --manifest-path "$REPO/spank-plugin/Cargo.toml" 2>/dev/null || true
+    run env -C / -u SKIP_SLURM_BINDINGS SLURM_INCLUDE_DIR="$inc" BINDGEN_EXTRA_CLANG_ARGS="-I$inc" \
+       CARGO_TARGET_DIR="$target" cargo build --release --quiet "${target_flag[@]}" \
+       --manifest-path "$REPO/spank-plugin/Cargo.toml"
   else
     # Slurm < 23.11 lacks spank_prepend_task_argv, which generated bindings
     # would call: use slurm-spank's bundled bindings (same SPANK ABI) and stamp.
     bindings=bundled
-    target=$REPO/target/plugin-build/bundled
-    (cd "$REPO" && SKIP_SLURM_BINDINGS=1 SLURM_INCLUDE_DIR="$inc" \
-       CARGO_TARGET_DIR="$target" cargo build --release --quiet -p spank_imex)
+    target=$cargo_root/plugin-build/bundled
+    run env -C "$REPO" SKIP_SLURM_BINDINGS=1 SLURM_INCLUDE_DIR="$inc" \
+       CARGO_TARGET_DIR="$target" cargo build --release --quiet "${target_flag[@]}" -p spank_imex
   fi
   dest=$out_root/$mm
   mkdir -p "$dest"
-  install -m 0755 "$target/release/libspank_imex.so" "$dest/libspank_imex.so.tmp"
-  strip --strip-unneeded "$dest/libspank_imex.so.tmp"
+  install -m 0755 "$target/$release_dir/libspank_imex.so" "$dest/libspank_imex.so.tmp"
+  run "$strip_tool" --strip-unneeded "$dest/libspank_imex.so.tmp"
   mv "$dest/libspank_imex.so.tmp" "$dest/libspank_imex.so"
   echo "$full" > "$dest/slurm-version"
   echo "$bindings" > "$dest/bindings"

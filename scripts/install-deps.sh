@@ -13,11 +13,14 @@ set -euo pipefail
 # from SchedMD's sources (scripts/slurm-prefix.sh; xz-utils unpacks them);
 # rpm (rpmbuild) and rpmlint for the RPMs (scripts/package-rpm.sh), and
 # binutils-aarch64-linux-gnu for its aarch64-linux-gnu-strip.
+# qemu-user-static and binfmt-support run the arm64 root filesystem's
+# programs (Slurm, our arm64 build) under emulation; file and binutils
+# (readelf) check each artifact's architecture and glibc floor.
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
       strace sqlite3 python3 prometheus-node-exporter prometheus
       equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev gcc make pkg-config xz-utils
-      rpm rpmlint binutils-aarch64-linux-gnu)
+      rpm rpmlint binutils-aarch64-linux-gnu qemu-user-static binfmt-support file)
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

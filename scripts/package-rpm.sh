@@ -4,7 +4,8 @@
 #   slurm-imex-<version>-1.slurm<major.minor>.<arch>.rpm
 # from packaging/rpm/slurm-imex.spec, with Debian's rpmbuild (apt: rpm).
 #   scripts/package-rpm.sh [TRIPLE]    # default: this machine's (rustc -vV)
-# The binaries come from target/TRIPLE/release (or target/release for this
+# The binaries come from target/TRIPLE/release or target/cross/TRIPLE/release
+# (scripts/cross-build.sh; target/release for this
 # machine's own triple), the plugins from target/slurm-plugins: every
 # libspank_imex.so there whose ELF machine is TRIPLE's architecture, so
 # x86_64 and aarch64 plugins can sit side by side in any layout. Nothing is
@@ -36,6 +37,8 @@ elf_machine() { readelf -h "$1" 2>/dev/null | sed -n 's/^ *Machine: *//p'; }
 is_arch() { [[ $(elf_machine "$1") == *"$machine" ]]; }
 
 bindir=target/$triple/release
+# scripts/cross-build.sh puts another architecture's build under target/cross/.
+[ -x "$bindir/slurm-imex-prolog" ] || [ ! -x "target/cross/$triple/release/slurm-imex-prolog" ] || bindir=target/cross/$triple/release
 [ -x "$bindir/slurm-imex-prolog" ] || [ "$triple" != "$host" ] || bindir=target/release
 for b in slurm-imex-prolog slurm-imex-epilog slurm-imex; do
   [ -x "$bindir/$b" ] || die "no $bindir/$b: build it first (cargo build --release${1:+ --target $triple})"
@@ -58,7 +61,7 @@ while IFS= read -r so; do
   [[ $mm =~ ^[0-9]+\.[0-9]+$ ]] || mm=$(sed -n 's/^\([0-9]*\.[0-9]*\).*/\1/p' "$(dirname "$so")/slurm-version" 2>/dev/null)
   [[ $mm =~ ^[0-9]+\.[0-9]+$ ]] || { echo "package-rpm: $so: cannot tell its Slurm (no <major.minor> directory or slurm-version): skipped" >&2; continue; }
   [ -n "${plugins[$mm]:-}" ] || plugins[$mm]=$so
-done < <(find target/slurm-plugins -name libspank_imex.so 2>/dev/null | sort)
+done < <(find target/slurm-plugins "target/cross/$triple/slurm-plugins" -name libspank_imex.so 2>/dev/null | sort)
 [ ${#plugins[@]} -gt 0 ] || die "no $arch plugin under target/slurm-plugins: run scripts/build-plugins.sh first"
 
 work=target/rpm-build/$arch

@@ -158,20 +158,30 @@ impl SlurmView {
     }
 }
 
-/// Slurm's compiled-in PluginDir, for a slurm.conf that sets none: `lib/slurm`
-/// of the prefix scontrol runs from (a source build), else the distributions'
-/// places, whichever exists.
+/// Slurm's compiled-in PluginDir, for a slurm.conf that sets none (when the
+/// controller answers, its PluginDir is used instead): `lib/slurm` or
+/// `lib64/slurm` of the prefix scontrol runs from (a source build, or
+/// SchedMD's RPMs in /usr), else Debian's places in this machine's multiarch
+/// directory, whichever exists.
 fn default_plugin_dir(scontrol: &Path) -> Option<PathBuf> {
     let prefix = scontrol.parent()?.parent()?;
+    let multiarch = Path::new("/usr/lib").join(multiarch_tuple());
     [
         prefix.join("lib/slurm"),
         prefix.join("lib64/slurm"),
-        PathBuf::from("/usr/lib/x86_64-linux-gnu/slurm-wlm"),
-        PathBuf::from("/usr/lib/x86_64-linux-gnu/slurm"),
+        multiarch.join("slurm-wlm"),
+        multiarch.join("slurm"),
         PathBuf::from("/usr/lib64/slurm"),
     ]
     .into_iter()
     .find(|d| d.is_dir())
+}
+
+/// Debian's multiarch tuple for the architecture this program runs on
+/// (`x86_64-linux-gnu`, `aarch64-linux-gnu`): the GNU triplet of the CPU,
+/// as `dpkg-architecture -qDEB_HOST_MULTIARCH` prints on both.
+fn multiarch_tuple() -> String {
+    format!("{}-linux-gnu", std::env::consts::ARCH)
 }
 
 /// "24.11" of "24.11.5".
@@ -185,6 +195,20 @@ pub fn major_minor(version: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_multiarch_tuple_is_this_machines() {
+        let t = multiarch_tuple();
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(t, "x86_64-linux-gnu");
+        #[cfg(target_arch = "aarch64")]
+        assert_eq!(t, "aarch64-linux-gnu");
+        // On a Debian-family machine, the directory its libc is in.
+        if Path::new("/etc/debian_version").exists() {
+            let libc = Path::new("/usr/lib").join(&t).join("libc.so.6");
+            assert!(libc.exists(), "{} missing", libc.display());
+        }
+    }
 
     #[test]
     fn show_config_values_and_unset_ones() {

@@ -103,6 +103,13 @@ test_epilog_is_idempotent_without_prolog() {
 
 # The first child of process PARENT, in $pid.
 child_of() { pid=$(pgrep -P "$1"); [ -n "$pid" ]; }
+# The program a process runs, as its command line names it. Under qemu-user
+# (the arm64 phase) binfmt_misc puts its interpreter first, then the program.
+process_program() { # pid
+  local argv=()
+  mapfile -d '' argv < "/proc/$1/cmdline"
+  case ${argv[0]:-} in */qemu-binfmt/*|*/qemu-*-static) echo "${argv[1]:-}";; *) echo "${argv[0]:-}";; esac
+}
 unit_is_active() { [ "$(in_node "$1" systemctl is-active "$2")" = active ]; }
 
 test_prolog_killed_midway_then_epilog_restores_idle() {
@@ -127,7 +134,7 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
     wait_until 10 "the prolog to start n1's daemon" test -s "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid"
   fi
   [ -s "$C/nodes/n1/etc-imex/nodes_config.cfg" ] || fail "prolog did not get as far as writing nodes_config"
-  expect_eq "$(tr '\0' ' ' < "/proc/$pid/cmdline" | awk '{print $1}')" "$C/bin/slurm-imex-prolog" "the process killed is the prolog"
+  expect_eq "$(process_program "$pid")" "$C/bin/slurm-imex-prolog" "the process killed is the prolog"
   kill -9 "$pid"; wait "$pid" ${ns:+"$ns"} 2>/dev/null
   poll_until 1 not kill -0 "$pid" 2>/dev/null
   kill -0 "$pid" 2>/dev/null && fail "prolog $pid survived SIGKILL"

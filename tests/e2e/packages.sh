@@ -11,8 +11,21 @@ rootfs_files() {
      -o -path ./var/cache/ldconfig -o -path ./etc/ld.so.cache -o -path ./work \) -prune -o -print | sort)
 }
 
+# A root filesystem's own architecture: that of its dpkg package (dpkg
+# --print-architecture would name this machine's, whatever --admindir says).
+rootfs_arch() { # rootfs
+  dpkg-query --admindir="$1/var/lib/dpkg" -W -f='${Architecture}' dpkg
+}
+
+# Debian's multiarch directory of a root filesystem's architecture
+# (x86_64-linux-gnu, aarch64-linux-gnu): where its Slurm's PluginDir is.
+rootfs_multiarch() { # rootfs
+  dpkg-architecture -a"$(rootfs_arch "$1")" -qDEB_HOST_MULTIARCH 2>/dev/null
+}
+
 test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
-  local root=$1 deb=$2 before after
+  local root=$1 deb=$2 before after multiarch
+  multiarch=$(rootfs_multiarch "$root")
   # As on a node that never had slurm-imex (a cached rootfs may hold the
   # e2e harness's mount point there).
   rm -rf "$root/var/lib/slurm-imex"
@@ -22,7 +35,7 @@ test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
   before=$(rootfs_files "$root")
   local out; out=$("$REPO/tests/e2e/in-rootfs.sh" "$root" dpkg -i "$deb" 2>&1) || { fail "dpkg -i $deb: $out"; return; }
   local f
-  for f in /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog \
+  for f in "/usr/lib/$multiarch/slurm-wlm/spank_imex.so" /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog \
            /usr/bin/slurm-imex /usr/sbin/slurm-imex-healthcheck /etc/slurm/imex.toml /usr/lib/sysctl.d/90-slurm-imex.conf \
            /usr/share/doc/slurm-imex/README.Debian /usr/share/doc/slurm-imex/copyright \
            /usr/share/doc/slurm-imex/examples/enroot/mounts.d/90-slurm-imex.fstab \
@@ -51,7 +64,7 @@ test_package_for_another_slurm_is_refused() { # rootfs wrong-deb
   expect_contains "$out" "dependency problems" "dpkg refuses to configure it"
   echo "    dpkg says: $(grep -m1 'depends on slurm-wlm' <<<"$out" | sed 's/^ *//')"
   "$REPO/tests/e2e/in-rootfs.sh" "$root" dpkg --purge slurm-imex >/dev/null 2>&1
-  [ -e "$root/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so" ] && fail "the refused package's plugin is still there"
+  [ -e "$root/usr/lib/$(rootfs_multiarch "$root")/slurm-wlm/spank_imex.so" ] && fail "the refused package's plugin is still there"
   return 0
 }
 
@@ -77,7 +90,7 @@ Standards-Version: 4.6.2
 Package: $package
 Version: $version
 Maintainer: slurm-imex tests <tests@slurm-imex.invalid>
-Architecture: amd64
+Architecture: $(rootfs_arch "$root")
 $conflicts
 Description: stand-in for $package $version (names and version only)
 CTL
@@ -102,7 +115,7 @@ test_package_installs_beside_schedmd_packages() { # rootfs deb smd-version
     fail "apt refused $(basename "$2") beside slurm-smd $3: $(tail -3 <<<"$out")"
   expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${db:Status-Abbrev}' slurm-imex 2>&1)" "ii " "slurm-imex installed and configured beside slurm-smd $3"
   expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${Package} ${Version}' slurm-smd)" "slurm-smd $3" "SchedMD's package is the Slurm it sits beside"
-  [ -f "$work/root/usr/lib/x86_64-linux-gnu/slurm/spank_imex.so" ] || fail "no plugin in slurm-smd's PluginDir"
+  [ -f "$work/root/usr/lib/$(rootfs_multiarch "$1")/slurm/spank_imex.so" ] || fail "no plugin in slurm-smd's PluginDir"
   smd_root_done "$work"
 }
 
@@ -130,6 +143,6 @@ test_package_installs_beside_ubuntu_slurm() { # rootfs deb version
   out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" apt-get install -y -q "/srv/$(basename "$2")" 2>&1) ||
     fail "apt refused $(basename "$2") beside slurm-wlm-basic-plugins $3: $(tail -3 <<<"$out")"
   expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${db:Status-Abbrev}' slurm-imex 2>&1)" "ii " "slurm-imex installed beside Ubuntu's Slurm $3"
-  [ -f "$work/root/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_imex.so" ] || fail "no plugin in slurm-wlm's PluginDir"
+  [ -f "$work/root/usr/lib/$(rootfs_multiarch "$1")/slurm-wlm/spank_imex.so" ] || fail "no plugin in slurm-wlm's PluginDir"
   smd_root_done "$work"
 }

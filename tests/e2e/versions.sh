@@ -34,6 +34,7 @@ cd "$REPO"
 source tests/e2e/assert.sh
 source tests/e2e/packages.sh
 source tests/packaging/rpm.sh
+source tests/e2e/arm64.sh
 source tests/e2e/wait.sh
 source tests/e2e/reap.sh
 trap 'e2e_teardown "versions (at exit)" || true' EXIT
@@ -41,6 +42,7 @@ trap 'exit 130' INT TERM HUP
 LOGS=$REPO/target/e2e-logs
 mkdir -p "$LOGS"
 ROWS=()
+ARM64_SOURCES=()
 TOTAL_PASSED=0
 TOTAL_FAILED=0
 
@@ -61,22 +63,31 @@ upstream_version() {
 # Whether E2E_RELEASES (all when unset) names this major.minor.
 selected() { [ -z "${E2E_RELEASES:-}" ] || [[ " $E2E_RELEASES " == *" $1 "* ]]; }
 
-row() { # version phase from passed failed wall
-  ROWS+=("$(printf '| %-8s | %-10s | %-7s | %6s | %6s | %7s |' "$@")")
+row() { # version arch phase from passed failed wall
+  ROWS+=("$(printf '| %-8s | %-5s | %-10s | %-7s | %6s | %6s | %7s |' "$@")")
+}
+NATIVE_ARCH=$(dpkg --print-architecture)
+
+# The Debian architecture of a tree: a rootfs's own dpkg says; a source
+# build or "/" is this machine's.
+tree_arch() { # tree
+  if [ "$1" != / ] && [ -f "$1/var/lib/dpkg/status" ]; then rootfs_arch "$1"
+  else echo "$NATIVE_ARCH"; fi
 }
 
 # One phase of run.sh: on the host when the tree is "/", in a rootfs, or
 # with a source build mounted (install "prefix"; "rhel": slurm.spec's layout).
 run_phase() { # tree install phase [env...]
   local tree=$1 install=$2 phase=$3; shift 3
-  local version mm log start rc line passed failed from=$install
-  version=$(upstream_version "$tree"); mm=${version%.*}
+  local version mm log start rc line passed failed from=$install arch
+  version=$(upstream_version "$tree"); mm=${version%.*}; arch=$(tree_arch "$tree")
   selected "$mm" || return 0
   log=$LOGS/slurm-$mm-$phase-$install.log
+  [ "$arch" = "$NATIVE_ARCH" ] || log=$LOGS/slurm-$mm-$arch-$phase-$install.log
   start=$SECONDS
   local cmd=(env E2E_PHASE="$phase" E2E_INSTALL="$install" E2E_SLURM_VERSION="$version"
              E2E_PLUGIN="$REPO/target/slurm-plugins/$mm/libspank_imex.so" "$@" bash tests/e2e/run.sh)
-  echo "== Slurm $version: phase $phase (from $install) -> $log"
+  echo "== Slurm $version $arch: phase $phase (from $install) -> $log"
   if [ "$tree" = / ]; then "${cmd[@]}" > "$log" 2>&1
   elif [ "$install" = prefix ]; then tests/e2e/in-prefix.sh "$tree" "${cmd[@]}" > "$log" 2>&1
   elif [ "$install" = rhel ]; then
@@ -98,7 +109,7 @@ run_phase() { # tree install phase [env...]
   rm -f "$log.teardown"
   echo "   $passed passed, $failed failed in $((SECONDS - start)) s"
   TOTAL_PASSED=$((TOTAL_PASSED + passed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
-  row "$version" "$phase" "$from" "$passed" "$failed" "$((SECONDS - start)) s"
+  row "$version" "$arch" "$phase" "$from" "$passed" "$failed" "$((SECONDS - start)) s"
 }
 
 # A package test, counted like the e2e tests.
@@ -126,12 +137,14 @@ source_release() { # name install phase...
   echo "== Slurm $name from source (scripts/slurm-builds.sh wait $name)"
   tree=$(scripts/slurm-builds.sh wait "$name") || rc=$?
   if [ $rc = 3 ]; then
-    local phase; for phase in "$@"; do row "${name%-rhel}" "$phase" "$install" - - skipped; done
+    local phase; for phase in "$@"; do row "${name%-rhel}" "$NATIVE_ARCH" "$phase" "$install" - - skipped; done
     return
   fi
-  if [ $rc != 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" build "$install" 0 1 failed; return; fi
+  if [ $rc != 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" build "$install" 0 1 failed; return; fi
   local headers=$tree; [ "$install" = rhel ] && headers=$tree/usr
-  refresh_release "prefix=$headers" || { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" plugin "$install" 0 1 failed; return; }
+  refresh_release "prefix=$headers" || { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" plugin "$install" 0 1 failed; return; }
+  # Its arm64 plugin too, built with the others at the end (arm64_artifacts).
+  [ "$install" = rhel ] || ARM64_SOURCES+=("prefix=$headers")
   local phase; for phase in "$@"; do
     case $phase in
       topology:*) run_phase "$tree" "$install" topology E2E_TOPOLOGY="${phase#topology:}";;
@@ -152,7 +165,7 @@ lintian_clean() { # deb
 package_tests() { # trixie sid
   local trixie=$1 sid=$2 deb
   echo "== packages: lintian and installs (Slurm $(upstream_version "$trixie") rootfs)"
-  for deb in "$REPO"/target/debian/slurm-imex_*_amd64.deb; do run_package_test lintian_clean "$deb"; done
+  for deb in "$REPO"/target/debian/slurm-imex_*_"$NATIVE_ARCH".deb; do run_package_test lintian_clean "$deb"; done
   local d2205 d2311 d2405 d2411 d2505 d2511
   d2205=$(ls "$REPO"/target/debian/*+slurm22.05_amd64.deb); d2411=$(ls "$REPO"/target/debian/*+slurm24.11_amd64.deb)
   run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$trixie" "$d2411"
@@ -178,6 +191,8 @@ main() {
   local r; for r in 23.02 23.11 24.05 24.11 25.05 25.11; do selected $r && { scripts/slurm-builds.sh start; break; }; done
   trixie=$(scripts/slurm-rootfs.sh trixie) || exit 1
   sid=$(scripts/slurm-rootfs.sh sid) || exit 1
+  # The arm64 toolchain, rootfs, binaries and plugins build in the background too.
+  arm64_start "$sid"
   bookworm_systemd=$(scripts/slurm-rootfs.sh bookworm systemd) || exit 1
   echo "== enroot and pyxis in the Slurm $(upstream_version "$trixie") rootfs (tests/e2e/containers-build.sh)"
   local containers=yes rc=0
@@ -209,7 +224,7 @@ main() {
   run_phase "$trixie" package topology E2E_TOPOLOGY=conf
   # enroot needs user namespaces: this phase enters the rootfs with pivot_root.
   if [ "$containers" = yes ]; then IN_ROOTFS_PIVOT=1 run_phase "$trixie" package containers
-  else row "$(upstream_version "$trixie")" containers package - - skipped
+  else row "$(upstream_version "$trixie")" "$NATIVE_ARCH" containers package - - skipped
   fi
   tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
   # The previous release's package, then the current one over it with a job running.
@@ -220,9 +235,12 @@ main() {
     run_phase "$trixie" package upgrade E2E_UPGRADE_TO="$deb2411"
     tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
   elif [ $prc = 4 ]; then :
-  elif [ $prc = 3 ]; then row "$(upstream_version "$trixie")" upgrade package - - skipped
-  else TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$(upstream_version "$trixie")" upgrade package 0 1 failed
+  elif [ $prc = 3 ]; then row "$(upstream_version "$trixie")" "$NATIVE_ARCH" upgrade package - - skipped
+  else TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$(upstream_version "$trixie")" "$NATIVE_ARCH" upgrade package 0 1 failed
   fi
+
+  # arm64: Debian 13's arm64 Slurm 24.11 under qemu, from the arm64 .deb.
+  arm64_phases
 
   # Releases built from source, as their builds finish (slurm-builds.sh's order).
   source_release 25.11 prefix base topology:yaml switch segments
@@ -235,23 +253,34 @@ main() {
   if [ -z "${E2E_RELEASES:-}" ]; then
     scripts/package.sh >/dev/null || { echo "versions: packaging every plugin failed" >&2; exit 1; }
     package_tests "$trixie" "$sid"
+    if [ -n "$ARM64_ROOT" ]; then
+      if [ ${#ARM64_SOURCES[@]} -gt 0 ] && ! arm64_artifacts "${ARM64_SOURCES[@]}"; then
+        TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "source" arm64 plugin prefix 0 1 failed
+      fi
+      arm64_package_tests "$ARM64_ROOT"
+    fi
     echo "== RPMs: rpmlint, install, verify, upgrade, erase in a RHEL-layout root (tests/packaging/rpm.sh)"
     scripts/package-rpm.sh >/dev/null || { echo "versions: the RPMs failed" >&2; exit 1; }
-    # And for every other architecture cross-built here (target/<triple>/release).
+    # And for every other architecture cross-built here (target/cross/<triple>).
     local cross
-    for cross in target/*/release/slurm-imex-prolog; do
+    for cross in target/cross/*/release/slurm-imex-prolog; do
       [ -e "$cross" ] || continue
-      cross=${cross#target/}; cross=${cross%%/*}
-      scripts/package-rpm.sh "$cross" >/dev/null || { echo "versions: the $cross RPMs failed" >&2; exit 1; }
+      cross=${cross#target/cross/}; cross=${cross%%/*}
+      if ! scripts/package-rpm.sh "$cross" >/dev/null; then
+        TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "all" "${cross%%-*}" rpm package 0 1 failed
+      fi
     done
     rpm_package_tests "$REPO"/target/rpm/slurm-imex-*.rpm
+    echo "== every artifact: its architecture and glibc floor (tests/glibc-floor.sh)"
+    run_package_test test_artifacts_are_for_their_architecture_and_glibc_2_34
   fi
 
   echo
-  echo "| Slurm    | phase      | from    | passed | failed | wall    |"
-  echo "|----------|------------|---------|--------|--------|---------|"
+  echo "| Slurm    | arch  | phase      | from    | passed | failed | wall    |"
+  echo "|----------|-------|------------|---------|--------|--------|---------|"
   printf '%s\n' "${ROWS[@]}"
   echo "plugins: $(ls target/slurm-plugins | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_amd64.deb/\1/p' | paste -sd ' '); RPMs: $(ls target/rpm | sed -n 's/.*\.slurm\(.*\)\.rpm/\1/p' | paste -sd ' ')"
+  echo "arm64 plugins: $(ls "target/cross/$ARM64_TARGET/slurm-plugins" | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_arm64.deb/\1/p' | paste -sd ' ')"
   echo "all Slurm versions: $((SECONDS - t0)) s"
   echo "e2e: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
   [ "$TOTAL_FAILED" = 0 ]

@@ -1,0 +1,103 @@
+# shellcheck shell=bash
+# The aarch64 (Grace) half of tests/e2e/versions.sh: every arm64 artifact,
+# built on this x86_64 machine with the pinned cross toolchain
+# (scripts/cross-toolchain.sh), and proof on Debian 13's arm64 Slurm 24.11
+# under qemu-user (binfmt_misc): real arm64 slurmctld, slurmd and slurmstepd
+# load our arm64 plugin, and our arm64 prolog and epilog run, all installed
+# from the arm64 .deb. Sourced by versions.sh, which gives run_phase,
+# run_package_test and the counters.
+ARM64_TARGET=aarch64-unknown-linux-gnu
+ARM64_BIN=$REPO/target/cross/$ARM64_TARGET/release
+ARM64_ROOT=   # the arm64 rootfs, once made: the later arm64 steps need it
+
+# The arm64 rootfs, binaries, fakes, the shim and the plugins of Debian's
+# Slurms (22.05 from this machine's headers, 24.11 from the arm64 rootfs',
+# and the given sources), in the background at the lowest priority while
+# the x86_64 phases run: arm64_wait collects it.
+# Log: target/e2e-logs/arm64-build.log, with each step's time.
+arm64_start() { # plugin-source...
+  ( exec nice -n 19 bash -c '
+      set -e; t=$SECONDS
+      scripts/cross-toolchain.sh builder >/dev/null; echo "cross toolchain: $((SECONDS - t)) s"; t=$SECONDS
+      root=$(scripts/slurm-rootfs.sh --arch=arm64 trixie); echo "arm64 rootfs: $((SECONDS - t)) s"; t=$SECONDS
+      scripts/cross-build.sh '"$ARM64_TARGET"'; echo "cross build: $((SECONDS - t)) s"; t=$SECONDS
+      scripts/cross-toolchain.sh run aarch64-linux-gnu-gcc -O2 -shared -fPIC \
+        -o "$PWD/target/cross/fexecve-shim.so" "$PWD/tests/e2e/fexecve-shim.c"
+      scripts/build-plugins.sh --target='"$ARM64_TARGET"' host "$root" "$@" >/dev/null
+      echo "arm64 plugins (22.05, 24.11 $*): $((SECONDS - t)) s"
+      echo done' arm64-build "$@" ) > "$LOGS/arm64-build.log" 2>&1 &
+  ARM64_BUILD_PID=$!
+}
+
+arm64_wait() {
+  wait "$ARM64_BUILD_PID" && grep -qx done "$LOGS/arm64-build.log" || {
+    echo "versions: the arm64 build failed; last lines of $LOGS/arm64-build.log:" >&2
+    tail -5 "$LOGS/arm64-build.log" >&2; return 1; }
+  sed 's/^/   /' "$LOGS/arm64-build.log" | grep -v 'done$'
+}
+
+# The arm64 plugins for the Slurms whose headers are given (build-plugins.sh's
+# sources; none: those built so far), then the arm64 .debs and the
+# aarch64-linux tarball of every arm64 plugin built.
+arm64_artifacts() { # plugin-source...
+  local t=$SECONDS
+  if [ $# -gt 0 ]; then
+    scripts/build-plugins.sh --target="$ARM64_TARGET" "$@" >/dev/null || return 1
+    echo "   arm64 plugins ($*): $((SECONDS - t)) s"; t=$SECONDS
+  fi
+  scripts/package.sh --arch=arm64 >/dev/null || return 1
+  scripts/release.sh --target="$ARM64_TARGET" >/dev/null || return 1
+  echo "   arm64 packages and tarball: $((SECONDS - t)) s"
+}
+
+# The base phase on the arm64 rootfs, from the arm64 .deb, every program
+# under qemu: the harness too (it runs inside the rootfs). The shim is for
+# slurmd's fexecve under emulation only (tests/e2e/fexecve-shim.c).
+# One test is left out, by name: 64 epilogs at once is a load test, and 64
+# emulated processes on CI's 2 cores run past the epilog's own bounds (NVML
+# init within 2 s, SQLite's busy timeout), so it would measure qemu, not
+# slurm-imex; it runs on every x86_64 release.
+ARM64_SKIP=test_64_concurrent_epilogs_lose_no_rows
+arm64_base_phase() { # arm64-rootfs deb
+  local root=$1 deb=$2
+  tests/e2e/in-rootfs.sh "$root" dpkg -i "$deb" >/dev/null || { echo "versions: dpkg -i $deb in the arm64 rootfs failed" >&2; return 1; }
+  run_phase "$root" package base BIN="$ARM64_BIN" LD_PRELOAD="$REPO/target/cross/fexecve-shim.so" \
+    E2E_READY_TIMEOUT="${E2E_ARM64_READY_TIMEOUT:-20s}" E2E_SKIP="$ARM64_SKIP"
+  tests/e2e/in-rootfs.sh "$root" dpkg --purge slurm-imex >/dev/null
+}
+
+# What versions.sh runs after its Debian 13 phases: the background build
+# collected, the arm64 packages and tarball, then the base phase. A failed
+# step is one failed row, and the x86_64 phases go on.
+arm64_phases() {
+  local step=build
+  echo "== arm64: cross toolchain, rootfs, binaries, plugins (tests/e2e/arm64.sh; $LOGS/arm64-build.log)"
+  if arm64_wait && step=rootfs && ARM64_ROOT=$(scripts/slurm-rootfs.sh --arch=arm64 trixie) &&
+     step=package && arm64_artifacts; then
+    arm64_base_phase "$ARM64_ROOT" "$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_arm64.deb)" && return
+    step=base
+  fi
+  ARM64_ROOT=
+  TOTAL_FAILED=$((TOTAL_FAILED + 1)); row 24.11 arm64 "$step" package 0 1 failed
+}
+
+# lintian on every arm64 .deb; the 24.11 one installs where arm64 Slurm
+# looks and purges clean, and the 22.05 one is refused beside 24.11.
+arm64_package_tests() { # arm64-rootfs
+  local root=$1 deb
+  echo "== arm64 packages: lintian, install and purge (Slurm $(upstream_version "$root") arm64 rootfs)"
+  for deb in "$REPO"/target/debian/slurm-imex_*_arm64.deb; do run_package_test lintian_clean "$deb"; done
+  run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$root" "$(ls "$REPO"/target/debian/*+slurm24.11_arm64.deb)"
+  run_package_test test_package_for_another_slurm_is_refused "$root" "$(ls "$REPO"/target/debian/*+slurm22.05_arm64.deb)"
+}
+
+# Every shipped binary and plugin, both architectures: file(1) says the
+# architecture the package or tarball names, and no symbol needs a glibc
+# newer than 2.34 (tests/glibc-floor.sh).
+test_artifacts_are_for_their_architecture_and_glibc_2_34() {
+  local out rc=0
+  out=$(tests/glibc-floor.sh --require=amd64,arm64 2>&1) || rc=$?
+  grep '^FAIL' <<<"$out" | sed 's/^/    /'
+  echo "    $(tail -1 <<<"$out")"
+  [ $rc = 0 ] || fail "an artifact is for the wrong architecture or needs a glibc newer than 2.34"
+}
