@@ -39,14 +39,27 @@ impl Output {
     }
 }
 
-/// The child's stdout and stderr, which `Stdio::piped()` gave it; a child
-/// without them is killed and named.
-fn pipes_of(
-    child: &mut std::process::Child,
+/// Start `program args...` (past the trust boundary, [`crate::trust`]) with
+/// stdin closed and its stdout and stderr piped; a child without its pipes
+/// is killed and named.
+fn spawn_piped(
     program: &Path,
-) -> Result<(std::process::ChildStdout, std::process::ChildStderr)> {
+    args: &[&str],
+) -> Result<(
+    std::process::Child,
+    std::process::ChildStdout,
+    std::process::ChildStderr,
+)> {
+    let resolved = crate::trust::trusted_program(program, "program")?;
+    let mut child = Command::new(&resolved)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
     match (child.stdout.take(), child.stderr.take()) {
-        (Some(out), Some(err)) => Ok((out, err)),
+        (Some(out), Some(err)) => Ok((child, out, err)),
         _ => {
             let _ = child.kill();
             let _ = child.wait();
@@ -62,15 +75,7 @@ fn pipes_of(
 /// report a timeout) if it runs longer than `limit`.
 /// The program must pass the trust boundary ([`crate::trust`]) first.
 pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Output> {
-    let resolved = crate::trust::trusted_program(program, "program")?;
-    let mut child = Command::new(&resolved)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
-    let (out, err) = pipes_of(&mut child, program)?;
+    let (mut child, out, err) = spawn_piped(program, args)?;
     let stdout = CapturedPipe::drain(Box::new(out));
     let stderr = CapturedPipe::drain(Box::new(err));
     let status = wait_bounded(&mut child, program, args, limit)?;
@@ -106,15 +111,7 @@ pub fn run_streamed<T: Send + 'static>(
     what: &str,
     parse: fn(&str) -> Option<T>,
 ) -> Result<Streamed<T>> {
-    let resolved = crate::trust::trusted_program(program, "program")?;
-    let mut child = Command::new(&resolved)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
-    let (stdout, err) = pipes_of(&mut child, program)?;
+    let (mut child, stdout, err) = spawn_piped(program, args)?;
     let stderr = CapturedPipe::drain(Box::new(err));
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

@@ -81,14 +81,7 @@ pub fn nvml(config: &Config) -> Check {
 pub fn accounting(config: &Config) -> Option<Check> {
     use slurm_imex_core::config::Accounting;
     use slurm_imex_gpu::nvml::Reading;
-    let library = &config.gpu.nvml_library;
-    if library.is_absolute() && trust::check(library, Expect::File, "[gpu] nvml_library").is_err() {
-        return None;
-    }
-    let reader = slurm_imex_gpu::nvml::GpuReader::open(library).ok()?;
-    let gpus: Vec<_> = (0..reader.device_count().ok()?)
-        .map(|i| reader.snapshot(i, |_| {}))
-        .collect();
+    let gpus = snapshots(config)?;
     let which = |pick: &dyn Fn(&slurm_imex_gpu::nvml::GpuSnapshot) -> bool| -> Vec<String> {
         gpus.iter()
             .filter(|g| pick(g))
@@ -185,17 +178,22 @@ pub fn textfile_dir(config: &Config) -> Check {
     }
 }
 
-/// This node's NVLink clique as its GPUs report it (NVML fabric info), for
-/// the topology check; None when NVML does not load or no GPU reports one.
-pub fn own_clique(config: &Config) -> Option<String> {
+/// Every GPU of this node read once through NVML (the library past the
+/// trust boundary); None when NVML does not load.
+fn snapshots(config: &Config) -> Option<Vec<slurm_imex_gpu::nvml::GpuSnapshot>> {
     let library = &config.gpu.nvml_library;
     if library.is_absolute() && trust::check(library, Expect::File, "[gpu] nvml_library").is_err() {
         return None;
     }
     let reader = slurm_imex_gpu::nvml::GpuReader::open(library).ok()?;
-    let gpus: Vec<_> = (0..reader.device_count().ok()?)
-        .map(|i| reader.snapshot(i, |_| {}))
-        .collect();
+    let count = reader.device_count().ok()?;
+    Some((0..count).map(|i| reader.snapshot(i, |_| {})).collect())
+}
+
+/// This node's NVLink clique as its GPUs report it (NVML fabric info), for
+/// the topology check; None when NVML does not load or no GPU reports one.
+pub fn own_clique(config: &Config) -> Option<String> {
+    let gpus = snapshots(config)?;
     slurm_imex_gpu::clique::node_clique(&gpus)
 }
 

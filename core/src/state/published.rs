@@ -35,22 +35,22 @@ impl StateDir {
     /// True the first time since boot that Extra was found to hold someone
     /// else's text (so that is said once in the log, not at every job).
     pub fn note_extra_left_alone(&self) -> bool {
-        let path = self.extra_left_alone_path();
-        if path.exists() {
-            return false;
-        }
-        let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(&path, b"", 0o644));
-        true
+        self.first_since_boot(&self.extra_left_alone_path())
     }
 
     /// True the first time since boot that a prolog turned NVML accounting
     /// mode on (said once in the journal, not at every job).
     pub fn note_accounting_turned_on(&self) -> bool {
-        let path = self.accounting_noted_path();
+        self.first_since_boot(&self.accounting_noted_path())
+    }
+
+    /// True the first time since boot this is asked about `path`, a marker
+    /// on the tmpfs (best effort: without it the thing is said again).
+    fn first_since_boot(&self, path: &std::path::Path) -> bool {
         if path.exists() {
             return false;
         }
-        let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(&path, b"", 0o644));
+        let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(path, b"", 0o644));
         true
     }
 
