@@ -106,7 +106,10 @@ impl Driver {
     /// Keep the mode for later clients (with persistence mode on).
     pub fn keep_accounting(&self, uuid: &str, since: Option<u64>) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
-        let tmp = self.dir.join(format!(".accounting-{uuid}.tmp"));
+        // One temporary file per writer: prologs turn the mode on concurrently.
+        let tmp = self
+            .dir
+            .join(format!(".accounting-{uuid}.{}.tmp", std::process::id()));
         let text = since.map_or("off".to_string(), |t| t.to_string());
         std::fs::write(&tmp, format!("{text}\n"))?;
         std::fs::rename(tmp, self.mode_path(uuid))
