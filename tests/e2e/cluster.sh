@@ -33,7 +33,11 @@ C=${SLURM_IMEX_E2E_DIR:-/var/tmp/slurm-imex-e2e}
 E2E_INSTALL=${E2E_INSTALL:-target}
 E2E_SWITCH=${E2E_SWITCH:-0}
 E2E_TOPOLOGY=${E2E_TOPOLOGY:-}
-PLUGIN_DIR=/usr/lib/x86_64-linux-gnu/slurm-wlm
+# Debian's Slurm's PluginDir on this machine's (or rootfs's) architecture:
+# where its own plugins are (aarch64-linux-gnu in the arm64 rootfs).
+PLUGIN_DIR=$(dpkg-query -L slurm-wlm-basic-plugins 2>/dev/null | grep '/slurm-wlm/[^/]*\.so$' | head -1)
+PLUGIN_DIR=${PLUGIN_DIR%/*}
+PLUGIN_DIR=${PLUGIN_DIR:-/usr/lib/$(uname -m)-linux-gnu/slurm-wlm}
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/reap.sh"
@@ -71,7 +75,7 @@ as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 # it printed is kept in $C/install.out for the plugstack and slurm.conf lines.
 prefix_install() {
   local tarball
-  local tarballs=("$REPO"/target/release-tarball/slurm-imex-*-x86_64-linux.tar.gz)
+  local tarballs=("$REPO"/target/release-tarball/slurm-imex-*-"$(uname -m)"-linux.tar.gz)
   [ ${#tarballs[@]} = 1 ] && [ -f "${tarballs[0]}" ] ||
     { echo "cluster_install: want one release tarball in target/release-tarball, found: ${tarballs[*]} (run scripts/release.sh)" >&2; return 1; }
   tarball=${tarballs[0]}
@@ -139,7 +143,8 @@ REPORT
     grep '^required .*spank_imex.so' "$C/install.out" > "$C/etc-slurm/plugstack.conf" ||
       { echo "cluster_install: install.sh printed no plugstack line" >&2; return 1; }
   else
-    sed -e "s#$PLUGIN_DIR/spank_imex.so#$C/bin/spank_imex.so#" \
+    # The example names one architecture's PluginDir: any path is replaced.
+    sed -e "s#^required [^ ]*/spank_imex.so#required $C/bin/spank_imex.so#" \
         -e "s#config=/etc/slurm/imex.toml#config=$C/etc-slurm/imex.toml#" \
         "$REPO/conf-examples/plugstack.conf" > "$C/etc-slurm/plugstack.conf"
   fi

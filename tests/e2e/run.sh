@@ -14,13 +14,6 @@ E2E_PHASE=${E2E_PHASE:-base}
 source "$HERE/phases.sh"
 phase_environment "$E2E_PHASE"
 source "$HERE/cluster.sh"
-# Installed from the package: Slurm's PluginDir is where Debian's Slurm keeps
-# its own plugins on this machine's architecture (aarch64-linux-gnu in the
-# arm64 rootfs), whatever cluster.sh's default names.
-if [ "$E2E_INSTALL" = package ]; then
-  slurm_plugin=$(dpkg-query -L slurm-wlm-basic-plugins 2>/dev/null | grep '/slurm-wlm/[^/]*\.so$' | head -1)
-  [ -z "$slurm_plugin" ] || PLUGIN_DIR=${slurm_plugin%/*}
-fi
 source "$HERE/lib.sh"
 for feature in jobs blame doctor prefix-install gpu-health switch topology rack-map rack-domains \
   controller segments faults fleet nvl72 containers upgrade systemd; do

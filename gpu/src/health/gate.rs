@@ -112,7 +112,9 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
         result.driver = reader.driver_version();
         result.findings.extend(gpu_set_finding(req.gpus, count));
         let gpus = job_gpus(req.gpus, count);
-        let reader = reader.turning_accounting_on(turns_accounting_on(cfg, req.hook));
+        let reader = reader
+            .turning_accounting_on(turns_accounting_on(cfg, req.hook))
+            .reading_accounting_stats(req.hook == Hook::Epilog);
         let readers = spawn_gpu_readers(&reader, &gpus);
         // The kernel log, while the GPUs are being read.
         let kmsg = kernel_log::read(&cfg.gpu.kmsg);

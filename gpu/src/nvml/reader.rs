@@ -84,6 +84,10 @@ pub struct GpuReader {
     nvml: Arc<Nvml>,
     /// Turn accounting mode on where it is off, as each GPU is read.
     turn_accounting_on: bool,
+    /// Read each accounted process's stats, not only its pid (the epilog:
+    /// the buffer holds up to 4,000 processes per GPU, so a read that needs
+    /// only the pids, as the prolog's and `check`'s do, skips the calls).
+    accounting_stats: bool,
 }
 
 fn reading<T>(r: std::result::Result<T, NvmlError>, lost: &mut bool) -> Reading<T> {
@@ -120,6 +124,7 @@ impl GpuReader {
         Ok(GpuReader {
             nvml: Arc::new(nvml),
             turn_accounting_on: false,
+            accounting_stats: false,
         })
     }
 
@@ -127,6 +132,13 @@ impl GpuReader {
     /// prolog, `[gpu] accounting = "on"`; needs root).
     pub fn turning_accounting_on(mut self, on: bool) -> GpuReader {
         self.turn_accounting_on = on;
+        self
+    }
+
+    /// Read every accounted process's stats (utilization, memory, start
+    /// and time), not only the pids.
+    pub fn reading_accounting_stats(mut self, stats: bool) -> GpuReader {
+        self.accounting_stats = stats;
         self
     }
 
@@ -168,7 +180,7 @@ impl GpuReader {
         progress(Stage::NvLink);
         snap.nvlink = read_nvlinks(&device, &mut snap.lost);
         progress(Stage::Processes);
-        read_processes(&mut device, self.turn_accounting_on, &mut snap);
+        read_processes(&mut device, self, &mut snap);
         progress(Stage::Modes);
         read_modes(&device, &mut snap);
         progress(Stage::Counters);
@@ -226,8 +238,8 @@ fn read_recovery_action(device: &Device, lost: &mut bool) -> Reading<u64> {
 }
 
 /// Compute processes now, and per-process accounting when it is enabled
-/// (turned on first when `turn_on` and it is off).
-fn read_processes(device: &mut Device, turn_on: bool, snap: &mut GpuSnapshot) {
+/// (turned on first when the reader turns it on and it is off).
+fn read_processes(device: &mut Device, how: &GpuReader, snap: &mut GpuSnapshot) {
     let lost = &mut snap.lost;
     let pids = device
         .running_compute_processes()
@@ -235,20 +247,34 @@ fn read_processes(device: &mut Device, turn_on: bool, snap: &mut GpuSnapshot) {
     snap.compute_pids = reading(pids, lost);
     snap.accounting_mode = reading(device.is_accounting_enabled(), lost);
     let mut enabled = snap.accounting_mode.value().copied().unwrap_or(false);
-    if turn_on && snap.accounting_mode == Reading::Value(false) {
+    if how.turn_accounting_on && snap.accounting_mode == Reading::Value(false) {
         let set = device.set_accounting(true).map_err(|e| e.to_string());
         enabled = set.is_ok();
         snap.accounting_set = Some(set);
     }
     snap.accounting = match &snap.accounting_mode {
-        Reading::Value(_) if enabled => reading(device.accounting_pids(), lost).map_value(|pids| {
-            pids.iter()
-                .filter_map(|pid| accounted(device, *pid))
-                .collect()
-        }),
+        Reading::Value(_) if enabled => reading(device.accounting_pids(), lost)
+            .map_value(|pids| accounting_of(device, how, &pids)),
         Reading::Failed(e) => Reading::Failed(e.clone()),
         _ => Reading::NotSupported,
     };
+}
+
+/// The accounted processes: each with its stats when the reader reads them,
+/// else its pid alone.
+fn accounting_of(device: &Device, how: &GpuReader, pids: &[u32]) -> Vec<ProcessAccounting> {
+    if how.accounting_stats {
+        return pids
+            .iter()
+            .filter_map(|pid| accounted(device, *pid))
+            .collect();
+    }
+    pids.iter()
+        .map(|&pid| ProcessAccounting {
+            pid,
+            ..Default::default()
+        })
+        .collect()
 }
 
 /// One process's accounting stats; None when NVML no longer has them.

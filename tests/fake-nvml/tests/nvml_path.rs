@@ -659,7 +659,15 @@ fn the_production_path_reads_what_nvidia_smi_showed_on_the_h100() {
     let gpu =
         nvidia_ml::nvidia_smi::scenario_gpu(&format!("{}\n{}", blocks[0], blocks[1])).unwrap();
     let node = Node::new(&[gpu]);
-    let gate = gate::check_now(&node.cfg).unwrap();
+    // The epilog's read: it alone takes each accounted process's stats.
+    let gate = gate::run(
+        &node.cfg,
+        &GateRequest {
+            hook: Hook::Epilog,
+            gpus: None,
+            xid_after: &Default::default(),
+        },
+    );
     let g = &gate.snapshots[0];
     use slurm_imex_gpu::nvml::Reading;
     assert_eq!(g.serial, "1650000000001");
@@ -696,4 +704,12 @@ fn the_production_path_reads_what_nvidia_smi_showed_on_the_h100() {
     assert!(!p.running);
     // Nothing a health check would flag.
     assert!(gate.findings.is_empty(), "{:?}", gate.findings);
+    // The prolog's and check's reads take the pids alone: no per-process
+    // call for a buffer of up to 4,000 processes on every job.
+    let check = gate::check_now(&node.cfg).unwrap();
+    let Reading::Value(pids) = &check.snapshots[0].accounting else {
+        panic!("{:?}", check.snapshots[0].accounting)
+    };
+    assert_eq!(pids[0].pid, 420);
+    assert_eq!((pids[0].gpu_util, pids[0].max_memory_bytes), (None, None));
 }
