@@ -11,8 +11,12 @@
 # into a Slurm built into a prefix (E2E_INSTALL=prefix, run inside
 # tests/e2e/in-prefix.sh: /opt/slurm, slurm.conf in /opt/slurm/etc; or, with
 # E2E_SLURM_PREFIX=/usr E2E_SLURM_SYSCONFDIR=/etc/slurm, slurm.spec's layout
-# laid over /), every Slurm program from there; configs are rendered from
-# conf-examples/.
+# laid over /), every Slurm program from there; or from the RPM
+# (E2E_INSTALL=rpm, scripts/package-rpm.sh) installed with rpm into a Slurm
+# built in slurm.spec's layout and laid over / (tests/e2e/in-prefix.sh
+# --root): the plugin in /usr/lib64/slurm, the prolog and epilog in
+# /usr/sbin, imex.toml in /etc/slurm, as on a RHEL-family node. Configs are
+# rendered from conf-examples/.
 # E2E_SWITCH=1 turns on Slurm's own switch/nvidia_imex; E2E_TOPOLOGY=conf or
 # yaml describes two racks (blocks) of two nodes with topology/block.
 # E2E_CONTAINERS=1 gives each node its own enroot and pyxis runtime paths.
@@ -48,7 +52,11 @@ TEST_USER=imexuser
 export SLURM_CONF=$C/etc-slurm/slurm.conf
 SLURM_PREFIX=${E2E_SLURM_PREFIX:-/opt/slurm}
 SLURM_SYSCONFDIR=${E2E_SLURM_SYSCONFDIR:-$SLURM_PREFIX/etc}
-if [ "$E2E_INSTALL" = prefix ]; then
+# The RPM's layout is slurm.spec's: Slurm in /usr, its config in /etc/slurm.
+if [ "$E2E_INSTALL" = rpm ]; then SLURM_PREFIX=/usr SLURM_SYSCONFDIR=/etc/slurm; fi
+# Where slurm-imex's install put imex.toml: the sysconfdir ($C/etc-slurm bound there).
+installs_in_sysconfdir() { [ "$E2E_INSTALL" = prefix ] || [ "$E2E_INSTALL" = rpm ]; }
+if installs_in_sysconfdir; then
   # $C/etc-slurm is bound on the sysconfdir (cluster_install), where this
   # Slurm was built to look; its programs come first on PATH.
   export SLURM_CONF=$SLURM_SYSCONFDIR/slurm.conf
@@ -89,13 +97,63 @@ prefix_install() {
   ln -s /usr/local/sbin/slurm-imex-prolog /usr/local/sbin/slurm-imex-epilog /usr/local/bin/slurm-imex "$C/bin/"
 }
 
+# E2E_INSTALL=rpm: the RPM of this Slurm's major.minor (E2E_RPM, else
+# target/rpm's), installed as a RHEL-family admin installs it, with
+# $C/etc-slurm bound on /etc/slurm first so that its imex.toml lands there.
+# What `rpm -V` said right after is kept in $C/rpm-verify.out, the RPM's
+# file list in $C/rpm-files (rpm-install.sh's tests).
+rpm_install() {
+  local rpm out
+  rpm=$(rpm_for_this_slurm) || return 1
+  [ -x /usr/sbin/slurmctld ] && [ -d /usr/lib64/slurm ] ||
+    { echo "cluster_install: E2E_INSTALL=rpm needs a Slurm in slurm.spec's layout laid over / (tests/e2e/in-prefix.sh --root)" >&2; return 1; }
+  mount --bind "$C/etc-slurm" /etc/slurm
+  # --nodeps: this Slurm is a source build, not the `slurm` RPM the package
+  # requires, and rpm's database here holds no glibc or bash either
+  # (tests/packaging/rpm.sh checks the dependencies beside stand-ins).
+  out=$(e2e_rpm -i --nodeps "$rpm") || { echo "cluster_install: rpm -i $rpm failed: $out" >&2; return 1; }
+  printf '%s\n' "$out" > "$C/rpm-install.out"
+  { e2e_rpm -V --nodeps slurm-imex; echo "rc=$?"; } > "$C/rpm-verify.out"
+  e2e_rpm -ql slurm-imex > "$C/rpm-files"
+  local f
+  for f in /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex /usr/lib64/slurm/spank_imex.so; do
+    grep -qx "$f" "$C/rpm-files" || { echo "cluster_install: the RPM installed no $f" >&2; return 1; }
+  done
+  ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex "$C/bin/"
+}
+
+# The RPM for this Slurm's major.minor: E2E_RPM, else target/rpm's.
+rpm_for_this_slurm() {
+  local mm rpm=${E2E_RPM:-}
+  mm=$(slurmctld -V | awk '{print $2}'); mm=${mm%.*}
+  [ -n "$rpm" ] || rpm=$(ls "$REPO"/target/rpm/slurm-imex-*-1.slurm"$mm.$(uname -m)".rpm 2>/dev/null | head -1)
+  [ -f "$rpm" ] || { echo "cluster_install: no RPM for Slurm $mm (set E2E_RPM, or run scripts/package-rpm.sh)" >&2; return 1; }
+  echo "$rpm"
+}
+
+# rpm as the admin runs it, its database where RHEL keeps it (in
+# in-prefix.sh's /var/lib overlay; Debian's rpm would use ~/.rpmdb).
+# Here "/" is PID 1's root, so the scriptlets take this for the running
+# node: they run in a network namespace of their own (the live port
+# reservation they change is that namespace's, never this machine's) and on
+# a private /run (%postun removes /run/slurm-imex, the nodes' mount point
+# here). Prints what rpm printed but Debian's warning against using rpm.
+e2e_rpm() {
+  local out rc
+  out=$(unshare --mount --net --propagation private -- \
+    sh -c 'mount -t tmpfs tmpfs /run && exec "$@"' e2e-rpm rpm --dbpath /var/lib/rpm "$@" 2>&1)
+  rc=$?
+  [ -z "$out" ] || grep -v -e 'use Alien instead' -e 'assuming you know what you are doing' <<<"$out"
+  return $rc
+}
+
 # The imex.toml the test config is rendered from: the one install.sh put
-# beside slurm.conf (prefix), the installed package's conffile (package: in
-# the upgrade phase that is the previous release's, which knows no newer
-# key), else the shipped example.
+# beside slurm.conf (prefix), the one the RPM put in /etc/slurm (rpm), the
+# installed package's conffile (package: in the upgrade phase that is the
+# previous release's, which knows no newer key), else the shipped example.
 imex_toml_source() {
   case $E2E_INSTALL in
-    prefix) echo "$C/etc-slurm/imex.toml";;
+    prefix|rpm) echo "$C/etc-slurm/imex.toml";;
     package) echo /etc/slurm/imex.toml;;
     *) echo "$REPO/conf-examples/imex.toml";;
   esac
@@ -113,6 +171,8 @@ cluster_install() {
     [ -f "$PLUGIN_DIR/spank_imex.so" ] || { echo "cluster_install: the package's $PLUGIN_DIR/spank_imex.so is missing" >&2; return 1; }
   elif [ "$E2E_INSTALL" = prefix ]; then
     prefix_install || return 1
+  elif [ "$E2E_INSTALL" = rpm ]; then
+    rpm_install || return 1
   else
     for f in slurm-imex-prolog slurm-imex-epilog slurm-imex; do cp "$bin/$f" "$C/bin/"; done
     cp "${E2E_PLUGIN:-$bin/libspank_imex.so}" "$C/bin/spank_imex.so"
@@ -142,6 +202,10 @@ REPORT
     # The line install.sh printed, as printed (Slurm's default PlugStackConfig).
     grep '^required .*spank_imex.so' "$C/install.out" > "$C/etc-slurm/plugstack.conf" ||
       { echo "cluster_install: install.sh printed no plugstack line" >&2; return 1; }
+  elif [ "$E2E_INSTALL" = rpm ]; then
+    # docs/install.md's line for the RPM: its plugin and its config, by the
+    # paths it installed them at (Slurm's default PlugStackConfig).
+    echo "required $(grep '/spank_imex\.so$' "$C/rpm-files") config=$(grep '/imex\.toml$' "$C/rpm-files")" > "$C/etc-slurm/plugstack.conf"
   else
     # The example names one architecture's PluginDir: any path is replaced.
     sed -e "s#^required [^ ]*/spank_imex.so#required $C/bin/spank_imex.so#" \
@@ -222,14 +286,16 @@ MailProg=/bin/true
 # (30 s by default). A site with slurmdbd never sees it.
 SchedulerParameters=sched_interval=1,bf_interval=1
 CONF
-    # A prefix Slurm finds plugstack.conf beside slurm.conf by default.
-    [ "$E2E_INSTALL" = prefix ] || echo "PlugStackConfig=$C/etc-slurm/plugstack.conf"
+    # A prefix (or slurm.spec's) Slurm finds plugstack.conf beside slurm.conf by default.
+    installs_in_sysconfdir || echo "PlugStackConfig=$C/etc-slurm/plugstack.conf"
     for i in $(seq 1 "$E2E_NODES"); do
       echo "NodeName=n$i NodeAddr=$(node_ip "$i") CPUs=2 RealMemory=1000 State=UNKNOWN"
     done
     # The shipped fragment, with this cluster's paths and nodes.
     local prolog_dir=$C/bin/
     [ "$E2E_INSTALL" = package ] && prolog_dir=/usr/sbin/
+    # The RPM's prolog and epilog, where it put them.
+    [ "$E2E_INSTALL" = rpm ] && prolog_dir=$(dirname "$(grep '/slurm-imex-prolog$' "$C/rpm-files")")/
     if [ "$E2E_INSTALL" = prefix ]; then
       # The lines install.sh printed (but the periodic health check, which
       # would drain and resume nodes under the tests), and the partition.
@@ -435,7 +501,7 @@ cluster_up() {
     if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then boot_node "$i" || return 1; continue; fi
     nsenter --net="/run/netns/imex-n$i" -- unshare --mount --uts --propagation private -- /bin/sh -c "
       set -e
-      $([ "$E2E_INSTALL" = prefix ] || echo "mount --bind '$C/etc-slurm' /etc/slurm")
+      $(installs_in_sysconfdir || echo "mount --bind '$C/etc-slurm' /etc/slurm")
       mount --bind '$d/etc-imex' /etc/nvidia-imex
       mount --bind '$d/run-imex' /run/nvidia-imex
       mount --bind '$d/run-slurm-imex' /run/slurm-imex

@@ -4,11 +4,13 @@
 #   tests/e2e/in-prefix.sh TREE command...         # TREE at /opt/slurm
 #   tests/e2e/in-prefix.sh --root TREE command...  # TREE (slurm.spec's layout:
 #                                                  # usr/, etc/slurm) laid over /
-# Every mount is an overlay whose writes (what install.sh puts there) vanish
-# when the command ends, so neither the cached build nor this machine keeps
-# anything from a run. With --root, the build's /usr (bin, sbin, lib64) sits
-# over this machine's, so its scontrol, slurmd and slurmctld are the ones on
-# PATH, and /etc/slurm is its sysconfdir.
+# Every mount is an overlay whose writes (what install.sh or rpm puts there)
+# vanish when the command ends, so neither the cached build nor this machine
+# keeps anything from a run. With --root, the build's /usr (bin, sbin, lib64)
+# sits over this machine's, so its scontrol, slurmd and slurmctld are the
+# ones on PATH, and /etc/slurm is its sysconfdir; /var/lib is an overlay too,
+# so what an RPM makes there (/var/lib/slurm-imex, rpm's database in
+# /var/lib/rpm: E2E_INSTALL=rpm) never reaches this machine's.
 set -euo pipefail
 root=0
 [ "${1:-}" = --root ] && { root=1; shift; }
@@ -26,6 +28,7 @@ unshare --mount --propagation private -- /bin/bash -c '
   if [ "$root" = 1 ]; then
     overlay "$tree/usr:/usr" usr /usr
     overlay "$tree/etc/slurm" etc-slurm /etc/slurm
+    overlay /var/lib var-lib /var/lib
   else
     overlay "$tree" opt /opt/slurm
     overlay /usr/local usr-local /usr/local

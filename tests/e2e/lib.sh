@@ -4,11 +4,13 @@
 
 source "$(dirname "${BASH_SOURCE[0]}")/assert.sh"
 
+# One test: reset_nodes first, and a dump of the cluster when it fails,
+# unless the phase's cluster is down already (CLUSTER_IS_DOWN=1, run.sh).
 run_test() {
   CURRENT_TEST=$1
   CURRENT_OK=1
   echo "--- $1"
-  reset_nodes
+  [ "${CLUSTER_IS_DOWN:-0}" = 1 ] || reset_nodes
   local start=$SECONDS
   if ! declare -F "$1" >/dev/null; then
     fail "no such test function: $1"
@@ -19,7 +21,7 @@ run_test() {
     PASSED=$((PASSED + 1)); echo "    ok ($((SECONDS - start)) s)"
   else
     FAILED=$((FAILED + 1)); FAILED_NAMES+=("$1"); echo "    FAILED ($((SECONDS - start)) s)"
-    dump_cluster_state
+    [ "${CLUSTER_IS_DOWN:-0}" = 1 ] || dump_cluster_state
   fi
 }
 

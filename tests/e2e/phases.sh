@@ -4,7 +4,8 @@
 # proves (jobs.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
 # topology.sh, rack-map.sh, rack-domains.sh, controller.sh, segments.sh,
 # faults.sh, fleet.sh, nvl72.sh, containers.sh, upgrade.sh, systemd.sh,
-# prefix-install.sh); tests/e2e/versions.sh picks the phases per Slurm.
+# prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks the
+# phases per Slurm.
 
 PHASES="base switch topology segments faults fleet rack containers upgrade systemd"
 
@@ -109,5 +110,14 @@ phase_tests() { # phase
   esac
   # Installed with install.sh into a prefix: its own uninstall test.
   [ "${E2E_INSTALL:-}" = prefix ] && echo test_install_sh_uninstall_keeps_only_the_config
+  # Installed from the RPM: where it put everything, as Slurm uses it.
+  [ "${E2E_INSTALL:-}" = rpm ] && echo test_rpm_installs_where_this_slurm_looks_and_verifies
+  return 0
+}
+
+# The tests that run once the phase's cluster is down (no reset_nodes
+# before them), one per line: the admin erasing the RPM (E2E_INSTALL=rpm).
+phase_tests_after_down() { # phase
+  [ "${E2E_INSTALL:-}" = rpm ] && echo test_rpm_erase_names_slurms_lines_first_and_keeps_only_an_edited_config
   return 0
 }

@@ -15,7 +15,7 @@ source "$HERE/phases.sh"
 phase_environment "$E2E_PHASE"
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
-for feature in jobs blame doctor prefix-install gpu-health switch topology rack-map rack-domains \
+for feature in jobs blame doctor prefix-install rpm-install gpu-health switch topology rack-map rack-domains \
   controller segments faults fleet nvl72 containers upgrade systemd; do
   source "$HERE/$feature.sh"
 done
@@ -26,10 +26,12 @@ skipped() { # test
   return 1
 }
 
-# The phase's tests, each after reset_nodes; a failed one dumps the cluster.
-run_phase_tests() {
+# The phase's tests (phase_tests, or phase_tests_after_down once the
+# cluster is down), each after reset_nodes while it is up; a failed one
+# dumps the cluster.
+run_phase_tests() { # list-function
   local t
-  for t in $(phase_tests "$E2E_PHASE"); do
+  for t in $("$1" "$E2E_PHASE"); do
     if [ -n "${E2E_ONLY:-}" ] && [[ "$t" != *"$E2E_ONLY"* ]]; then continue; fi
     if skipped "$t"; then echo "--- $t"; echo "    skipped (E2E_SKIP)"; continue; fi
     run_test "$t"
@@ -65,9 +67,11 @@ main() {
   CLUSTER_STARTED=1
   cluster_up || { echo "e2e: cluster_up failed: phase $E2E_PHASE not run" >&2; exit 1; }
   echo "cluster of $E2E_NODES nodes up in $((SECONDS - t0)) s: $(sinfo -V), phase $E2E_PHASE, from $E2E_INSTALL"
-  run_phase_tests
+  run_phase_tests phase_tests
   CLUSTER_STARTED=0
   cluster_down || { FAILED=$((FAILED + 1)); FAILED_NAMES+=(cluster_down_leftovers); }
+  CLUSTER_IS_DOWN=1
+  run_phase_tests phase_tests_after_down
   echo "e2e run time: $((SECONDS - t0)) s"
   [ ${#FAILED_NAMES[@]} -gt 0 ] && echo "failed: ${FAILED_NAMES[*]}"
   echo "e2e: $PASSED passed, $FAILED failed"
