@@ -16,8 +16,9 @@
 #          the release tarball's install.sh): 23.02 base; 23.11 base,
 #          topology; 24.05 base, topology, switch; 25.05 base,
 #          topology, switch; 25.11 base, topology, switch, segments; and 25.11
-#          built with slurm.spec's layout (/usr, /usr/lib64, /etc/slurm,
-#          slurm-imex by install.sh --slurm-prefix /usr): base
+#          built with slurm.spec's layout (/usr, /usr/lib64, /etc/slurm;
+#          slurm-imex from its RPM, scripts/package-rpm.sh, installed with
+#          rpm and erased with rpm -e at the end): base
 # The source builds (and the previous release's .deb) compile in the
 # background at the lowest priority (scripts/slurm-builds.sh) while the
 # phases that need none run; each release's phases start when its build is
@@ -76,7 +77,9 @@ tree_arch() { # tree
 }
 
 # One phase of run.sh: on the host when the tree is "/", in a rootfs, or
-# with a source build mounted (install "prefix"; "rhel": slurm.spec's layout).
+# with a source build mounted (install "prefix": install.sh into /opt/slurm;
+# slurm.spec's layout laid over /, "rpm": our RPM, E2E_RPM=..., or "rhel":
+# install.sh --slurm-prefix /usr).
 run_phase() { # tree install phase [env...]
   local tree=$1 install=$2 phase=$3; shift 3
   local version mm log start rc line passed failed from=$install arch
@@ -90,8 +93,8 @@ run_phase() { # tree install phase [env...]
   echo "== Slurm $version $arch: phase $phase (from $install) -> $log"
   if [ "$tree" = / ]; then "${cmd[@]}" > "$log" 2>&1
   elif [ "$install" = prefix ]; then tests/e2e/in-prefix.sh "$tree" "${cmd[@]}" > "$log" 2>&1
-  elif [ "$install" = rhel ]; then
-    cmd[2]=E2E_INSTALL=prefix
+  elif [ "$install" = rhel ] || [ "$install" = rpm ]; then
+    [ "$install" = rhel ] && cmd[2]=E2E_INSTALL=prefix
     tests/e2e/in-prefix.sh --root "$tree" env E2E_SLURM_PREFIX=/usr E2E_SLURM_SYSCONFDIR=/etc/slurm "${cmd[@]}" > "$log" 2>&1
   else tests/e2e/in-rootfs.sh "$tree" "${cmd[@]}" > "$log" 2>&1; fi
   rc=$?
@@ -130,7 +133,8 @@ refresh_release() { # plugin-source...
 }
 
 # A source build's phases, once the background queue has built it:
-# NAME (scripts/slurm-builds.sh), then the phases.
+# NAME (scripts/slurm-builds.sh), then the phases. Installed from the RPM
+# (rpm), its RPM is built first, alone (target/rpm-e2e).
 source_release() { # name install phase...
   local name=$1 install=$2 tree rc=0; shift 2
   selected "${name%-rhel}" || return 0
@@ -141,14 +145,20 @@ source_release() { # name install phase...
     return
   fi
   if [ $rc != 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" build "$install" 0 1 failed; return; fi
-  local headers=$tree; [ "$install" = rhel ] && headers=$tree/usr
+  local headers=$tree; [ "$install" = prefix ] || headers=$tree/usr
   refresh_release "prefix=$headers" || { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" plugin "$install" 0 1 failed; return; }
   # Its arm64 plugin too, built with the others at the end (arm64_artifacts).
-  [ "$install" = rhel ] || ARM64_SOURCES+=("prefix=$headers")
+  [ "$install" != prefix ] || ARM64_SOURCES+=("prefix=$headers")
+  local env=() rpm
+  if [ "$install" = rpm ]; then
+    rpm=$(RPM_ONLY="${name%-rhel}" RPM_OUT=target/rpm-e2e scripts/package-rpm.sh | awk '{ print $1 }') && [ -f "$rpm" ] ||
+      { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" rpm "$install" 0 1 failed; return; }
+    env=(E2E_RPM="$REPO/$rpm")
+  fi
   local phase; for phase in "$@"; do
     case $phase in
-      topology:*) run_phase "$tree" "$install" topology E2E_TOPOLOGY="${phase#topology:}";;
-      *) run_phase "$tree" "$install" "$phase";;
+      topology:*) run_phase "$tree" "$install" topology E2E_TOPOLOGY="${phase#topology:}" "${env[@]}";;
+      *) run_phase "$tree" "$install" "$phase" "${env[@]}";;
     esac
   done
 }
@@ -244,7 +254,7 @@ main() {
 
   # Releases built from source, as their builds finish (slurm-builds.sh's order).
   source_release 25.11 prefix base topology:yaml switch segments
-  source_release 25.11-rhel rhel base
+  source_release 25.11-rhel rpm base
   source_release 24.05 prefix base topology:conf switch
   source_release 23.11 prefix base topology:conf
   source_release 25.05 prefix base topology:yaml switch
