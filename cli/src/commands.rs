@@ -49,6 +49,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         Command::Status => status(cli, &config),
         Command::Topology(args) => crate::topology::topology(cli, &config, args),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
+        Command::Job { job_id, store } => crate::job::job(cli, &config, *job_id, *store),
         Command::Man { .. } | Command::Doctor { .. } => Ok(0),
     }
 }

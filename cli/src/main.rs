@@ -20,6 +20,7 @@ macro_rules! out_raw {
 
 mod commands;
 mod doctor;
+mod job;
 mod man;
 mod table;
 mod topology;
@@ -106,6 +107,21 @@ pub enum Command {
         /// login node, which run no IMEX daemon and have no GPUs.
         #[arg(long)]
         cluster: bool,
+    },
+    /// One job across all its nodes, from a login or controller host, for
+    /// its owner or root: nodes, IMEX domains and channel, each node's
+    /// prolog/epilog verdicts and blame, each GPU's energy, use and health,
+    /// and notes (idle GPUs, XIDs your code caused versus the hardware's).
+    /// Reads the summary stored in the job's AdminComment, else Prometheus
+    /// ([job] prometheus_url). Exit 1 when nothing is known of the job yet.
+    Job {
+        /// The job (as sacct -j).
+        #[arg(allow_negative_numbers = true)]
+        job_id: Option<u32>,
+        /// On the controller host, as root (a systemd timer): store the
+        /// summary of every ended job that has none yet in its AdminComment.
+        #[arg(long)]
+        store: bool,
     },
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]

@@ -11,7 +11,7 @@ use slurm_imex_core::config::{Config, GpuJobs};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::imex::job_record::JobRecord;
+use slurm_imex_core::imex::job_record::{JobRecord, Outcome};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::node::NodeRead;
 use slurm_imex_core::state::StateDir;
@@ -23,7 +23,7 @@ use slurm_imex_gpu::nvml::GpuSnapshot;
 use slurm_imex_gpu::stats::gpu_job_stats;
 use slurm_imex_gpu::xid::checkpoint::{self, Checkpoint};
 use slurm_imex_gpu::xid::log::LogPosition;
-use slurm_imex_jobdb::write::{GpuRecord, HookVerdict, JobRow};
+use slurm_imex_jobdb::write::{GpuRecord, HookVerdict, ImexOutcome, JobRow};
 use slurm_imex_jobdb::JobDb;
 
 /// What the prolog leaves for the epilog (state_dir/gpu-jobs/<job>.json).
@@ -202,6 +202,7 @@ pub fn epilog(
     let mut row = job_row(job, start.as_ref(), &gate);
     row.imex_domain = imex.and_then(|r| r.domain.clone());
     row.imex_rack_source = imex.and_then(|r| r.rack_source.clone());
+    row.imex_outcome = imex.map(imex_outcome);
     if let Err(e) = record(cfg, &row) {
         slurm_imex_core::logging::report_error(&format!(
             "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
@@ -219,6 +220,20 @@ pub fn epilog(
         clique: None,
     };
     (outcome, Some(row))
+}
+
+/// What the job's IMEX record says, as the database keeps it.
+fn imex_outcome(record: &JobRecord) -> ImexOutcome {
+    let (ready_ms, failure, node_fault) = match &record.outcome {
+        Outcome::Ready { waited_ms } => (Some(*waited_ms), None, false),
+        Outcome::Failed { cause, node_fault } => (None, Some(cause.clone()), *node_fault),
+    };
+    ImexOutcome {
+        channel: record.channel,
+        ready_ms,
+        failure,
+        node_fault,
+    }
 }
 
 /// XIDs during the job: everything after the prolog's kmsg position, or
@@ -271,6 +286,7 @@ fn job_row(job: &JobEnv, start: Option<&StartState>, gate: &GateResult) -> JobRo
         imex: job.imex_requested,
         imex_domain: None,
         imex_rack_source: None,
+        imex_outcome: None,
         prolog: start.map(|s| s.prolog.clone()),
         epilog: Some(HookVerdict {
             verdict: verdict_of(&gate.findings),

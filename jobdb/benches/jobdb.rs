@@ -35,6 +35,7 @@ fn job(id: u32, start: i64) -> JobRow {
         imex: id.is_multiple_of(3),
         imex_domain: None,
         imex_rack_source: None,
+        imex_outcome: None,
         prolog: Some(HookVerdict { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
         epilog: Some(HookVerdict {
             verdict,
@@ -105,6 +106,7 @@ fn main() {
     bench_history(&db, jobs);
     bench_gpu_totals(&db);
     bench_metrics_refresh(&db);
+    bench_job_export_refresh(&db);
 }
 
 /// The epilog's write: one job with 8 GPUs, one fsynced transaction.
@@ -229,5 +231,37 @@ fn bench_metrics_refresh(db: &JobDb) {
         format!("metrics textfile refresh ({BOARDS} boards)"),
         stats(t),
         bytes
+    );
+}
+
+/// The per-job export the epilog refreshes beside it: the node's 16 latest
+/// jobs (the default `[metrics] job_series`), whole, as reports, rendered
+/// and written atomically.
+fn bench_job_export_refresh(db: &JobDb) {
+    let out = tempfile::tempdir().unwrap();
+    let (t, (bytes, series)) = time(50, || {
+        let jobs = db.recently_ended(16, 0).unwrap();
+        let reports: Vec<_> = jobs
+            .iter()
+            .map(|j| (j.job_id, slurm_imex_jobdb::job_export::node_report(j)))
+            .collect();
+        let text = slurm_imex_jobsummary::series::render(&reports);
+        slurm_imex_core::fsutil::write_atomic(
+            &out.path().join(slurm_imex_jobsummary::series::FILE_NAME),
+            text.as_bytes(),
+            0o644,
+        )
+        .unwrap();
+        (
+            text.len(),
+            text.lines().filter(|l| !l.starts_with('#')).count(),
+        )
+    });
+    println!(
+        "{:<44} {}  -> {} bytes, {} series",
+        "per-job textfile refresh (16 latest jobs)",
+        stats(t),
+        bytes,
+        series
     );
 }

@@ -198,6 +198,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE processes ADD COLUMN start_us INTEGER;
     ALTER TABLE processes ADD COLUMN running INTEGER;
     "#,
+    // v6: what the prolog concluded of the job's IMEX domain here, for
+    // `slurm-imex job`: its channel, how long the domain took to be ready,
+    // or why the job could not use IMEX and whether the node was blamed.
+    // All NULL without --imex. And an index for the latest jobs by end.
+    r#"
+    ALTER TABLE jobs ADD COLUMN imex_channel INTEGER;
+    ALTER TABLE jobs ADD COLUMN imex_ready_ms INTEGER;
+    ALTER TABLE jobs ADD COLUMN imex_failure TEXT;
+    ALTER TABLE jobs ADD COLUMN imex_node_fault INTEGER;
+    -- The per-job export reads the node's latest jobs by end at every epilog.
+    CREATE INDEX jobs_end ON jobs (end_ts);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -6,9 +6,11 @@
 //! - `write`: one job's row per node (the epilog), and pruning
 //! - `query`: history, one job, per-board totals and lifetime counters
 //! - `metrics`: the Prometheus textfile export
+//! - `job_export`: the per-job textfile (this node's latest jobs as reports)
 //! - `journal`: the per-job structured journal event
 
 mod db;
+pub mod job_export;
 pub mod journal;
 pub mod metrics;
 pub mod query;

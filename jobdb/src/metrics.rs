@@ -21,7 +21,8 @@ use std::path::PathBuf;
 
 pub const FILE_NAME: &str = "slurm_imex.prom";
 
-/// Rebuild the textfile from the database totals and `node`. Returns the
+/// Rebuild the textfile from the database totals and `node`, and the
+/// per-job textfile beside it (`crate::job_export`). Returns the node-wide
 /// file written, or None when export is off. Never creates the database.
 pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
     let Some(dir) = cfg.metrics.textfile_dir() else {
@@ -40,6 +41,7 @@ pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
         render(&boards, node).as_bytes(),
         0o644,
     )?;
+    crate::job_export::refresh(cfg, &dir, slurm_imex_core::timespec::now_s())?;
     Ok(Some(path))
 }
 

@@ -24,6 +24,7 @@ pub(crate) fn job(
         imex: false,
         imex_domain: None,
         imex_rack_source: None,
+        imex_outcome: None,
         prolog: Some(HookVerdict { verdict: Verdict::Pass, reasons: vec![], ms: 40 }),
         epilog: Some(HookVerdict {
             verdict,
@@ -78,6 +79,52 @@ fn an_imex_domain_and_where_its_members_came_from_round_trip() {
     let shown = db.show(8).unwrap();
     assert_eq!(shown[0].imex_domain, j.imex_domain);
     assert_eq!(shown[0].imex_rack_source, j.imex_rack_source);
+    assert_eq!(shown[0].imex_outcome, None, "no record, no outcome");
+    let ready = crate::write::ImexOutcome {
+        channel: Some(17),
+        ready_ms: Some(1250),
+        ..Default::default()
+    };
+    let failed = crate::write::ImexOutcome {
+        failure: Some("local nvidia-imex exited".into()),
+        node_fault: true,
+        ..Default::default()
+    };
+    for outcome in [ready, failed] {
+        j.imex_outcome = Some(outcome.clone());
+        db.record_job(&j).unwrap();
+        assert_eq!(db.show(8).unwrap()[0].imex_outcome, Some(outcome));
+    }
+}
+
+#[test]
+fn the_per_job_export_keeps_the_latest_jobs_only() {
+    let (_d, mut db) = db();
+    for id in 1..=5 {
+        db.record_job(&job(
+            id,
+            "n1",
+            1_000 + id as i64 * 10,
+            &["S1"],
+            Verdict::Pass,
+        ))
+        .unwrap();
+    }
+    let ids = |limit, since| {
+        db.recently_ended(limit, since)
+            .unwrap()
+            .iter()
+            .map(|j| j.job_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ids(2, 0), vec![5, 4]);
+    let end_of_3 = db.show(3).unwrap()[0].end_ts.unwrap();
+    assert_eq!(ids(16, end_of_3), vec![5, 4, 3]);
+    assert_eq!(
+        db.recently_ended(1, 0).unwrap()[0].gpus.len(),
+        1,
+        "whole records"
+    );
 }
 
 #[test]

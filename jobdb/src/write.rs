@@ -44,9 +44,27 @@ pub struct JobRow {
     /// rack map with its sha256 (`<path> (sha256 <12 hex>)`).
     #[serde(default)]
     pub imex_rack_source: Option<String>,
+    /// What the prolog concluded of the job's IMEX domain here (None
+    /// without --imex, or when its record was gone).
+    #[serde(default)]
+    pub imex_outcome: Option<ImexOutcome>,
     pub prolog: Option<HookVerdict>,
     pub epilog: Option<HookVerdict>,
     pub gpus: Vec<GpuRecord>,
+}
+
+/// The job's IMEX domain on this node, as the prolog left it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ImexOutcome {
+    /// The channel slurm-imex handed out; None when Slurm's switch did.
+    pub channel: Option<u32>,
+    /// How long the domain took to be UP with every node READY.
+    pub ready_ms: Option<u64>,
+    /// Why the job could not use IMEX here; None when it was ready.
+    pub failure: Option<String>,
+    /// Whether that failure was blamed on this node (drained) rather than
+    /// on the job (failed, node kept).
+    pub node_fault: bool,
 }
 
 /// How the job used this node's GPUs, over those whose use is known.
@@ -215,11 +233,12 @@ fn replace_job_row(tx: &rusqlite::Transaction, row: &JobRow) -> rusqlite::Result
     };
     let (pv, pr, pm) = phase(&row.prolog);
     let (ev, er, em) = phase(&row.epilog);
+    let imex = row.imex_outcome.as_ref();
     tx.execute(
         "INSERT INTO jobs (job_id, node, user, uid, start_ts, end_ts, imex, verdict,
             prolog_verdict, prolog_reasons, prolog_ms, epilog_verdict, epilog_reasons, epilog_ms,
-            imex_domain, imex_rack_source)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+            imex_domain, imex_rack_source, imex_channel, imex_ready_ms, imex_failure, imex_node_fault)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
         params![
             row.job_id,
             row.node,
@@ -236,7 +255,11 @@ fn replace_job_row(tx: &rusqlite::Transaction, row: &JobRow) -> rusqlite::Result
             er,
             em,
             row.imex_domain,
-            row.imex_rack_source
+            row.imex_rack_source,
+            imex.and_then(|o| o.channel),
+            i64_of(imex.and_then(|o| o.ready_ms)),
+            imex.and_then(|o| o.failure.as_deref()),
+            imex.map(|o| o.node_fault)
         ],
     )?;
     Ok((tx.last_insert_rowid(), existed))

@@ -264,7 +264,9 @@ SlurmdDebug=debug
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
+$(if [ -n "${E2E_ACCOUNTING:-}" ]; then
+  printf '%s\n' AccountingStorageType=accounting_storage/slurmdbd AccountingStorageHost=127.0.0.1
+else echo AccountingStorageType=accounting_storage/none; fi)
 JobCompType=jobcomp/none
 MpiDefault=none
 $(switch_lines)
@@ -492,6 +494,8 @@ cluster_up() {
   { cat /etc/hosts 2>/dev/null
     for i in $(seq 1 "$E2E_NODES"); do echo "$(node_ip "$i") n$i"; done; } > "$C/etc-hosts"
   chmod 644 "$C/etc-hosts"
+  # (accounting.sh: MariaDB and slurmdbd, before the controller registers)
+  if [ -n "${E2E_ACCOUNTING:-}" ]; then accounting_up || return 1; fi
   unshare --mount --propagation private -- /bin/sh -c "
     mount --bind '$C/etc-hosts' /etc/hosts
     exec slurmctld -f '$SLURM_CONF' -c"
@@ -641,6 +645,7 @@ cluster_down() {
     pid=$(cat "$f" 2>/dev/null) || continue
     poll_until 10 not kill -0 "$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null || true
   done
+  if [ -n "${E2E_ACCOUNTING:-}" ]; then accounting_down; fi
   for f in "$C"/nodes/*/run-slurm-imex/nvidia-imex.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")

@@ -3,11 +3,11 @@
 # A test is a function test_* in the feature file named after what it
 # proves (jobs.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
 # topology.sh, rack-map.sh, rack-domains.sh, controller.sh, segments.sh,
-# faults.sh, fleet.sh, nvl72.sh, containers.sh, upgrade.sh, systemd.sh,
-# prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks the
-# phases per Slurm.
+# faults.sh, fleet.sh, accounting.sh, nvl72.sh, containers.sh, upgrade.sh,
+# systemd.sh, prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks
+# the phases per Slurm.
 
-PHASES="base switch topology segments faults fleet rack containers upgrade systemd"
+PHASES="base switch topology segments faults fleet accounting rack containers upgrade systemd"
 
 # The cluster a phase needs, exported before cluster.sh is sourced.
 phase_environment() { # phase
@@ -20,6 +20,8 @@ phase_environment() { # phase
     # One NVL72 rack: 18 trays.
     rack) export E2E_NODES=18;;
     containers) export E2E_NODES=2 E2E_CONTAINERS=1;;
+    # slurmdbd on MariaDB, Prometheus scraping every node's node_exporter.
+    accounting) export E2E_NODES=2 E2E_ACCOUNTING=1;;
   esac
 }
 
@@ -87,6 +89,8 @@ phase_tests() { # phase
     fleet) echo "
       test_node_exporter_serves_what_the_cli_reports
       test_epilog_logs_one_structured_journal_event";;
+    accounting) echo "
+      test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forget_it";;
     rack) echo "
       test_rack_of_18_nodes_forms_one_domain";;
     containers) echo "

@@ -16,7 +16,7 @@ phase_environment "$E2E_PHASE"
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
 for feature in jobs blame doctor prefix-install rpm-install gpu-health switch topology rack-map rack-domains \
-  controller segments faults fleet nvl72 containers upgrade systemd; do
+  controller segments faults fleet accounting nvl72 containers upgrade systemd; do
   source "$HERE/$feature.sh"
 done
 

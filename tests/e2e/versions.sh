@@ -4,7 +4,8 @@
 # phase x tests x wall time. Each release, and how it is installed:
 #   22.05  Debian 12's own packages (this machine): systemd (nodes booted by
 #          systemd-nspawn, systemd 252 as PID 1), base, faults (needs strace,
-#          sqlite3, python3), fleet (node_exporter, promtool), rack (one
+#          sqlite3, python3), fleet (node_exporter, promtool), accounting
+#          (MariaDB, slurmdbd, Prometheus, a node_exporter per node), rack (one
 #          18-node --imex job), from the build tree
 #   24.11  Debian 13's packages (a debootstrap rootfs): upgrade (the previous
 #          release's .deb, then this one over it with an --imex job running),
@@ -222,6 +223,7 @@ main() {
   run_phase / target base
   run_phase / target faults
   run_phase / target fleet
+  run_phase / target accounting
   run_phase / target rack
   run_phase / target systemd E2E_SYSTEMD_ROOTFS="$bookworm_systemd"
   run_phase "$sid" target base

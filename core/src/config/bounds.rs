@@ -83,6 +83,20 @@ pub fn durations(c: &Config) -> Vec<(DurationBound, Duration)> {
             10 * MIN,
             c.database.busy_timeout.0,
         ),
+        d(
+            "metrics.job_series_for",
+            MIN,
+            7 * DAY,
+            c.metrics.job_series_for.0,
+        ),
+        d("job.query_timeout", S, 5 * MIN, c.job.query_timeout.0),
+        d("job.store_wait", Duration::ZERO, DAY, c.job.store_wait.0),
+        d(
+            "job.store_backfill",
+            HOUR,
+            366 * DAY,
+            c.job.store_backfill.0,
+        ),
         (
             DurationBound {
                 key: "database.retention",
@@ -112,6 +126,14 @@ pub fn counts(c: &Config) -> Vec<(CountBound, u64)> {
                 max: 1024,
             },
             c.health.expected_gpus as u64,
+        ),
+        (
+            CountBound {
+                key: "metrics.job_series",
+                min: 0,
+                max: 256,
+            },
+            c.metrics.job_series as u64,
         ),
     ]
 }

@@ -49,6 +49,7 @@ pub struct Config {
     pub health: HealthConfig,
     pub database: DatabaseConfig,
     pub metrics: MetricsConfig,
+    pub job: JobViewConfig,
     /// One line per deprecated key the file used, naming `file:line` and the
     /// new key. The hooks send them to the journal (never to stderr, where a
     /// failing hook says one line); `slurm-imex status` prints them.
@@ -93,6 +94,13 @@ pub struct MetricsConfig {
     /// /var/lib/prometheus/node-exporter, only when it exists), "none", or
     /// a path (must exist).
     pub textfile_dir: AutoPath,
+    /// How many of this node's latest jobs the per-job export
+    /// (slurm_imex_jobs.prom) keeps, so Prometheus scrapes each at least
+    /// once while the series per node stay bounded; 0: no per-job export.
+    pub job_series: u32,
+    /// A job leaves the per-job export this long after its epilog (or
+    /// sooner, when `job_series` newer jobs push it out).
+    pub job_series_for: HumanDuration,
 }
 
 impl MetricsConfig {
@@ -114,6 +122,39 @@ impl Default for MetricsConfig {
     fn default() -> Self {
         MetricsConfig {
             textfile_dir: AutoPath::Auto,
+            job_series: 16,
+            job_series_for: HumanDuration(Duration::from_secs(30 * 60)),
+        }
+    }
+}
+
+/// `slurm-imex job` and the summary store on the controller host
+/// (slurm_imex_jobsummary): where the nodes' per-job series are queried, and
+/// when an ended job's summary is written to Slurm's accounting.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct JobViewConfig {
+    /// The Prometheus server that scrapes the nodes' node_exporter
+    /// (`http://host:9090`); empty: none, `slurm-imex job` reads only the
+    /// stored summaries.
+    pub prometheus_url: String,
+    /// Longest wait for one Prometheus query.
+    pub query_timeout: HumanDuration,
+    /// `slurm-imex job --store`: a job is stored once every node of it has
+    /// reported, or this long after it ended with what reported by then.
+    pub store_wait: HumanDuration,
+    /// `slurm-imex job --store` looks this far back for ended jobs without
+    /// a summary (the backfill).
+    pub store_backfill: HumanDuration,
+}
+
+impl Default for JobViewConfig {
+    fn default() -> Self {
+        JobViewConfig {
+            prometheus_url: String::new(),
+            query_timeout: HumanDuration(Duration::from_secs(10)),
+            store_wait: HumanDuration(Duration::from_secs(15 * 60)),
+            store_backfill: HumanDuration(Duration::from_secs(2 * 86400)),
         }
     }
 }

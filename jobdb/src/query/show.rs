@@ -2,7 +2,7 @@
 //! start, if requeued), each GPU's stats, XIDs and processes.
 
 use super::reason_lines;
-use crate::write::{GpuRecord, HookVerdict, JobRow};
+use crate::write::{GpuRecord, HookVerdict, ImexOutcome, JobRow};
 use crate::JobDb;
 use rusqlite::types::Value;
 use slurm_imex_core::error::Result;
@@ -17,15 +17,32 @@ const FAILED: &str = "show query failed";
 impl JobDb {
     /// Every record of a job (one per node, and per start if requeued).
     pub fn show(&self, job_id: u32) -> Result<Vec<JobRow>> {
-        let jobs = self.rows(
-            FAILED,
+        self.jobs_where(
+            "job_id = ?1 ORDER BY start_ts, node",
+            &[Value::Integer(job_id.into())],
+        )
+    }
+
+    /// The `limit` jobs whose epilog ran last, at or after `ended_since`
+    /// (Unix seconds), newest first: what the per-job export keeps.
+    pub fn recently_ended(&self, limit: u32, ended_since: i64) -> Result<Vec<JobRow>> {
+        self.jobs_where(
+            "end_ts >= ?1 ORDER BY end_ts DESC, id DESC LIMIT ?2",
+            &[Value::Integer(ended_since), Value::Integer(limit.into())],
+        )
+    }
+
+    /// Whole records (with their GPUs) of the job rows `filter` selects.
+    fn jobs_where(&self, filter: &str, args: &[Value]) -> Result<Vec<JobRow>> {
+        let sql = format!(
             "SELECT id, job_id, node, user, uid, start_ts, end_ts, imex, prolog_verdict, prolog_reasons,
                     prolog_ms, epilog_verdict, epilog_reasons, epilog_ms, imex_domain,
-                    imex_rack_source
-             FROM jobs WHERE job_id = ?1 ORDER BY start_ts, node",
-            &[Value::Integer(job_id.into())],
-            |r| Ok((r.get::<_, i64>(0)?, job_from_row(r)?)),
-        )?;
+                    imex_rack_source, imex_channel, imex_ready_ms, imex_failure, imex_node_fault
+             FROM jobs WHERE {filter}"
+        );
+        let jobs = self.rows(FAILED, &sql, args, |r| {
+            Ok((r.get::<_, i64>(0)?, job_from_row(r)?))
+        })?;
         let mut out = Vec::new();
         for (row_id, mut job) in jobs {
             job.gpus = self.gpus_of(row_id)?;
@@ -97,10 +114,27 @@ fn job_from_row(r: &rusqlite::Row) -> rusqlite::Result<JobRow> {
         imex: r.get(7)?,
         imex_domain: r.get(14)?,
         imex_rack_source: r.get(15)?,
+        imex_outcome: imex_outcome_from_row(r, 16)?,
         prolog: phase(r.get(8)?, r.get(9)?, r.get(10)?),
         epilog: phase(r.get(11)?, r.get(12)?, r.get(13)?),
         gpus: Vec::new(),
     })
+}
+
+/// The IMEX outcome from the four columns at `at`; None without --imex
+/// (or rows from before v6).
+fn imex_outcome_from_row(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<ImexOutcome>> {
+    let node_fault: Option<bool> = r.get(at + 3)?;
+    Ok(node_fault.map(|node_fault| ImexOutcome {
+        channel: r.get(at).ok().flatten(),
+        ready_ms: r
+            .get::<_, Option<i64>>(at + 1)
+            .ok()
+            .flatten()
+            .map(|v| v.max(0) as u64),
+        failure: r.get(at + 2).ok().flatten(),
+        node_fault,
+    }))
 }
 
 fn gpu_record_from_row(r: &rusqlite::Row) -> rusqlite::Result<GpuRecord> {

@@ -54,6 +54,7 @@ impl Site {
                 imex: false,
                 imex_domain: None,
                 imex_rack_source: None,
+                imex_outcome: None,
                 prolog: None,
                 epilog: None,
                 gpus: Vec::new(),

@@ -1,0 +1,246 @@
+//! `slurm-imex job JOBID` (one job across all its nodes, for its owner or
+//! root, from any host with Slurm's clients) and `slurm-imex job --store`
+//! (the controller-host timer that stores each ended job's summary).
+//! Presenting only: what is read and decided is slurm_imex_jobview's.
+
+use crate::table::Table;
+use crate::Cli;
+use serde::Serialize;
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_jobsummary::report::{GpuReport, JobSummary, NodeReport};
+use slurm_imex_jobview::lookup::{self, JobView};
+use slurm_imex_jobview::{accounting, store};
+
+pub fn job(cli: &Cli, config: &Config, job_id: Option<u32>, store: bool) -> Result<u8> {
+    accounting::times_as_epoch_seconds();
+    let now = slurm_imex_core::timespec::now_s();
+    match (job_id, store) {
+        (None, true) => store_pass(cli, config, now),
+        (Some(id), false) => show(cli, config, id, now),
+        (Some(_), true) => Err(Error::new(
+            "--store stores every pending job: give no JOBID with it",
+        )),
+        (None, false) => Err(Error::new(
+            "give a JOBID (slurm-imex job 4242), or --store on the controller host",
+        )),
+    }
+}
+
+#[derive(Serialize)]
+struct JobJson<'a> {
+    job_id: u32,
+    user: &'a str,
+    state: &'a str,
+    node_list: &'a str,
+    source: &'a str,
+    problems: &'a [String],
+    summary: Option<&'a JobSummary>,
+    notes: Vec<String>,
+}
+
+fn show(cli: &Cli, config: &Config, job_id: u32, now: i64) -> Result<u8> {
+    let view = lookup::job(config, job_id, nix::unistd::getuid().as_raw(), now)?;
+    for p in &view.problems {
+        eprintln!("slurm-imex: note: {p}");
+    }
+    if cli.json {
+        let json = JobJson {
+            job_id,
+            user: &view.job.user,
+            state: &view.job.state,
+            node_list: &view.job.node_list,
+            source: view.source.as_str(),
+            problems: &view.problems,
+            summary: view.summary.as_ref(),
+            notes: view
+                .summary
+                .as_ref()
+                .map(JobSummary::notes)
+                .unwrap_or_default(),
+        };
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?;
+        out!("{text}");
+    } else {
+        print_view(&view)?;
+    }
+    Ok(if view.summary.is_some() { 0 } else { 1 })
+}
+
+fn print_view(view: &JobView) -> Result<()> {
+    let j = &view.job;
+    out!(
+        "job {}  user {}  {}  nodes {}  source: {}",
+        j.job_id,
+        j.user,
+        j.state,
+        if j.node_list.is_empty() {
+            "-"
+        } else {
+            &j.node_list
+        },
+        view.source.as_str()
+    );
+    let Some(s) = &view.summary else {
+        out!("no node has reported this job (yet): its GPU summary appears after its epilogs");
+        return Ok(());
+    };
+    for (domain, channel, ready) in s.domains() {
+        out!(
+            "IMEX domain {domain}  channel {}  ready in {}",
+            channel.map_or("- (Slurm's switch)".into(), |c| c.to_string()),
+            ready.map_or("- (not ready)".into(), |ms| format!(
+                "{:.2} s",
+                ms as f64 / 1000.0
+            ))
+        );
+    }
+    out_raw!("{}", node_table(&s.nodes).render());
+    out_raw!("{}", gpu_table(s).render());
+    let notes = s.notes();
+    if !notes.is_empty() {
+        out!("notes:");
+        for n in notes {
+            out!("  - {n}");
+        }
+    }
+    out!("{}", summary_line(s));
+    Ok(())
+}
+
+fn dash<T: ToString>(v: Option<T>) -> String {
+    v.map_or("-".into(), |x| x.to_string())
+}
+
+fn node_table(nodes: &[NodeReport]) -> Table {
+    let mut t = Table::new(&[
+        "NODE", "PROLOG", "EPILOG", "BLAME", "PROLOG_S", "EPILOG_S", "CAUSE",
+    ]);
+    let secs = |ms: Option<u64>| ms.map_or("-".into(), |ms| format!("{:.2}", ms as f64 / 1000.0));
+    for n in nodes {
+        t.row(vec![
+            n.node.clone(),
+            dash(n.prolog.as_deref()),
+            dash(n.epilog.as_deref()),
+            n.blame.as_str().to_string(),
+            secs(n.prolog_ms),
+            secs(n.epilog_ms),
+            dash(n.cause.as_deref()),
+        ]);
+    }
+    t
+}
+
+fn gpu_table(s: &JobSummary) -> Table {
+    let mut t = Table::new(&[
+        "NODE",
+        "GPU",
+        "SERIAL",
+        "VERDICT",
+        "ENERGY_KJ",
+        "PROCS",
+        "GPU_UTIL%",
+        "MEM_UTIL%",
+        "PEAK_MEM_GIB",
+        "XIDS",
+        "ECC_SBE",
+        "ECC_DBE",
+        "REMAPS",
+        "THROTTLE_S",
+        "NVLINK_ERR",
+    ]);
+    for (n, g) in s.gpus() {
+        t.row(gpu_row(n, g));
+    }
+    t
+}
+
+fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
+    let pct = |p: Option<f64>| p.map_or("-".into(), |p| format!("{p:.0}"));
+    let xids: Vec<String> = g
+        .xids
+        .iter()
+        .map(|x| format!("{}x{}", x.xid, x.count))
+        .collect();
+    vec![
+        n.node.clone(),
+        g.index.to_string(),
+        g.serial.clone(),
+        g.verdict.clone(),
+        g.energy_j
+            .map_or("-".into(), |j| format!("{:.1}", j / 1000.0)),
+        dash(g.processes),
+        pct(g.gpu_util_pct),
+        pct(g.mem_util_pct),
+        g.peak_memory_bytes.map_or("-".into(), |b| {
+            format!("{:.1}", b as f64 / (1u64 << 30) as f64)
+        }),
+        if xids.is_empty() {
+            "-".into()
+        } else {
+            xids.join(",")
+        },
+        dash(g.ecc_sbe),
+        dash(g.ecc_dbe),
+        dash(g.remapped_rows),
+        format!("{:.1}", g.throttle_s.values().sum::<f64>()),
+        g.nvlink_errors.values().sum::<u64>().to_string(),
+    ]
+}
+
+/// One line, as jobstats ends with.
+fn summary_line(s: &JobSummary) -> String {
+    let t = s.totals();
+    let idle = s.gpus().filter(|(_, g)| g.processes == Some(0)).count();
+    let worst = s
+        .gpus()
+        .map(|(_, g)| g.verdict.as_str())
+        .max_by_key(|v| match *v {
+            "DRAIN" => 2,
+            "WARN" => 1,
+            _ => 0,
+        });
+    format!(
+        "summary: {} nodes, {} GPUs, mean GPU utilization {}, peak memory {}, energy {}, {idle} idle GPUs, worst GPU verdict {}",
+        s.nodes.len() + s.missing.len(),
+        t.gpus,
+        t.gpu_util_pct.map_or("unknown".into(), |u| format!("{u:.0}%")),
+        t.peak_memory_bytes.map_or("unknown".into(), |b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)),
+        t.energy_j.map_or("unknown".into(), |j| format!("{:.1} kJ", j / 1000.0)),
+        worst.unwrap_or("-")
+    )
+}
+
+fn store_pass(cli: &Cli, config: &Config, now: i64) -> Result<u8> {
+    if !nix::unistd::getuid().is_root() {
+        return Err(Error::new("job --store writes jobs' AdminComment through sacctmgr: run it as root on the controller host"));
+    }
+    if config.job.prometheus_url.is_empty() {
+        return Err(Error::new(
+            "job --store needs [job] prometheus_url (the Prometheus that scrapes the nodes)",
+        ));
+    }
+    let mut lines = Vec::new();
+    let counts = store::store_pending(config, now, &mut |l| lines.push(l))?;
+    if cli.json {
+        let json = serde_json::json!({
+            "considered": counts.considered, "stored": counts.stored, "waiting": counts.waiting,
+            "unreported": counts.unreported, "foreign": counts.foreign, "failed": counts.failed, "lines": lines,
+        });
+        out!(
+            "{}",
+            serde_json::to_string_pretty(&json)
+                .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?
+        );
+    } else {
+        for l in &lines {
+            out!("{l}");
+        }
+        out!(
+            "job --store: {} ended jobs without a summary, {} stored, {} waiting for nodes, {} never reported, {} with another tool's AdminComment, {} failed",
+            counts.considered, counts.stored, counts.waiting, counts.unreported, counts.foreign, counts.failed
+        );
+    }
+    Ok(if counts.failed > 0 { 1 } else { 0 })
+}

@@ -1,0 +1,15 @@
+//! slurm-imex-jobsummary: what `slurm-imex job JOBID` shows, as data.
+//!
+//! - `report`: one node's report of one job (verdicts, blame, IMEX domain,
+//!   per-GPU use and health), and the whole job's summary with its notes
+//! - `series`: those reports as Prometheus series (the epilog's per-job
+//!   textfile) and back from a Prometheus query's samples
+//! - `comment`: the compact summary stored in the job's AdminComment
+//!
+//! Loaded by the epilog (to write its series) and by the CLI on login and
+//! controller hosts (to read them back and store the summary); never by the
+//! SPANK plugin.
+
+pub mod comment;
+pub mod report;
+pub mod series;

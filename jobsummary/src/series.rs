@@ -1,0 +1,455 @@
+//! The per-job Prometheus series: each node's report of its latest jobs as
+//! the epilog writes them for node_exporter's textfile collector
+//! (`slurm_imex_jobs.prom`), and the same reports rebuilt from the samples
+//! a Prometheus query returns. Every series carries `jobid` and `node`; GPU
+//! series add `gpu` and `serial`. Only the node's latest jobs are written
+//! (`[metrics] job_series`), so the series per node stay bounded while
+//! Prometheus keeps each job for its retention.
+//!
+//! Written by hand for the same reason as jobdb's metrics export: the file is
+//! rebuilt from records and replaced atomically, with no live registry.
+
+use crate::report::{Blame, GpuReport, NodeReport, XidCount};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+pub const FILE_NAME: &str = "slurm_imex_jobs.prom";
+/// Every series name starts with this; a query selects them by it.
+pub const PREFIX: &str = "slurm_imex_job_";
+/// Longest label value written (a cause line, a GPU name).
+const LABEL_MAX: usize = 200;
+
+const NODE_INFO: &str = "slurm_imex_job_node_info";
+const START: &str = "slurm_imex_job_node_start_timestamp_seconds";
+const END: &str = "slurm_imex_job_node_end_timestamp_seconds";
+const PROLOG_S: &str = "slurm_imex_job_prolog_duration_seconds";
+const EPILOG_S: &str = "slurm_imex_job_epilog_duration_seconds";
+const READY_S: &str = "slurm_imex_job_imex_ready_seconds";
+const GPU_INFO: &str = "slurm_imex_job_gpu_info";
+const ENERGY: &str = "slurm_imex_job_gpu_energy_joules";
+const PROCESSES: &str = "slurm_imex_job_gpu_processes";
+const UTIL: &str = "slurm_imex_job_gpu_utilization_percent";
+const MEM_UTIL: &str = "slurm_imex_job_gpu_memory_utilization_percent";
+const PEAK: &str = "slurm_imex_job_gpu_peak_memory_bytes";
+const BUSY: &str = "slurm_imex_job_gpu_busy_seconds";
+const XIDS: &str = "slurm_imex_job_gpu_xids";
+const ECC: &str = "slurm_imex_job_gpu_ecc_errors";
+const REMAPPED: &str = "slurm_imex_job_gpu_remapped_rows";
+const REMAP_PENDING: &str = "slurm_imex_job_gpu_remap_pending";
+const THROTTLE: &str = "slurm_imex_job_gpu_throttle_seconds";
+const NVLINK: &str = "slurm_imex_job_gpu_nvlink_errors";
+
+/// Every family, with its help text, in the order written.
+pub const FAMILIES: &[(&str, &str)] = &[
+    (NODE_INFO, "One job on this node: user, IMEX domain and channel, prolog and epilog verdicts, who was blamed and why (always 1)."),
+    (START, "When the job started on this node."),
+    (END, "When the job's epilog ran on this node."),
+    (PROLOG_S, "Wall time of the job's prolog on this node."),
+    (EPILOG_S, "Wall time of the job's epilog on this node."),
+    (READY_S, "How long the job's IMEX domain took to be UP with every node READY."),
+    (GPU_INFO, "One GPU of the job: model and post-job verdict (always 1)."),
+    (ENERGY, "Energy the GPU used during the job."),
+    (PROCESSES, "Processes of the job that ran on the GPU (0: held, never used)."),
+    (UTIL, "Time-weighted GPU utilization of the job's processes."),
+    (MEM_UTIL, "Time-weighted memory utilization of the job's processes."),
+    (PEAK, "Peak GPU memory of any of the job's processes."),
+    (BUSY, "Time a kernel of the job's processes ran on the GPU."),
+    (XIDS, "XID events during the job, by XID and NVIDIA catalog class."),
+    (ECC, "Volatile ECC errors during the job (sbe, dbe)."),
+    (REMAPPED, "Memory rows remapped during the job."),
+    (REMAP_PENDING, "1 when a row remap was pending (GPU reset needed) after the job."),
+    (THROTTLE, "Time the GPU was throttled during the job, by reason."),
+    (NVLINK, "NVLink error counters that moved during the job."),
+];
+
+/// The exposition text for these (job id, report) pairs.
+pub fn render(reports: &[(u32, NodeReport)]) -> String {
+    let mut lines: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (job_id, r) in reports {
+        node_lines(*job_id, r, &mut |name, labels, v| {
+            lines
+                .entry(name)
+                .or_default()
+                .push(format!("{name}{{{labels}}} {v}"))
+        });
+    }
+    let mut out = String::new();
+    for (name, help) in FAMILIES {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for l in lines.get(name).into_iter().flatten() {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+    out
+}
+
+type Emit<'a> = dyn FnMut(&'static str, String, String) + 'a;
+
+fn node_lines(job_id: u32, r: &NodeReport, emit: &mut Emit) {
+    let id = format!("jobid=\"{job_id}\",node=\"{}\"", escape(&r.node));
+    let opt = |v: &Option<String>| escape(v.as_deref().unwrap_or(""));
+    let info = format!(
+        "{id},user=\"{}\",imex=\"{}\",domain=\"{}\",channel=\"{}\",prolog=\"{}\",epilog=\"{}\",blame=\"{}\",cause=\"{}\"",
+        opt(&r.user),
+        r.imex,
+        opt(&r.domain),
+        r.channel.map(|c| c.to_string()).unwrap_or_default(),
+        opt(&r.prolog),
+        opt(&r.epilog),
+        r.blame.as_str(),
+        opt(&r.cause),
+    );
+    emit(NODE_INFO, info, "1".into());
+    emit(START, id.clone(), r.start_ts.to_string());
+    if let Some(end) = r.end_ts {
+        emit(END, id.clone(), end.to_string());
+    }
+    let secs = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
+    for (name, ms) in [
+        (PROLOG_S, r.prolog_ms),
+        (EPILOG_S, r.epilog_ms),
+        (READY_S, r.imex_ready_ms),
+    ] {
+        if let Some(ms) = ms {
+            emit(name, id.clone(), secs(ms));
+        }
+    }
+    for g in &r.gpus {
+        gpu_lines(&id, g, emit);
+    }
+}
+
+fn gpu_lines(node_id: &str, g: &GpuReport, emit: &mut Emit) {
+    let id = format!(
+        "{node_id},gpu=\"{}\",serial=\"{}\"",
+        g.index,
+        escape(&g.serial)
+    );
+    emit(
+        GPU_INFO,
+        format!(
+            "{id},name=\"{}\",verdict=\"{}\"",
+            escape(&g.name),
+            escape(&g.verdict)
+        ),
+        "1".into(),
+    );
+    let mut value = |name: &'static str, v: Option<String>| {
+        if let Some(v) = v {
+            emit(name, id.clone(), v)
+        }
+    };
+    value(ENERGY, g.energy_j.map(|j| format!("{j:.3}")));
+    value(PROCESSES, g.processes.map(|p| p.to_string()));
+    value(UTIL, g.gpu_util_pct.map(|u| format!("{u:.2}")));
+    value(MEM_UTIL, g.mem_util_pct.map(|u| format!("{u:.2}")));
+    value(PEAK, g.peak_memory_bytes.map(|b| b.to_string()));
+    value(BUSY, g.busy_s.map(|s| format!("{s:.3}")));
+    value(REMAPPED, g.remapped_rows.map(|r| r.to_string()));
+    value(REMAP_PENDING, Some((g.remap_pending as u8).to_string()));
+    for (kind, n) in [("sbe", g.ecc_sbe), ("dbe", g.ecc_dbe)] {
+        if let Some(n) = n {
+            emit(ECC, format!("{id},type=\"{kind}\""), n.to_string());
+        }
+    }
+    for x in &g.xids {
+        emit(
+            XIDS,
+            format!("{id},xid=\"{}\",class=\"{}\"", x.xid, escape(&x.class)),
+            x.count.to_string(),
+        );
+    }
+    for (reason, s) in &g.throttle_s {
+        emit(
+            THROTTLE,
+            format!("{id},reason=\"{}\"", escape(reason)),
+            format!("{s:.3}"),
+        );
+    }
+    for (counter, n) in &g.nvlink_errors {
+        emit(
+            NVLINK,
+            format!("{id},counter=\"{}\"", escape(counter)),
+            n.to_string(),
+        );
+    }
+}
+
+/// A label value in the exposition format, bounded: `\`, `"` and newlines
+/// escaped.
+fn escape(v: &str) -> String {
+    let v = slurm_imex_core::text::cap(v, LABEL_MAX);
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// One sample of a query result: its series name, labels and value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+}
+
+impl Sample {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// The reports these samples make, by job id then node. Samples of other
+/// families, or without a job id and node, are ignored; a node's GPU
+/// series without its info series still make a report.
+pub fn reports_from(samples: &[Sample]) -> BTreeMap<u32, BTreeMap<String, NodeReport>> {
+    let mut jobs: BTreeMap<u32, BTreeMap<String, NodeReport>> = BTreeMap::new();
+    for s in samples {
+        let (Some(job_id), Some(node)) = (
+            s.label("jobid").and_then(|j| j.parse().ok()),
+            s.label("node"),
+        ) else {
+            continue;
+        };
+        let report = jobs
+            .entry(job_id)
+            .or_default()
+            .entry(node.to_string())
+            .or_insert_with(|| NodeReport {
+                node: node.to_string(),
+                ..Default::default()
+            });
+        match s.label("gpu").and_then(|g| g.parse::<u32>().ok()) {
+            Some(index) => apply_gpu(gpu_of(report, index, s), s),
+            None => apply_node(report, s),
+        }
+    }
+    for nodes in jobs.values_mut() {
+        for r in nodes.values_mut() {
+            r.gpus.sort_by_key(|g| g.index);
+            for g in &mut r.gpus {
+                g.xids.sort_by_key(|x| x.xid);
+            }
+        }
+    }
+    jobs
+}
+
+fn gpu_of<'a>(r: &'a mut NodeReport, index: u32, s: &Sample) -> &'a mut GpuReport {
+    let at = match r.gpus.iter().position(|g| g.index == index) {
+        Some(i) => i,
+        None => {
+            r.gpus.push(GpuReport {
+                index,
+                serial: s.label("serial").unwrap_or_default().to_string(),
+                ..Default::default()
+            });
+            r.gpus.len() - 1
+        }
+    };
+    &mut r.gpus[at]
+}
+
+fn ms(seconds: f64) -> Option<u64> {
+    (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).round() as u64)
+}
+
+fn count(v: f64) -> Option<u64> {
+    (v.is_finite() && v >= 0.0).then_some(v as u64)
+}
+
+fn apply_node(r: &mut NodeReport, s: &Sample) {
+    let text = |k: &str| s.label(k).map(str::to_string);
+    match s.name.as_str() {
+        NODE_INFO => {
+            r.user = text("user");
+            r.imex = s.label("imex") == Some("true");
+            r.domain = text("domain");
+            r.channel = s.label("channel").and_then(|c| c.parse().ok());
+            r.prolog = text("prolog");
+            r.epilog = text("epilog");
+            r.blame = s.label("blame").and_then(Blame::parse).unwrap_or_default();
+            r.cause = text("cause");
+        }
+        START => r.start_ts = s.value as i64,
+        END => r.end_ts = Some(s.value as i64),
+        PROLOG_S => r.prolog_ms = ms(s.value),
+        EPILOG_S => r.epilog_ms = ms(s.value),
+        READY_S => r.imex_ready_ms = ms(s.value),
+        _ => {}
+    }
+}
+
+fn apply_gpu(g: &mut GpuReport, s: &Sample) {
+    let finite = s.value.is_finite().then_some(s.value);
+    match s.name.as_str() {
+        GPU_INFO => {
+            g.name = s.label("name").unwrap_or_default().to_string();
+            g.verdict = s.label("verdict").unwrap_or_default().to_string();
+        }
+        ENERGY => g.energy_j = finite,
+        PROCESSES => g.processes = count(s.value).map(|p| p.min(u32::MAX as u64) as u32),
+        UTIL => g.gpu_util_pct = finite,
+        MEM_UTIL => g.mem_util_pct = finite,
+        PEAK => g.peak_memory_bytes = count(s.value),
+        BUSY => g.busy_s = finite,
+        REMAPPED => g.remapped_rows = count(s.value),
+        REMAP_PENDING => g.remap_pending = s.value > 0.0,
+        ECC => match s.label("type") {
+            Some("sbe") => g.ecc_sbe = count(s.value),
+            Some("dbe") => g.ecc_dbe = count(s.value),
+            _ => {}
+        },
+        XIDS => {
+            if let (Some(xid), Some(n)) =
+                (s.label("xid").and_then(|x| x.parse().ok()), count(s.value))
+            {
+                let class = s.label("class").unwrap_or("UNKNOWN").to_string();
+                g.xids.push(XidCount {
+                    xid,
+                    class,
+                    count: n,
+                });
+            }
+        }
+        THROTTLE => {
+            if let (Some(reason), Some(v)) = (s.label("reason"), finite) {
+                g.throttle_s.insert(reason.to_string(), v);
+            }
+        }
+        NVLINK => {
+            if let (Some(counter), Some(n)) = (s.label("counter"), count(s.value)) {
+                g.nvlink_errors.insert(counter.to_string(), n);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exposition lines back as samples (test only: label values here
+    /// hold no `,` or `}`, except where escaped quotes are tested).
+    fn parse(text: &str) -> Vec<Sample> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| {
+                let (series, value) = l.rsplit_once(' ').unwrap();
+                let (name, rest) = series.split_once('{').unwrap();
+                let mut labels = BTreeMap::new();
+                let mut rest = rest.trim_end_matches('}');
+                while let Some((k, v)) = rest.split_once("=\"") {
+                    let mut end = 0;
+                    let b = v.as_bytes();
+                    while !(b[end] == b'"' && (end == 0 || b[end - 1] != b'\\')) {
+                        end += 1;
+                    }
+                    labels.insert(
+                        k.to_string(),
+                        v[..end].replace("\\\"", "\"").replace("\\\\", "\\"),
+                    );
+                    rest = v[end + 1..].trim_start_matches(',');
+                }
+                Sample {
+                    name: name.into(),
+                    labels,
+                    value: value.parse().unwrap(),
+                }
+            })
+            .collect()
+    }
+
+    fn report() -> NodeReport {
+        let mut g = GpuReport {
+            index: 1,
+            serial: "1650924001001".into(),
+            name: "NVIDIA GB200".into(),
+            verdict: "WARN".into(),
+            energy_j: Some(5123.25),
+            processes: Some(2),
+            gpu_util_pct: Some(61.5),
+            mem_util_pct: Some(20.25),
+            peak_memory_bytes: Some(536_870_912),
+            busy_s: Some(12.5),
+            ecc_sbe: Some(3),
+            ecc_dbe: Some(0),
+            remapped_rows: Some(0),
+            ..Default::default()
+        };
+        g.xids.push(XidCount {
+            xid: 13,
+            class: "RESTART_APP".into(),
+            count: 2,
+        });
+        g.throttle_s.insert("power".into(), 1.5);
+        g.nvlink_errors.insert("replay".into(), 4);
+        NodeReport {
+            node: "gb-r1-01".into(),
+            user: Some("alice".into()),
+            start_ts: 1_790_000_000,
+            end_ts: Some(1_790_000_600),
+            imex: true,
+            domain: Some("rack1".into()),
+            channel: Some(17),
+            imex_ready_ms: Some(1250),
+            prolog: Some("PASS".into()),
+            epilog: Some("WARN".into()),
+            blame: Blame::Job,
+            cause: Some("peer gb-r1-02 \"never\" connected".into()),
+            prolog_ms: Some(1643),
+            epilog_ms: Some(212),
+            gpus: vec![
+                g,
+                GpuReport {
+                    index: 0,
+                    serial: "x".into(),
+                    verdict: "PASS".into(),
+                    ..Default::default()
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn a_report_survives_the_textfile_and_a_query() {
+        let mut r = report();
+        let text = render(&[(4242, r.clone())]);
+        assert!(text.contains("# TYPE slurm_imex_job_gpu_xids gauge\n"));
+        assert!(text.contains("slurm_imex_job_gpu_xids{jobid=\"4242\",node=\"gb-r1-01\",gpu=\"1\",serial=\"1650924001001\",xid=\"13\",class=\"RESTART_APP\"} 2\n"), "{text}");
+        let back = reports_from(&parse(&text));
+        r.gpus.sort_by_key(|g| g.index);
+        assert_eq!(back[&4242]["gb-r1-01"], r);
+    }
+
+    #[test]
+    fn series_stay_within_their_labels_and_bounds() {
+        let mut r = report();
+        r.cause = Some("x".repeat(10_000) + "\nsecond line");
+        let text = render(&[(1, r)]);
+        assert!(text.lines().all(|l| l.len() < 1024), "a label is bounded");
+        assert_eq!(
+            text.lines()
+                .filter(|l| l.starts_with("slurm_imex_job_node_info"))
+                .count(),
+            1
+        );
+        assert!(text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .all(|l| l.starts_with(PREFIX)));
+    }
+
+    #[test]
+    fn samples_without_a_job_or_node_are_ignored() {
+        let s = Sample {
+            name: ENERGY.into(),
+            labels: BTreeMap::new(),
+            value: 1.0,
+        };
+        assert!(reports_from(&[s]).is_empty());
+    }
+}

@@ -1,0 +1,153 @@
+//! One job, for its owner or root: Slurm's accounting says whose it is and
+//! where it ran; its summary is the one stored in its AdminComment, else it
+//! is rebuilt from the nodes' per-job series in Prometheus. Which source was
+//! used, and what could not be read, is part of the answer.
+
+use crate::accounting::{self, AccountedJob};
+use crate::prometheus::{self, Server};
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_jobsummary::comment;
+use slurm_imex_jobsummary::report::JobSummary;
+use slurm_imex_jobsummary::series;
+
+/// Where a job's summary came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The job's AdminComment, stored once after it ended.
+    Stored,
+    /// Prometheus, from the nodes' per-job series.
+    Prometheus,
+    /// Nowhere: no node has reported it (yet), or nothing could be read.
+    Nothing,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Stored => "stored summary (AdminComment)",
+            Source::Prometheus => "Prometheus",
+            Source::Nothing => "none",
+        }
+    }
+}
+
+/// What `slurm-imex job` shows.
+#[derive(Debug, Clone)]
+pub struct JobView {
+    pub job: AccountedJob,
+    pub source: Source,
+    pub summary: Option<JobSummary>,
+    /// Why a source could not be used, one line each.
+    pub problems: Vec<String>,
+}
+
+/// Whether `caller_uid` may see `job`: its owner, or root. The owner is
+/// matched by uid or by name: SlurmDBD 22.05 can list a finished job with
+/// UID 0 and its owner's name (seen in the e2e accounting phase), the name
+/// coming from the job's association.
+pub fn may_see(job: &AccountedJob, caller_uid: u32) -> bool {
+    if caller_uid == 0 || job.uid == Some(caller_uid) {
+        return true;
+    }
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(caller_uid))
+        .ok()
+        .flatten()
+        .is_some_and(|u| !job.user.is_empty() && u.name == job.user)
+}
+
+/// Job `job_id` as `caller_uid` may see it.
+pub fn job(cfg: &Config, job_id: u32, caller_uid: u32, now: i64) -> Result<JobView> {
+    let Some(job) = accounting::job(cfg, job_id)? else {
+        return Err(Error::new(format!(
+            "job {job_id}: not in Slurm's accounting (sacct -j {job_id} lists nothing: a wrong id, a job too old \
+             for SlurmDBD's purge, or another user's job under PrivateData=jobs)"
+        )));
+    };
+    if !may_see(&job, caller_uid) {
+        return Err(Error::new(format!(
+            "job {job_id} belongs to {}: only its owner and root can see its GPU health",
+            job.user
+        )));
+    }
+    let mut problems = Vec::new();
+    if comment::is_ours(&job.admin_comment) {
+        match comment::decode(&job.admin_comment) {
+            Ok(summary) => {
+                return Ok(JobView {
+                    job,
+                    source: Source::Stored,
+                    summary: Some(summary),
+                    problems,
+                })
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    let summary = match from_prometheus(cfg, &job, now) {
+        Ok(s) => s,
+        Err(e) => {
+            problems.push(e.to_string());
+            None
+        }
+    };
+    let source = if summary.is_some() {
+        Source::Prometheus
+    } else {
+        Source::Nothing
+    };
+    Ok(JobView {
+        job,
+        source,
+        summary,
+        problems,
+    })
+}
+
+/// The job rebuilt from Prometheus; None when no node has reported it.
+pub fn from_prometheus(cfg: &Config, job: &AccountedJob, now: i64) -> Result<Option<JobSummary>> {
+    if cfg.job.prometheus_url.is_empty() {
+        return Err(Error::new(
+            "no stored summary, and [job] prometheus_url is not set, so the nodes' series cannot be read",
+        ));
+    }
+    let server = Server {
+        url: &cfg.job.prometheus_url,
+        timeout: cfg.job.query_timeout.0,
+    };
+    let Some(start) = job.start else {
+        return Ok(None);
+    };
+    let samples = prometheus::job_samples(&server, &[job.job_id], window(start, now))?;
+    summary_of(cfg, job, &samples)
+}
+
+/// Seconds to look back from `now` to cover a job that started at `start`
+/// (with a minute to spare for clocks apart).
+pub fn window(start: i64, now: i64) -> u64 {
+    (now.saturating_sub(start)).max(0) as u64 + 60
+}
+
+/// The job's summary from samples of its series; None when none is its.
+pub fn summary_of(
+    cfg: &Config,
+    job: &AccountedJob,
+    samples: &[series::Sample],
+) -> Result<Option<JobSummary>> {
+    let mut by_job = series::reports_from(samples);
+    let Some(reports) = by_job.remove(&job.job_id) else {
+        return Ok(None);
+    };
+    let nodes = job.nodes(cfg.imex.max_nodes)?;
+    let missing = nodes
+        .iter()
+        .filter(|n| !reports.contains_key(*n))
+        .cloned()
+        .collect();
+    Ok(Some(JobSummary {
+        job_id: job.job_id,
+        nodes: reports.into_values().collect(),
+        missing,
+        trimmed_gpus: 0,
+    }))
+}
