@@ -4,14 +4,14 @@
 use crate::table::Table;
 use crate::{Cli, Command, HistoryArgs};
 use serde::Serialize;
-use slurm_imex_core::clique::Published;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::imex;
 use slurm_imex_core::slurm::node::NodeRead;
 use slurm_imex_core::slurm::Scontrol;
 use slurm_imex_core::state::{NodeState, StateDir};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
+use slurm_imex_domain::imex;
+use slurm_imex_domain::rack::clique::Published;
 use slurm_imex_gpu::clique::node_clique;
 use slurm_imex_gpu::drain::{self, CheckFlags, DrainAction};
 use slurm_imex_gpu::health::checks::check_imex;
@@ -490,7 +490,7 @@ struct CheckReport {
 /// Publish the node's clique in its Slurm Extra (asking Slurm only when it
 /// changed); what happened, as the line an admin reads.
 fn publish_clique(state: &StateDir, slurm: &NodeRead, clique: &str) -> String {
-    match slurm_imex_core::clique::publish(state, slurm, clique) {
+    match slurm_imex_domain::rack::clique::publish(state, slurm, clique) {
         Ok(Published::Updated) => "published in Slurm's node Extra".into(),
         Ok(Published::Unchanged) => "published in Slurm's node Extra (unchanged)".into(),
         Ok(Published::LeftAlone(why)) => format!("not published: {why}"),

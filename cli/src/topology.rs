@@ -3,7 +3,7 @@
 //! job path (the controller host or a login node), and prints them as a
 //! Slurm topology.conf (`BlockName=` lines), a topology.yaml fragment, or the
 //! rack map every prolog reads instead of asking slurmctld (`--map`,
-//! `slurm_imex_core::rack_map`); or with `--check` compares Slurm's topology
+//! `slurm_imex_domain::rack::map`); or with `--check` compares Slurm's topology
 //! file and the rack map with them and lists each disagreement (exit 1 on
 //! any).
 
@@ -11,10 +11,10 @@ use crate::{Cli, TopologyArgs};
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::rack_map::{self, RackMap};
-use slurm_imex_core::racks::RackSources;
 use slurm_imex_core::slurm::hostlist;
-use slurm_imex_core::slurm::topology::Blocks;
+use slurm_imex_domain::rack::map::{self as rack_map, RackMap};
+use slurm_imex_domain::rack::sources::RackSources;
+use slurm_imex_domain::rack::topology::Blocks;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,7 @@ struct Report {
 }
 
 pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
-    let (names, cliques) = slurm_imex_core::clique::published_cluster(
+    let (names, cliques) = slurm_imex_domain::rack::clique::published_cluster(
         &slurm_imex_core::slurm::Scontrol::of(&config.slurm),
     )?;
     let (files, corrupt_map) = RackSources::read_before_writing_the_map(config)?;

@@ -11,9 +11,9 @@ use slurm_imex_core::config::{Config, GpuJobs};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::imex::job_record::JobRecord;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::node::NodeRead;
+use slurm_imex_core::state::job_record::JobRecord;
 use slurm_imex_core::state::StateDir;
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::clique::node_clique;
@@ -164,7 +164,7 @@ fn note_accounting(state: &StateDir, snapshots: &[GpuSnapshot]) {
 fn publish_clique(cfg: &Config, state: &StateDir, node: &str, clique: &str) {
     let scontrol = slurm_imex_core::slurm::Scontrol::of(&cfg.slurm);
     let slurm = NodeRead::new(&scontrol, node);
-    if let Err(e) = slurm_imex_core::clique::publish(state, &slurm, clique) {
+    if let Err(e) = slurm_imex_domain::rack::clique::publish(state, &slurm, clique) {
         // Not on stderr, which carries a hook's one failure line.
         tracing::info!("NVLink clique of {node} not published (slurm-imex check will): {e}");
     }

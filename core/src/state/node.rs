@@ -8,7 +8,7 @@
 use super::StateDir;
 use crate::error::Result;
 use crate::fsutil::read_bounded_text;
-use crate::imex::job_record::Outcome;
+use crate::state::job_record::Outcome;
 use serde::{Deserialize, Serialize};
 
 /// This node's state for the export; kept between runs in
