@@ -1,7 +1,7 @@
 //! A node as Slurm's controller sees it: its state, reason and Extra
 //! (`scontrol show node -o`), and the changes slurm-imex makes to it: DRAIN
 //! with a reason, RESUME, and its Extra. Whether to drain or resume is
-//! decided in one place only, the drain decision (`slurm_imex_gpu::drain`);
+//! decided in one place only, the drain decision (`slurm_imex_hooks::drain`);
 //! what goes in Extra, in `slurm_imex_domain::rack::clique`.
 
 use super::Scontrol;
