@@ -1,26 +1,21 @@
-//! One function per subcommand: load what it needs from the core, print a
-//! table or JSON, return the exit status.
+//! One function per subcommand: load what it needs (the check and undrain
+//! run in `slurm_imex_hooks`), print a table or JSON, return the exit status.
 
 use crate::table::Table;
 use crate::{Cli, Command, HistoryArgs};
 use serde::Serialize;
-use slurm_imex_core::clique::Published;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::imex;
-use slurm_imex_core::slurm::node::NodeRead;
-use slurm_imex_core::slurm::Scontrol;
-use slurm_imex_core::state::{NodeState, StateDir};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
-use slurm_imex_gpu::clique::node_clique;
-use slurm_imex_gpu::drain::{self, CheckFlags, DrainAction};
-use slurm_imex_gpu::health::checks::check_imex;
-use slurm_imex_gpu::health::gate::check_now;
-use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Verdict};
+use slurm_imex_domain::imex;
+use slurm_imex_gpu::health::Verdict;
 use slurm_imex_gpu::stats::GpuUsage;
+use slurm_imex_hooks as hooks;
+use slurm_imex_hooks::check::CheckReport;
+use slurm_imex_hooks::drain::{CheckFlags, DrainAction};
 use slurm_imex_jobdb::query::{HistoryFilter, HistoryRow};
 use slurm_imex_jobdb::write::JobRow;
-use slurm_imex_jobdb::{metrics, JobDb};
+use slurm_imex_jobdb::JobDb;
 
 pub fn run(cli: &Cli) -> Result<u8> {
     refuse_format_where_it_does_nothing(cli)?;
@@ -429,31 +424,6 @@ fn gpus(
     Ok(0)
 }
 
-/// The HealthCheckProgram path keeps the node's standing and export fresh:
-/// IMEX domain state as the daemon reports it, what the drain decision did
-/// (and when Slurm was last read, `slurm_read`), then the .prom file.
-fn refresh_metrics(
-    config: &Config,
-    node_name: &str,
-    action: &DrainAction,
-    slurm_read: bool,
-) -> Result<()> {
-    let state = StateDir::of(config);
-    let mut node = NodeState::load(&state);
-    node.node = node_name.to_string();
-    let status = imex::status::node_status(config);
-    node.domain_owned = status.owner.is_some();
-    node.domain_up = status.domain.as_deref() == Some("UP");
-    let now = now_s();
-    action.record(&mut node, now);
-    if slurm_read {
-        node.slurm_read_at = Some(now);
-    }
-    node.save(&state)?;
-    metrics::refresh(config, &node)?;
-    Ok(())
-}
-
 /// --node, else the Slurm node name slurmd exports, else the short hostname.
 fn this_node(node: Option<String>) -> String {
     node.or_else(|| {
@@ -474,35 +444,8 @@ fn this_node(node: Option<String>) -> String {
     })
 }
 
-#[derive(Serialize)]
-struct CheckReport {
-    node: String,
-    verdict: Verdict,
-    elapsed_ms: u64,
-    gpus: usize,
-    findings: Vec<Finding>,
-    action: Option<String>,
-    /// The node's NVLink clique from its GPUs, when they report a trusted one.
-    clique: Option<String>,
-    /// What publishing it in the node's Slurm Extra did.
-    published: Option<String>,
-}
-
-/// Publish the node's clique in its Slurm Extra (asking Slurm only when it
-/// changed); what happened, as the line an admin reads.
-fn publish_clique(state: &StateDir, slurm: &NodeRead, clique: &str) -> String {
-    match slurm_imex_core::clique::publish(state, slurm, clique) {
-        Ok(Published::Updated) => "published in Slurm's node Extra".into(),
-        Ok(Published::Unchanged) => "published in Slurm's node Extra (unchanged)".into(),
-        Ok(Published::LeftAlone(why)) => format!("not published: {why}"),
-        Err(e) => format!("not published: {e}"),
-    }
-}
-
-/// The gate now, and what it means for the node in Slurm. As slurmd's
-/// HealthCheckProgram this runs on every node every few minutes, so Slurm
-/// is read at most once (`NodeRead`), and only when the node's standing or
-/// its clique changed (docs/controller-calls.md).
+/// `slurm-imex check`: the hook runs (`slurm_imex_hooks::check`), and its
+/// report is printed. Exit 1 on a drain verdict.
 fn check(
     cli: &Cli,
     config: &Config,
@@ -510,42 +453,24 @@ fn check(
     undrain: bool,
     node: Option<String>,
 ) -> Result<u8> {
-    let node = this_node(node);
-    let gate = check_now(config)?;
-    let mut findings = gate.findings;
-    findings.extend(check_imex(config));
-    let verdict = verdict_of(&findings);
     let flags = CheckFlags {
         drain: drain_node,
         undrain,
     };
-    let state = StateDir::of(config);
-    let scontrol = Scontrol::of(&config.slurm);
-    let slurm = NodeRead::new(&scontrol, &node);
-    let standing = NodeState::load(&state);
-    let action = drain::act_on_check(&slurm, &standing, drain_reason(&findings), flags)?;
-    let clique = node_clique(&gate.snapshots);
-    let published = clique.as_deref().map(|c| publish_clique(&state, &slurm, c));
-    if let Err(e) = refresh_metrics(config, &node, &action, slurm.answered()) {
-        eprintln!("slurm-imex: warning: Prometheus textfile not refreshed: {e}");
+    let report = hooks::check::check(config, this_node(node), flags)?;
+    for w in &report.warnings {
+        eprintln!("slurm-imex: warning: {w}");
     }
-    let action = action.describe(&node);
-    let report = CheckReport {
-        node,
-        verdict,
-        elapsed_ms: gate.elapsed.as_millis() as u64,
-        gpus: gate.snapshots.len(),
-        findings,
-        action,
-        clique,
-        published,
-    };
     if cli.json {
         print_json(&report)?;
     } else {
         print_check_report(&report)?;
     }
-    Ok(if verdict == Verdict::Drain { 1 } else { 0 })
+    Ok(if report.verdict == Verdict::Drain {
+        1
+    } else {
+        0
+    })
 }
 
 /// The check's report as an admin reads it: the verdict line, the findings
@@ -621,14 +546,10 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
 
 fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
     let node = this_node(node);
-    let state = StateDir::of(config);
-    let mut standing = NodeState::load(&state);
-    let outcome = drain::undrain(&Scontrol::of(&config.slurm), &node, &standing)?;
-    if node == this_node(None) {
-        outcome.record(&mut standing, now_s());
-        if let Err(e) = standing.save(&state) {
-            eprintln!("slurm-imex: warning: the node's standing not saved: {e}");
-        }
+    let local = node == this_node(None);
+    let (outcome, warning) = hooks::check::undrain(config, &node, local)?;
+    if let Some(w) = warning {
+        eprintln!("slurm-imex: warning: {w}");
     }
     let code = match outcome {
         DrainAction::LeftDrained { .. } => 1,

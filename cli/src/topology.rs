@@ -3,29 +3,21 @@
 //! job path (the controller host or a login node), and prints them as a
 //! Slurm topology.conf (`BlockName=` lines), a topology.yaml fragment, or the
 //! rack map every prolog reads instead of asking slurmctld (`--map`,
-//! `slurm_imex_core::rack_map`); or with `--check` compares Slurm's topology
+//! `slurm_imex_domain::rack::map`); or with `--check` compares Slurm's topology
 //! file and the rack map with them and lists each disagreement (exit 1 on
-//! any).
+//! any). The racks themselves are `slurm_imex_domain::rack::survey`'s; this
+//! file reads the arguments and writes the text.
 
 use crate::{Cli, TopologyArgs};
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::rack_map::{self, RackMap};
-use slurm_imex_core::racks::RackSources;
 use slurm_imex_core::slurm::hostlist;
-use slurm_imex_core::slurm::topology::Blocks;
-use std::collections::BTreeMap;
+use slurm_imex_domain::rack::map::{self as rack_map, RackMap};
+use slurm_imex_domain::rack::sources::RackSources;
+use slurm_imex_domain::rack::survey::{map_disagreements, racks, Rack};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-/// One rack: the nodes that publish one clique, in Slurm's node order.
-#[derive(Serialize)]
-struct Rack {
-    name: String,
-    clique: String,
-    nodes: String,
-}
 
 #[derive(Serialize)]
 struct Report {
@@ -40,7 +32,7 @@ struct Report {
 }
 
 pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
-    let (names, cliques) = slurm_imex_core::clique::published_cluster(
+    let (names, cliques) = slurm_imex_domain::rack::clique::published_cluster(
         &slurm_imex_core::slurm::Scontrol::of(&config.slurm),
     )?;
     let (files, corrupt_map) = RackSources::read_before_writing_the_map(config)?;
@@ -151,109 +143,6 @@ fn keep_a_corrupt_map_beside(path: &Path, config: &Config) -> Result<()> {
         kept.display()
     );
     Ok(())
-}
-
-/// Nodes grouped by clique, in the order their first node comes. A rack
-/// takes the name of the topology file's block when the block holds exactly
-/// its nodes' clique, else `rack<N>`.
-fn racks(
-    names: &[String],
-    cliques: &BTreeMap<String, String>,
-    blocks: Option<&Blocks>,
-) -> Vec<Rack> {
-    // Indexed by clique, so grouping costs no more than the node count
-    // (100,000 nodes in 5,556 racks; benches/rack-map-bench.sh).
-    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
-    let mut group_of: std::collections::HashMap<&str, usize> = Default::default();
-    for name in names {
-        let Some(clique) = cliques.get(name) else {
-            continue;
-        };
-        let next = groups.len();
-        let at = *group_of.entry(clique.as_str()).or_insert(next);
-        match groups.get_mut(at) {
-            Some((_, members)) => members.push(name.clone()),
-            None => groups.push((clique, vec![name.clone()])),
-        }
-    }
-    let mut taken: std::collections::HashSet<String> = Default::default();
-    let mut mixed = MixedBlocks::default();
-    groups
-        .into_iter()
-        .enumerate()
-        .map(|(i, (clique, members))| {
-            let name = blocks
-                .and_then(|b| block_name(b, &members, cliques, &mut mixed))
-                .filter(|n| !taken.contains(n))
-                .unwrap_or_else(|| format!("rack{}", i + 1));
-            taken.insert(name.clone());
-            Rack {
-                name,
-                clique: clique.to_string(),
-                nodes: hostlist::compress(&members),
-            }
-        })
-        .collect()
-}
-
-/// The blocks of one block topology that hold nodes of more than one
-/// clique, found once per topology (a pass over its nodes), so naming every
-/// rack costs no more than the cluster's size.
-type MixedBlocks = std::collections::HashMap<usize, std::collections::HashSet<String>>;
-
-fn mixed_blocks<'a>(
-    node_block: &std::collections::HashMap<String, String>,
-    cliques: &BTreeMap<String, String>,
-    cache: &'a mut MixedBlocks,
-) -> &'a std::collections::HashSet<String> {
-    let key = std::ptr::from_ref(node_block) as usize;
-    cache.entry(key).or_insert_with(|| {
-        let mut first: std::collections::HashMap<&str, &str> = Default::default();
-        let mut mixed = std::collections::HashSet::new();
-        for (node, block) in node_block {
-            let Some(clique) = cliques.get(node) else {
-                continue;
-            };
-            if *first.entry(block.as_str()).or_insert(clique.as_str()) != clique.as_str() {
-                mixed.insert(block.clone());
-            }
-        }
-        mixed
-    })
-}
-
-/// The block all of `members` are in, when no node of another clique is.
-fn block_name(
-    blocks: &Blocks,
-    members: &[String],
-    cliques: &BTreeMap<String, String>,
-    cache: &mut MixedBlocks,
-) -> Option<String> {
-    let node_block = blocks.block_of(members)?;
-    let block = node_block.get(members.first()?)?;
-    let same_block = members.iter().all(|m| node_block.get(m) == Some(block));
-    let only_this_clique = !mixed_blocks(node_block, cliques, cache).contains(block);
-    (same_block && only_this_clique).then(|| block.clone())
-}
-
-/// Where the rack map and what the nodes publish differ: a node in another
-/// rack's clique (a tray moved, or the map is stale), a publishing node the
-/// map leaves out.
-fn map_disagreements(map: &RackMap, cliques: &BTreeMap<String, String>) -> Vec<String> {
-    let mut found = Vec::new();
-    for (node, clique) in cliques {
-        match map.rack_of(node) {
-            Some(rack) if rack.clique != *clique => found.push(format!(
-                "the rack map puts {node} in rack {} (clique {}), but it publishes clique {clique}",
-                rack.name, rack.clique
-            )),
-            Some(_) => {}
-            None => found.push(format!(
-                "{node} (clique {clique}) is in no rack of the rack map"
-            )),
-        }
-    }
-    found
 }
 
 fn conf_text(report: &Report) -> String {

@@ -4,8 +4,8 @@
 
 use crate::check::Check;
 use slurm_imex_core::config::{Config, DaemonManager, DomainScope};
-use slurm_imex_core::imex::daemon_config::DaemonConfigFile;
 use slurm_imex_core::trust::{self, Expect};
+use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
 use std::time::Duration;
 
 pub fn programs(config: &Config) -> Vec<Check> {
@@ -105,10 +105,10 @@ pub fn ports(config: &Config) -> Check {
             "[imex] domain = \"rack\": one daemon on the base config's SERVER_PORT",
         );
     }
-    let (range, reserved) = slurm_imex_core::imex::port::port_sysctls();
+    let (range, reserved) = slurm_imex_domain::imex::port::port_sysctls();
     let (lo, span) = (config.imex.port_base, config.imex.port_span.0);
     let hi = (u32::from(lo) + u32::from(span) - 1).min(65535) as u16;
-    let exposed = slurm_imex_core::imex::port::exposed_ports(lo, hi, &range, &reserved);
+    let exposed = slurm_imex_domain::imex::port::exposed_ports(lo, hi, &range, &reserved);
     match exposed.first() {
         None => Check::pass("ports", format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
         Some(first) => Check::fail("ports",

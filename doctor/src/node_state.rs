@@ -201,7 +201,7 @@ pub fn own_clique(config: &Config) -> Option<String> {
 /// agree with each other, and, on a node, with the clique its own GPUs
 /// report (`own`). All local: it asks slurmctld nothing.
 pub fn topology(config: &Config, own: Option<&str>) -> Check {
-    use slurm_imex_core::racks::RackSources;
+    use slurm_imex_domain::rack::sources::RackSources;
     let racks = match RackSources::read(config) {
         Ok(r) => r,
         Err(e) => return Check::fail("topology", e.to_string(),

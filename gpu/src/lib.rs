@@ -10,11 +10,11 @@
 //!   checkpoint of XIDs already judged
 //! - `stats`: a job's per-GPU deltas between two snapshots
 //! - `clique`: the node's NVLink clique (its rack), from the fabric info
-//! - `drain`: what a drain finding does to the node, for the prolog, the
-//!   epilog and `slurm-imex check` alike
+//!
+//! It judges; acting on a verdict (draining the node through Slurm) is
+//! `slurm_imex_hooks::drain`.
 
 pub mod clique;
-pub mod drain;
 pub mod health;
 pub mod nvml;
 pub mod stats;

@@ -2,7 +2,7 @@
 //! the health gate before the job and its start snapshot (kept in the state
 //! directory), and after the job the end snapshot, per-GPU deltas, XIDs
 //! logged during the job, the post-job verdict and the database record. What
-//! a verdict does to the node is `slurm_imex_gpu::drain`'s, called by the
+//! a verdict does to the node is `crate::drain`'s, called by the
 //! lifecycle. A database that is corrupt or full is logged and skipped: it
 //! never fails a job or drains a node.
 
@@ -11,9 +11,9 @@ use slurm_imex_core::config::{Config, GpuJobs};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::imex::job_record::{JobRecord, Outcome};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::node::NodeRead;
+use slurm_imex_core::state::job_record::{JobRecord, Outcome};
 use slurm_imex_core::state::StateDir;
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::clique::node_clique;
@@ -117,7 +117,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
     note_accounting(&state, &gate.snapshots);
     let clique = node_clique(&gate.snapshots);
     if let Some(clique) = &clique {
-        publish_clique(cfg, &state, &job.node_name, clique);
+        publish_clique_best_effort(cfg, &state, &job.node_name, clique);
     }
     GpuOutcome::Done {
         verdict,
@@ -161,12 +161,12 @@ fn note_accounting(state: &StateDir, snapshots: &[GpuSnapshot]) {
 /// published since boot (a job pays no RPC otherwise; with slurm-imex check
 /// as HealthCheckProgram, which slurmd runs at its start, not even the
 /// first). Best effort.
-fn publish_clique(cfg: &Config, state: &StateDir, node: &str, clique: &str) {
+fn publish_clique_best_effort(cfg: &Config, state: &StateDir, node: &str, clique: &str) {
     let scontrol = slurm_imex_core::slurm::Scontrol::of(&cfg.slurm);
     let slurm = NodeRead::new(&scontrol, node);
-    if let Err(e) = slurm_imex_core::clique::publish(state, &slurm, clique) {
+    if let Err(line) = crate::check::publish_clique(state, &slurm, clique) {
         // Not on stderr, which carries a hook's one failure line.
-        tracing::info!("NVLink clique of {node} not published (slurm-imex check will): {e}");
+        tracing::info!("NVLink clique of {node} {line} (slurm-imex check will retry)");
     }
 }
 

@@ -1,17 +1,17 @@
 //! What the prolog and epilog binaries do, start to end: the GPU health gate
 //! and stats for every GPU job, and the IMEX domain for `--imex` jobs, with
 //! the exit status Slurm acts on (non-zero only for a fault of this node).
-//! What a GPU verdict does to the node is decided by `slurm_imex_gpu::drain`.
+//! What a GPU verdict does to the node is decided by `crate::drain`.
 
+use crate::drain::{self, DrainAction};
 use crate::gpu_job::{self, GpuOutcome};
 use slurm_imex_core::blame::{Blamed, Fault};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::imex::domain::{self, TeardownOutcome};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
-use slurm_imex_gpu::drain::{self, DrainAction};
+use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobdb::{journal, metrics};
 use std::time::Duration;

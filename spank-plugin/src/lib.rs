@@ -5,7 +5,9 @@
 //! prolog's and epilog's programs, so the crate's defaults stand. Panics
 //! never cross into Slurm (slurm-spank catches them), and errors reach the
 //! user through the SPANK log, each line starting `imex: ` (added here, and
-//! only here: [`log_error`], [`log_verbose`]).
+//! only here: [`log_error`], [`log_verbose`]). It links `slurm-imex-core`
+//! only: the domain engine (`slurm-imex-domain`), NVML and SQLite stay out
+//! of the `.so` (`cargo tree -p spank_imex`).
 
 mod allocator;
 mod plugin_args;

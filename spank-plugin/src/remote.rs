@@ -13,8 +13,8 @@ use slurm_imex_core::channel::{
     adopt_slurm_channel, channel_for_job, channel_major, isolate_channel_dir, ChannelGrant,
 };
 use slurm_imex_core::config::{ChannelMode, Config};
-use slurm_imex_core::imex::job_record::{JobRecord, Outcome};
 use slurm_imex_core::slurm::{conf as slurm_conf, hostlist};
+use slurm_imex_core::state::job_record::{JobRecord, Outcome};
 use slurm_imex_core::state::StateDir;
 use slurm_spank::SpankHandle;
 use std::error::Error;

@@ -1,9 +1,12 @@
 //! Where a key sits in the config text: the dotted key and line number an
 //! error message names. toml's own errors carry a byte span but not the key
-//! ("invalid type: string \"many\", expected i64"); toml_edit's document
-//! keeps the spans of every key and value, so we look the key up there.
+//! ("invalid type: string \"many\", expected i64"); toml's own spanned
+//! document (`toml::de::DeTable`) keeps the spans of every key and value,
+//! so we look the key up there. (toml_edit did this before; toml's parser
+//! does it without linking a second TOML parser into the SPANK plugin.)
 
-use toml_edit::{ImDocument, Item, Table};
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
 
 /// 1-based line of a byte offset.
 pub fn line_of(text: &str, offset: usize) -> usize {
@@ -21,14 +24,14 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
 /// The dotted key (`imex.daemon.ctl_timeout`) whose key or value covers
 /// byte `offset`, if any.
 pub fn key_at(text: &str, offset: usize) -> Option<String> {
-    match ImDocument::parse(text) {
-        Ok(doc) => find_in_table(doc.as_table(), offset, ""),
+    match DeTable::parse(text) {
+        Ok(doc) => find_in_table(text, doc.get_ref(), offset, ""),
         Err(_) => key_on_line(text, offset),
     }
 }
 
 /// When the text does not even lex (a number too large for 64 bits, a bad
-/// float), toml_edit has no spans either. Then the key is read from the
+/// float), there are no spans either. Then the key is read from the
 /// error's line itself (`name = …`, a bare or dotted key) and its table from
 /// the last `[header]` above it. Hand-rolled because no parser can be asked
 /// about a document that does not parse; quoted keys are not attempted.
@@ -61,51 +64,51 @@ fn key_on_line(text: &str, offset: usize) -> Option<String> {
     })
 }
 
-fn find_in_table(table: &Table, offset: usize, prefix: &str) -> Option<String> {
+fn find_in_table(text: &str, table: &DeTable, offset: usize, prefix: &str) -> Option<String> {
     for (name, item) in table.iter() {
         let path = if prefix.is_empty() {
-            name.to_string()
+            name.get_ref().to_string()
         } else {
-            format!("{prefix}.{name}")
+            format!("{prefix}.{}", name.get_ref())
         };
-        if let Item::Table(sub) = item {
-            if let Some(found) = find_in_table(sub, offset, &path) {
+        let covers = |span: std::ops::Range<usize>| {
+            span.start <= offset && offset < span.end.max(span.start + 1)
+        };
+        if let DeValue::Table(sub) = item.get_ref() {
+            if let Some(found) = find_in_table(text, sub, offset, &path) {
                 return Some(found);
             }
-            continue;
+            // A `[header]` table (or one a dotted key implies) is named by
+            // the keys inside it; an inline `{ ... }` one is a value too.
+            if !is_inline_table(text, item) {
+                continue;
+            }
         }
-        let covers = |span: Option<std::ops::Range<usize>>| {
-            span.is_some_and(|s| s.start <= offset && offset < s.end.max(s.start + 1))
-        };
-        if covers(item.span()) || covers(table.key(name).and_then(|k| k.span())) {
+        if covers(item.span()) || covers(name.span()) {
             return Some(path);
-        }
-        if let Some(inline) = item.as_inline_table() {
-            let sub = inline.clone().into_table();
-            if let Some(found) = find_in_table(&sub, offset, &path) {
-                return Some(found);
-            }
         }
     }
     None
 }
 
+fn is_inline_table(text: &str, item: &Spanned<DeValue>) -> bool {
+    text.get(item.span().start..)
+        .is_some_and(|rest| rest.starts_with('{'))
+}
+
 /// Line of the dotted key `path` in `text`, if it is written there.
 pub fn line_of_key(text: &str, path: &str) -> Option<usize> {
-    let doc = ImDocument::parse(text).ok()?;
+    let doc = DeTable::parse(text).ok()?;
     let mut parts: Vec<&str> = path.split('.').collect();
     let last = parts.pop()?;
-    // `as_table_like`: a key may sit in a `[table]` or an inline `{ ... }`
-    // one (`slurm = { scontrol = "/b" }`), and both are the key written.
-    let mut table: &dyn toml_edit::TableLike = doc.as_table();
+    // A key may sit in a `[table]` or an inline `{ ... }` one
+    // (`slurm = { scontrol = "/b" }`), and both are the key written.
+    let mut table: &DeTable = doc.get_ref();
     for p in parts {
-        table = table.get(p)?.as_table_like()?;
+        table = table.get(p)?.get_ref().as_table()?;
     }
-    let span = table
-        .key(last)
-        .and_then(|k| k.span())
-        .or_else(|| table.get(last)?.span())?;
-    Some(line_of(text, span.start))
+    let (key, _) = table.get_key_value(last)?;
+    Some(line_of(text, key.span().start))
 }
 
 #[cfg(test)]
@@ -128,6 +131,15 @@ mod tests {
         let inline = "slurm = { scontrol = \"/a\" }\n";
         assert_eq!(line_of_key(inline, "slurm.scontrol"), Some(1));
         assert_eq!(key_at(TEXT, 0), None);
+        // A header line names no key; a value inside an inline table names
+        // the key it is the value of.
+        assert_eq!(key_at(TEXT, TEXT.find("[imex.daemon]").unwrap()), None);
+        let inline = "[imex]\ndaemon = { ctl_timeout = \"many\" }\n";
+        let at = inline.find("\"many\"").unwrap();
+        assert_eq!(
+            key_at(inline, at).as_deref(),
+            Some("imex.daemon.ctl_timeout")
+        );
     }
 
     #[test]

@@ -184,7 +184,7 @@ pub struct ImexConfig {
     pub state_dir: Option<PathBuf>,
     /// Upper bound on the hosts one job's hostlist may expand to.
     pub max_nodes: usize,
-    /// The rack map (`crate::rack_map`): "auto" (imex-racks.toml beside
+    /// The rack map (`slurm_imex_domain::rack::map`): "auto" (imex-racks.toml beside
     /// this file, when it exists), "none", or a path (must exist).
     pub rack_map: AutoPath,
     pub daemon: DaemonConfig,
@@ -577,6 +577,17 @@ impl<'de> Deserialize<'de> for HumanDuration {
     }
 }
 
+/// toml's message on one line. An integer past 64 bits reaches serde as an
+/// i128 ("invalid type: integer `99999999999999999999` as i128, expected
+/// u16"); it is said as what it is, a number too large for the key.
+fn plain_message(message: &str) -> String {
+    let msg = message.trim().replace('\n', " ");
+    if msg.starts_with("invalid type: integer `") && msg.contains("` as i128, expected ") {
+        return "number too large to fit in target type".to_string();
+    }
+    msg
+}
+
 impl Config {
     /// Parse config text; `origin` names the file in error messages. Every
     /// error is one line naming `file:line`, the key and the fix.
@@ -591,7 +602,7 @@ impl Config {
                 .and_then(|o| locate::key_at(text, o))
                 .map(|k| format!("{}: ", key_label(&k)))
                 .unwrap_or_default();
-            let msg = e.message().trim().replace('\n', " ");
+            let msg = plain_message(e.message());
             Error::new(format!(
                 "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
             ))

@@ -1,8 +1,8 @@
 //! A node as Slurm's controller sees it: its state, reason and Extra
 //! (`scontrol show node -o`), and the changes slurm-imex makes to it: DRAIN
 //! with a reason, RESUME, and its Extra. Whether to drain or resume is
-//! decided in one place only, the drain decision (`slurm_imex_gpu::drain`);
-//! what goes in Extra, in `crate::clique`.
+//! decided in one place only, the drain decision (`slurm_imex_hooks::drain`);
+//! what goes in Extra, in `slurm_imex_domain::rack::clique`.
 
 use super::Scontrol;
 use crate::error::{Error, Result};
@@ -14,7 +14,7 @@ pub struct NodeStatus {
     pub state: String,
     pub reason: Option<String>,
     /// The node's `Extra` field (Slurm 21.08+), free text set by admins and
-    /// tools; slurm-imex keeps its `nvlink_clique` key there (`crate::clique`).
+    /// tools; slurm-imex keeps its `nvlink_clique` key there (`slurm_imex_domain::rack::clique`).
     pub extra: Option<String>,
 }
 

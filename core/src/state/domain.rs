@@ -5,7 +5,7 @@
 use super::StateDir;
 use crate::error::{Error, Result};
 use crate::fsutil::{remove_if_exists, write_atomic};
-use crate::imex::job_record::JobRecord;
+use crate::state::job_record::JobRecord;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
 
@@ -86,7 +86,7 @@ impl StateDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::imex::job_record::Outcome;
+    use crate::state::job_record::Outcome;
 
     #[test]
     fn records_round_trip_and_missing_is_none() {

@@ -6,8 +6,8 @@
 //!
 //! ```text
 //! domain.lock, domain.owner   which job owns this node's IMEX daemon (domain.rs)
-//! jobs/<job>.json             what the prolog concluded for an --imex job (domain.rs)
-//! nvidia-imex.pid, .out       the daemon the process manager spawned (imex::manager)
+//! jobs/<job>.json             what the prolog concluded for an --imex job (job_record.rs, domain.rs)
+//! nvidia-imex.pid, .out       the daemon the process manager spawned (slurm_imex_domain::imex::daemon)
 //! gpu-jobs/<job>.json         a GPU job's start snapshot, prolog -> epilog
 //! xid-checkpoint.json         per GPU, the last kernel-log XID already judged
 //! node-metrics.json           this node's standing for the export (node.rs)
@@ -17,6 +17,7 @@
 //! ```
 
 mod domain;
+pub mod job_record;
 mod node;
 mod published;
 pub mod sweep;

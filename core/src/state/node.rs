@@ -8,7 +8,7 @@
 use super::StateDir;
 use crate::error::Result;
 use crate::fsutil::read_bounded_text;
-use crate::imex::job_record::Outcome;
+use crate::state::job_record::Outcome;
 use serde::{Deserialize, Serialize};
 
 /// This node's state for the export; kept between runs in
@@ -32,7 +32,7 @@ pub struct NodeState {
     /// While drained by slurm-imex: our reason (`imex-health: …`, naming
     /// the check, GPU or IMEX cause, and the job). A hook that fails makes
     /// Slurm drain with its own "Prolog error"; `slurm-imex check` later
-    /// sets this instead (gpu::drain), one node at a time.
+    /// sets this instead (slurm_imex_hooks::drain), one node at a time.
     #[serde(default)]
     pub drained_for: Option<String>,
     /// Slurm shows `drained_for` as the node's reason.

@@ -10,11 +10,12 @@ use super::StateDir;
 use crate::fsutil::{ensure_dir, read_bounded_text, write_atomic};
 
 impl StateDir {
-    /// The clique we published last, if any.
+    /// The clique we published last, if any, as written. Its one caller
+    /// compares it with a valid clique, so a note in any other shape never
+    /// matches (and the state directory needs no notion of a clique).
     pub fn published_clique(&self) -> Option<String> {
         let text = read_bounded_text(&self.published_clique_path(), 256).ok()?;
-        let clique = text.trim();
-        crate::clique::is_clique(clique).then(|| clique.to_string())
+        Some(text.trim().to_string())
     }
 
     /// Remember that `clique` is what Slurm has. Best effort: without the

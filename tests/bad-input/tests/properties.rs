@@ -6,13 +6,13 @@
 use proptest::prelude::*;
 use slurm_imex_core::channel::{channel_for_job, parse_channel_major};
 use slurm_imex_core::config::Config;
-use slurm_imex_core::imex::ctl::{assess, parse_domain_json, parse_domain_text, parse_query};
-use slurm_imex_core::imex::daemon_config::DaemonConfigFile;
-use slurm_imex_core::imex::daemon_proc::{parse_stat, ProcId};
-use slurm_imex_core::imex::port::server_port;
 use slurm_imex_core::slurm::hostlist;
 use slurm_imex_core::text::{cap, summarize_list};
 use slurm_imex_core::timespec::{format_ts, parse_point};
+use slurm_imex_domain::imex::ctl::{assess, parse_domain_json, parse_domain_text, parse_query};
+use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
+use slurm_imex_domain::imex::daemon_proc::{parse_stat, ProcId};
+use slurm_imex_domain::imex::port::server_port;
 use slurm_imex_gpu::xid;
 use std::path::Path;
 

@@ -6,12 +6,12 @@
 //! well-formed, Slurm's answer.
 
 use proptest::prelude::*;
-use slurm_imex_core::clique::{canonical, clique_in_extra, is_clique};
-use slurm_imex_core::rack_map::{self, RackMap};
 use slurm_imex_core::slurm::conf::SlurmConf;
 use slurm_imex_core::slurm::node::parse_node_line;
 use slurm_imex_core::slurm::number::parse_u32;
-use slurm_imex_core::slurm::topology::Blocks;
+use slurm_imex_domain::rack::clique::{canonical, clique_in_extra, is_clique};
+use slurm_imex_domain::rack::map::{self as rack_map, RackMap};
+use slurm_imex_domain::rack::topology::Blocks;
 use std::path::Path;
 
 fn config() -> ProptestConfig {

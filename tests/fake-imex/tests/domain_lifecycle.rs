@@ -1,14 +1,14 @@
-//! The prolog/epilog domain lifecycle (slurm_imex_core::imex::domain) driven
+//! The prolog/epilog domain lifecycle (slurm_imex_domain::imex::domain) driven
 //! against the fake nvidia-imex on loopback, one node: readiness, blame for
 //! each kind of failure, ownership, and idempotent teardown.
 
 use slurm_imex_core::blame::Fault;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::config::{AutoPath, DomainScope};
-use slurm_imex_core::imex::domain::{refuse_for_own_clique, setup, teardown, TeardownOutcome};
-use slurm_imex_core::imex::job_record::Outcome;
 use slurm_imex_core::slurm::env::JobEnv;
+use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::imex::domain::{refuse_for_own_clique, setup, teardown, TeardownOutcome};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -725,7 +725,7 @@ fn a_peer_with_another_node_map_is_named_as_such_not_blamed() {
     )
     .unwrap();
     let job_id = 4402u32;
-    let port = slurm_imex_core::imex::port::server_port(job_id, 33792, 16384, Some(46016));
+    let port = slurm_imex_domain::imex::port::server_port(job_id, 33792, 16384, Some(46016));
     let mut peer = spawn_peer(&node, "127.0.0.1\n127.0.0.2\n127.0.0.3\n", port, 46017);
     let outcome = setup(&node.job(job_id, "n[1-2]"), &node.config);
     let _ = peer.kill();

@@ -6,7 +6,7 @@
 
 use crate::health::{Finding, Severity};
 use slurm_imex_core::config::Config;
-use slurm_imex_core::imex::status::node_status;
+use slurm_imex_domain::imex::status::node_status;
 
 /// DCGM-style IMEX check, context-aware: only a daemon that serves a job's
 /// domain or the rack must be READY.

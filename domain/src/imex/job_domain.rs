@@ -6,17 +6,17 @@
 //! epilog stops the daemon, proves it gone, and leaves the node idle.
 
 use super::plan::{domain_addresses, DomainPlan, Port, TeardownOutcome, WaitFor};
-use crate::blame::{Blame, Blamed, Fault};
-use crate::config::Config;
-use crate::error::Result;
-use crate::fsutil::{remove_if_exists, write_atomic};
 use crate::imex::daemon::Daemon;
 use crate::imex::daemon_config::DaemonConfigFile;
-use crate::imex::job_record::JobRecord;
-use crate::slurm::env::JobEnv;
-use crate::slurm::topology::NvlinkDomain;
-use crate::slurm::Scontrol;
-use crate::state::StateDir;
+use crate::rack::topology::NvlinkDomain;
+use slurm_imex_core::blame::{Blame, Blamed, Fault};
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::Result;
+use slurm_imex_core::fsutil::{remove_if_exists, write_atomic};
+use slurm_imex_core::slurm::env::JobEnv;
+use slurm_imex_core::slurm::Scontrol;
+use slurm_imex_core::state::job_record::JobRecord;
+use slurm_imex_core::state::StateDir;
 use std::time::{Duration, Instant};
 
 /// Claim the node for the job, write the domain's files, (re)start the

@@ -11,16 +11,16 @@
 //! controller's node table. Blame is the engine's (`super::plan`).
 
 use super::daemon::{Daemon, Liveness};
-use super::job_record::JobRecord;
 use super::plan::{domain_addresses, DomainPlan, Port, WaitFor};
 use super::rack_channels;
-use crate::blame::{Blame, Blamed, Fault};
-use crate::config::Config;
-use crate::racks::RackSources;
-use crate::slurm::env::JobEnv;
-use crate::slurm::topology::NvlinkDomain;
-use crate::state::StateDir;
-use crate::text::{summarize_list, PIECE_MAX};
+use crate::rack::sources::RackSources;
+use crate::rack::topology::NvlinkDomain;
+use slurm_imex_core::blame::{Blame, Blamed, Fault};
+use slurm_imex_core::config::Config;
+use slurm_imex_core::slurm::env::JobEnv;
+use slurm_imex_core::state::job_record::JobRecord;
+use slurm_imex_core::state::StateDir;
+use slurm_imex_core::text::{summarize_list, PIECE_MAX};
 use std::time::{Duration, Instant};
 
 /// Make sure this node's rack daemon runs, then gate on the job's nodes of

@@ -1,7 +1,7 @@
 //! Where an `--imex` job's racks (NVLink domains) come from: files on the
 //! node only, never slurmctld (docs/controller-calls.md). In order: Slurm's
 //! topology/block file when it describes the job's nodes; else the rack map
-//! (`crate::rack_map`) when it lists every one of them; else nothing, and the
+//! (`crate::rack::map`) when it lists every one of them; else nothing, and the
 //! whole job is one domain. Every node of a rack reads the same files, so
 //! every node computes the same membership; a slow or unreachable controller
 //! cannot give one node another split.
@@ -13,11 +13,11 @@
 //! fails before any daemon starts: a wrong line would otherwise yield domains
 //! that never form, or that form and fail inside CUDA.
 
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::rack_map::RackMap;
-use crate::slurm::topology::{self, Blocks, NvlinkDomain};
-use crate::text::{cap, PIECE_MAX};
+use crate::rack::map::RackMap;
+use crate::rack::topology::{self, Blocks, NvlinkDomain};
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What the racks of a job's nodes are known from.
@@ -42,11 +42,15 @@ impl RackSources {
     /// refused.
     pub fn read_before_writing_the_map(cfg: &Config) -> Result<(RackSources, Option<Error>)> {
         let Some(path) =
-            crate::rack_map::locate(cfg).filter(|p| std::fs::symlink_metadata(p).is_ok())
+            crate::rack::map::locate(cfg).filter(|p| std::fs::symlink_metadata(p).is_ok())
         else {
             return Ok((RackSources::read_with(cfg, None)?, None));
         };
-        crate::trust::check(&path, crate::trust::Expect::File, "[imex] rack_map")?;
+        slurm_imex_core::trust::check(
+            &path,
+            slurm_imex_core::trust::Expect::File,
+            "[imex] rack_map",
+        )?;
         let (map, corrupt) = match RackMap::load(&path, cfg.imex.max_nodes) {
             Ok(map) => (Some(map), None),
             Err(e) => (None, Some(e)),
@@ -55,7 +59,7 @@ impl RackSources {
     }
 
     fn read_with(cfg: &Config, map: Option<RackMap>) -> Result<RackSources> {
-        let slurm_conf = crate::slurm::conf::locate(&cfg.slurm);
+        let slurm_conf = slurm_imex_core::slurm::conf::locate(&cfg.slurm);
         let blocks =
             match topology::locate(&cfg.slurm, slurm_conf.as_deref()) {
                 Some(path) => Some(Blocks::load(&path, cfg.imex.max_nodes).map_err(|e| {
@@ -135,7 +139,10 @@ impl RackSources {
              (`slurm-imex topology --map`) and install it on every node",
             map.describe(),
             listed.len(),
-            cap(&crate::slurm::hostlist::compress(&missing), PIECE_MAX)
+            cap(
+                &slurm_imex_core::slurm::hostlist::compress(&missing),
+                PIECE_MAX
+            )
         ))
     }
 
@@ -269,13 +276,13 @@ fn member_list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rack_map;
+    use crate::rack::map as rack_map;
 
     const A: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.1";
     const B: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
 
     fn nodes(list: &str) -> Vec<String> {
-        crate::slurm::hostlist::expand(list, 100).unwrap()
+        slurm_imex_core::slurm::hostlist::expand(list, 100).unwrap()
     }
 
     /// Sources from a topology.conf text and a rack map of (name, clique,

@@ -8,9 +8,9 @@
 //! topology.conf is parsed by hand: it is Slurm's own `Key=value` format,
 //! for which no crate exists. YAML goes through yaml-rust2 (pure Rust).
 
-use crate::config::{AutoPath, SlurmConfig};
-use crate::error::{Error, Result};
-use crate::slurm::hostlist;
+use slurm_imex_core::config::{AutoPath, SlurmConfig};
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::slurm::hostlist;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -47,7 +47,7 @@ impl Blocks {
     /// Parse `path` (YAML when it ends in .yaml/.yml). `max_nodes` bounds
     /// every block's hostlist.
     pub fn load(path: &Path, max_nodes: usize) -> Result<Blocks> {
-        let text = crate::fsutil::read_bounded_text(path, MAX_FILE_BYTES)?;
+        let text = slurm_imex_core::fsutil::read_bounded_text(path, MAX_FILE_BYTES)?;
         let yaml = matches!(
             path.extension().and_then(|e| e.to_str()),
             Some("yaml" | "yml")
@@ -181,7 +181,7 @@ impl Blocks {
                 .filter(|(_, b)| *b == block)
                 .map(|(n, _)| n.clone())
                 .collect();
-            crate::slurm::hostlist::sort_natural(&mut nodes);
+            slurm_imex_core::slurm::hostlist::sort_natural(&mut nodes);
             Some(NvlinkDomain {
                 name: Some(block.clone()),
                 nodes,
@@ -207,10 +207,10 @@ fn summarize(items: &[&str], keep: usize) -> String {
 
 /// Most host names one topology file may expand to, every block of every
 /// topology together: the rack map's bound on a whole cluster
-/// ([`crate::rack_map::MAX_MAP_NODES`], 262,144). A 2 KB topology.conf of
+/// ([`crate::rack::map::MAX_MAP_NODES`], 262,144). A 2 KB topology.conf of
 /// `n[1-4096]` blocks, or a small YAML file whose aliases repeat one
 /// hostlist, stops here instead of filling memory.
-pub const MAX_FILE_HOSTS: usize = crate::rack_map::MAX_MAP_NODES;
+pub const MAX_FILE_HOSTS: usize = crate::rack::map::MAX_MAP_NODES;
 
 /// What a file has expanded so far, against [`MAX_FILE_HOSTS`].
 struct HostBudget(usize);
@@ -224,12 +224,12 @@ fn add_block(
 ) -> std::result::Result<(), String> {
     // A block name becomes a rack's name (the rack map, SLURM_IMEX_DOMAIN):
     // one the map would refuse is refused here, where it is written.
-    if !crate::rack_map::is_rack_name(block) {
+    if !crate::rack::map::is_rack_name(block) {
         return Err(format!(
             "block \"{}\": a block name slurm-imex takes as a rack's is 1 to {} letters, \
              digits or ._:- (rename the block)",
-            crate::text::cap(block, 64),
-            crate::rack_map::MAX_NAME_LEN
+            slurm_imex_core::text::cap(block, 64),
+            crate::rack::map::MAX_NAME_LEN
         ));
     }
     let room = MAX_FILE_HOSTS - budget.0;

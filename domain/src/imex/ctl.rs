@@ -7,8 +7,8 @@
 //! decided from the top-level `status` and each configured node's `status`,
 //! and missing fields are "unknown", never a crash.
 
-use crate::error::{Error, Result};
-use crate::process::run_bounded;
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::process::run_bounded;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -162,7 +162,7 @@ const STATE_MAX: usize = 64;
 
 /// A state or status string from the daemon, bounded.
 fn state_text(s: &str) -> String {
-    crate::text::cap(s, STATE_MAX)
+    slurm_imex_core::text::cap(s, STATE_MAX)
 }
 
 /// The `-q` answer: exactly one state word (READY, INITIALIZING, …).

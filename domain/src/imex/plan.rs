@@ -7,17 +7,17 @@
 //! that never connects, or one with another node map, is the job's.
 
 use crate::addresses;
-use crate::bail;
-use crate::blame::{Blame, Blamed, Fault};
-use crate::config::{Config, DaemonManager};
-use crate::error::{Error, Result};
-use crate::fsutil::write_atomic;
 use crate::imex::ctl::{assess_members, Ctl, NotReady, Readiness};
 use crate::imex::daemon::{Daemon, Liveness};
 use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
 use crate::imex::port::server_port;
-use crate::slurm::env::JobEnv;
-use crate::slurm::topology::NvlinkDomain;
+use crate::rack::topology::NvlinkDomain;
+use slurm_imex_core::bail;
+use slurm_imex_core::blame::{Blame, Blamed, Fault};
+use slurm_imex_core::config::{Config, DaemonManager};
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::fsutil::write_atomic;
+use slurm_imex_core::slurm::env::JobEnv;
 use std::time::{Duration, Instant};
 
 /// How many daemon log lines a failure message carries.
@@ -56,8 +56,8 @@ pub fn domain_addresses(cfg: &Config, domain: &NvlinkDomain) -> Blamed<Vec<Strin
         };
         Fault::job(format!(
             "no IMEX address for node(s) {}{rack}: {} (fix [imex.addresses])",
-            crate::text::summarize_list(&u.nodes, crate::text::PIECE_MAX),
-            crate::text::cap(&u.detail, crate::text::PIECE_MAX)
+            slurm_imex_core::text::summarize_list(&u.nodes, slurm_imex_core::text::PIECE_MAX),
+            slurm_imex_core::text::cap(&u.detail, slurm_imex_core::text::PIECE_MAX)
         ))
     })
 }
@@ -300,7 +300,7 @@ fn peers_not_ready(wait: &WaitFor, n: &NotReady) -> String {
     let name = |i: &usize| format!("{} ({})", nodes[*i], addrs[*i]);
     let list = |ids: &[usize]| {
         let named: Vec<String> = ids.iter().map(name).collect();
-        crate::text::summarize_list(&named, crate::text::PIECE_MAX)
+        slurm_imex_core::text::summarize_list(&named, slurm_imex_core::text::PIECE_MAX)
     };
     if !n.map_mismatch.is_empty() {
         return format!(
@@ -310,7 +310,7 @@ fn peers_not_ready(wait: &WaitFor, n: &NotReady) -> String {
              (compare `sha256sum` of them on these nodes)",
             wait.job.job_id,
             list(&n.map_mismatch),
-            crate::slurm::hostlist::compress(nodes),
+            slurm_imex_core::slurm::hostlist::compress(nodes),
             wait.domain
                 .source
                 .as_deref()
@@ -340,7 +340,10 @@ fn write_config_file(path: &std::path::Path, contents: &[u8], key: &str) -> Resu
         };
         e.context(format!(
             "[imex.daemon] {key} = \"{}\"{hint}",
-            crate::text::cap(&path.display().to_string(), crate::text::PIECE_MAX)
+            slurm_imex_core::text::cap(
+                &path.display().to_string(),
+                slurm_imex_core::text::PIECE_MAX
+            )
         ))
     })
 }
@@ -354,7 +357,7 @@ fn base_server_port(base: &DaemonConfigFile, origin: &std::path::Path) -> Result
             Error::new(format!(
                 "{}: SERVER_PORT={} is not a port: use 1..=65535",
                 origin.display(),
-                crate::text::cap(v, crate::text::PIECE_MAX)
+                slurm_imex_core::text::cap(v, slurm_imex_core::text::PIECE_MAX)
             ))
         }),
     }
@@ -371,7 +374,8 @@ impl WithLog for Error {
         if tail.is_empty() {
             self
         } else {
-            let tail = crate::text::cap(&tail.join(" | "), crate::text::PIECE_MAX);
+            let tail =
+                slurm_imex_core::text::cap(&tail.join(" | "), slurm_imex_core::text::PIECE_MAX);
             Error::new(format!("{self}; daemon log: {tail}"))
         }
     }

@@ -4,12 +4,12 @@
 //! answers, and the domain it reports. The health check built on
 //! it is `slurm_imex_gpu::health::checks::imex`.
 
-use crate::config::{Config, DomainScope};
 use crate::imex::ctl::Ctl;
 use crate::imex::daemon::{Daemon, Liveness};
-use crate::imex::job_record::JobRecord;
-use crate::state::StateDir;
 use serde::Serialize;
+use slurm_imex_core::config::{Config, DomainScope};
+use slurm_imex_core::state::job_record::JobRecord;
+use slurm_imex_core::state::StateDir;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeImexStatus {

@@ -1,25 +1,25 @@
 //! An `--imex` job's IMEX domain on this node, as the prolog and epilog see
 //! it: `setup` finds the job's nodes in this node's NVLink domain (from the
-//! rack files on the node, `crate::racks`), then forms a per-job domain
+//! rack files on the node, `crate::rack::sources`), then forms a per-job domain
 //! (`job_domain`) or joins the rack's (`rack_domain`), and records what it
 //! concluded for the SPANK plugin; `teardown` returns the node to idle. Who
 //! is to blame is a [`Fault`] (docs/blame.md): only a fault of this node
 //! fails the prolog.
 
 use super::job_domain;
-use super::job_record::{JobRecord, Outcome};
 pub use super::plan::TeardownOutcome;
 use super::rack_domain;
-use crate::blame::{Blame, Blamed, Fault};
-use crate::channel::{channel_for_job, channel_major};
-use crate::config::{ChannelMode, Config, DomainScope, Span};
-use crate::error::Result;
-use crate::racks::RackSources;
-use crate::slurm::conf as slurm_conf;
-use crate::slurm::env::JobEnv;
-use crate::slurm::hostlist;
-use crate::slurm::topology::NvlinkDomain;
-use crate::state::StateDir;
+use crate::rack::sources::RackSources;
+use crate::rack::topology::NvlinkDomain;
+use slurm_imex_core::blame::{Blame, Blamed, Fault};
+use slurm_imex_core::channel::{channel_for_job, channel_major};
+use slurm_imex_core::config::{ChannelMode, Config, DomainScope, Span};
+use slurm_imex_core::error::Result;
+use slurm_imex_core::slurm::conf as slurm_conf;
+use slurm_imex_core::slurm::env::JobEnv;
+use slurm_imex_core::slurm::hostlist;
+use slurm_imex_core::state::job_record::{JobRecord, Outcome};
+use slurm_imex_core::state::StateDir;
 use std::time::Duration;
 
 /// Build this job's IMEX domain on this node and wait until it is UP; Ok is
@@ -96,7 +96,7 @@ pub fn note_prolog_time(job_id: u32, cfg: &Config, elapsed: Duration) {
 
 /// The job's hosts that form this node's IMEX domain, in Slurm's order: a
 /// valid hostlist that holds this node, cut to this node's NVLink domain by
-/// the rack files on this node (`crate::racks`; no controller call), or
+/// the rack files on this node (`crate::rack::sources`; no controller call), or
 /// refused when it spans racks and `[imex] span = "refuse"`.
 fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomain)> {
     let node = &job.node_name;
@@ -105,7 +105,7 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
     if !nodes.iter().any(|n| n == node) {
         return Err(Fault::job(format!(
             "this node ({node}) is not in the job's node list {}",
-            crate::text::cap(&job.node_list, crate::text::PIECE_MAX)
+            slurm_imex_core::text::cap(&job.node_list, slurm_imex_core::text::PIECE_MAX)
         )));
     }
     // The cluster's rack files, the same on every node: the job's fault, so

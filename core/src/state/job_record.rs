@@ -1,7 +1,7 @@
 //! What the prolog concluded for one `--imex` job on this node (its
 //! channel, port, nodes and outcome), which the SPANK plugin reads before a
-//! task starts and the epilog reads to tear down. Where records are kept,
-//! and who owns the daemon, is the node state directory's (`crate::state`).
+//! task starts and the epilog reads to tear down. It lives with the state
+//! directory that keeps it (`super::domain` reads and writes the records).
 
 use serde::{Deserialize, Serialize};
 

@@ -19,8 +19,8 @@
 //! what to set, and nothing is drained (the cluster's configuration is at
 //! fault, not the node).
 
-use crate::config::{ChannelMode, Config};
-use crate::slurm::conf::{self as slurm_conf, SlurmConf};
+use slurm_imex_core::config::{ChannelMode, Config};
+use slurm_imex_core::slurm::conf::{self as slurm_conf, SlurmConf};
 
 /// What makes channels unique among a rack's running jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,8 +108,8 @@ impl RackChannels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channel::channel_for_job;
-    use crate::config::AutoPath;
+    use slurm_imex_core::channel::channel_for_job;
+    use slurm_imex_core::config::AutoPath;
 
     #[test]
     fn the_mapping_is_one_to_one_exactly_when_the_range_fits() {

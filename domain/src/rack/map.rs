@@ -16,12 +16,12 @@
 //! nodes = "gb-r1-[01-18]"
 //! ```
 
-use crate::config::{AutoPath, Config};
-use crate::error::{Error, Result};
-use crate::slurm::hostlist;
-use crate::slurm::topology::NvlinkDomain;
+use crate::rack::topology::NvlinkDomain;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
+use slurm_imex_core::config::{AutoPath, Config};
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::slurm::hostlist;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -97,14 +97,18 @@ impl RackMap {
         let Some(path) = locate(cfg) else {
             return Ok(None);
         };
-        crate::trust::check(&path, crate::trust::Expect::File, "[imex] rack_map")?;
+        slurm_imex_core::trust::check(
+            &path,
+            slurm_imex_core::trust::Expect::File,
+            "[imex] rack_map",
+        )?;
         RackMap::load(&path, cfg.imex.max_nodes).map(Some)
     }
 
     /// Parse `path`; `max_nodes` (`[imex] max_nodes`) bounds every rack's
     /// hostlist, [`MAX_MAP_NODES`] the whole map.
     pub fn load(path: &Path, max_nodes: usize) -> Result<RackMap> {
-        let bytes = crate::fsutil::read_bounded(path, MAX_FILE_BYTES)?;
+        let bytes = slurm_imex_core::fsutil::read_bounded(path, MAX_FILE_BYTES)?;
         RackMap::parse(path, bytes, max_nodes)
     }
 
@@ -139,7 +143,10 @@ impl RackMap {
 
     fn add(&mut self, entry: RackEntry, max_nodes: usize) -> std::result::Result<(), String> {
         let name = entry.name;
-        let named = format!("rack \"{}\"", crate::text::cap(&name, MAX_NAME_LEN));
+        let named = format!(
+            "rack \"{}\"",
+            slurm_imex_core::text::cap(&name, MAX_NAME_LEN)
+        );
         if !is_rack_name(&name) {
             return Err(format!(
                 "{named}: a name is 1 to {MAX_NAME_LEN} letters, digits or ._:-"
@@ -150,10 +157,10 @@ impl RackMap {
         if !self.rack_names.insert(name.clone()) {
             return Err(format!("{named} is listed twice"));
         }
-        let Some(clique) = crate::clique::canonical(&entry.clique) else {
+        let Some(clique) = crate::rack::clique::canonical(&entry.clique) else {
             return Err(format!(
                 "{named}: clique \"{}\" is not <cluster uuid>.<clique id> as NVML reports it",
-                crate::text::cap(&entry.clique, 80)
+                slurm_imex_core::text::cap(&entry.clique, 80)
             ));
         };
         let room = MAX_MAP_NODES.saturating_sub(self.rack_of_node.len());
@@ -261,7 +268,10 @@ fn toml_error_at(text: &str, e: &toml::de::Error) -> String {
         .map(|(k, _)| k.trim())
         .filter(|k| !k.is_empty() && !k.starts_with('['));
     match key {
-        Some(key) => format!("line {number}, key {}: {what}", crate::text::cap(key, 40)),
+        Some(key) => format!(
+            "line {number}, key {}: {what}",
+            slurm_imex_core::text::cap(key, 40)
+        ),
         None => format!("line {number}: {what}"),
     }
 }

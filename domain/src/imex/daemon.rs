@@ -4,14 +4,14 @@
 //! after the grace period). `verify_gone` is the teardown's proof: no
 //! daemon process of ours and nothing on the command port.
 
-use crate::config::{DaemonConfig, DaemonManager};
-use crate::error::{Error, Result};
-use crate::fsutil::{remove_if_exists, tail_lines, write_atomic};
 use crate::imex::daemon_proc::{self, ProcId};
-use crate::process::{run_bounded, run_checked};
-use crate::state::StateDir;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use slurm_imex_core::config::{DaemonConfig, DaemonManager};
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::fsutil::{remove_if_exists, tail_lines, write_atomic};
+use slurm_imex_core::process::{run_bounded, run_checked};
+use slurm_imex_core::state::StateDir;
 use std::fs::OpenOptions;
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
@@ -70,8 +70,10 @@ impl<'a> Daemon<'a> {
                 let output2 = output
                     .try_clone()
                     .map_err(|e| Error::new(format!("cannot dup daemon output: {e}")))?;
-                let binary =
-                    crate::trust::trusted_program(&self.cfg.binary, "[imex.daemon] binary")?;
+                let binary = slurm_imex_core::trust::trusted_program(
+                    &self.cfg.binary,
+                    "[imex.daemon] binary",
+                )?;
                 let mut cmd = Command::new(&binary);
                 cmd.env(daemon_proc::TAG_ENV, self.tag())
                     .arg("-c")

@@ -7,7 +7,7 @@
 //! line of the admin's file (comments, order, unknown keys) and changes only
 //! the values of the keys we must own.
 
-use crate::error::{Error, Result};
+use slurm_imex_core::error::{Error, Result};
 use std::path::Path;
 
 /// Defaults of NVIDIA's shipped config.cfg (docs/imex.md §1).

@@ -27,13 +27,13 @@
 //!   to confirm a drain we may lift, or when the standing is not known
 //!   since boot (docs/controller-calls.md).
 
-use crate::health::DRAIN_PREFIX;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::node::{NodeRead, NodeStatus};
 use slurm_imex_core::slurm::Scontrol;
 use slurm_imex_core::state::NodeState;
+use slurm_imex_gpu::health::DRAIN_PREFIX;
 
 /// What `slurm-imex check` was asked to do beyond reporting (`--drain`,
 /// `--undrain`). The prolog and epilog pass the default: their rule is the
@@ -292,7 +292,7 @@ fn resume_if_ours(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::health::{drain_reason, Finding, Severity};
+    use slurm_imex_gpu::health::{drain_reason, Finding, Severity};
     use std::os::unix::fs::PermissionsExt;
 
     fn finding(severity: Severity) -> Finding {

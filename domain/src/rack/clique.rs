@@ -1,7 +1,7 @@
 //! NVLink cliques as published in Slurm: each node's clique (read from its
 //! GPUs by `slurm_imex_gpu::clique`) kept as the `nvlink_clique` key of the
 //! node's `Extra` field, where `slurm-imex topology` reads every node's in
-//! one `scontrol` call to write the rack map (`crate::rack_map`), and Slurm
+//! one `scontrol` call to write the rack map (`crate::rack::map`), and Slurm
 //! 23.11+ can select on it (`sbatch --extra=...`). No prolog reads them.
 //!
 //! Extra is shared with admins and other tools: a JSON object there is
@@ -9,10 +9,10 @@
 //! and said once in the log. A published value is trusted only in the shape
 //! `<uuid>.<id>` that the GPU side writes.
 
-use crate::error::Result;
-use crate::slurm::node::NodeRead;
-use crate::slurm::Scontrol;
-use crate::state::StateDir;
+use slurm_imex_core::error::Result;
+use slurm_imex_core::slurm::node::NodeRead;
+use slurm_imex_core::slurm::Scontrol;
+use slurm_imex_core::state::StateDir;
 use std::collections::BTreeMap;
 
 /// The key slurm-imex owns in a node's Extra JSON object.
@@ -70,7 +70,7 @@ pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<St
             _ => {
                 return Err(format!(
                     "its Extra is not a JSON object ({}), so slurm-imex leaves it alone",
-                    crate::text::cap(text, 80)
+                    slurm_imex_core::text::cap(text, 80)
                 ))
             }
         },
@@ -85,7 +85,7 @@ pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<St
 pub fn published_cluster(scontrol: &Scontrol) -> Result<(Vec<String>, BTreeMap<String, String>)> {
     let nodes = scontrol.nodes(None)?;
     if let Some(at) = nodes.iter().position(|n| n.name.is_empty()) {
-        return Err(crate::error::Error::new(format!(
+        return Err(slurm_imex_core::error::Error::new(format!(
             "scontrol show node printed a node with no NodeName (node {} of {}): no map \
              or list is made from an answer that names no node",
             at + 1,

@@ -5,9 +5,9 @@
 //! shared engine `plan` (the daemon's files, start, readiness and blame)
 //! and neither knows the other. Beneath: the daemon (`daemon`, its process
 //! identity `daemon_proc`, its config files `daemon_config`, its port
-//! `port`), the control tool (`ctl`), what the prolog concluded for a job
-//! (`job_record`; where records are kept is `crate::state`), and the node's
-//! IMEX status as an admin asks for it (`status`).
+//! `port`), the control tool (`ctl`), and the node's IMEX status as an
+//! admin asks for it (`status`). What the prolog concluded for a job is
+//! `slurm_imex_core::state::job_record`: the plugin reads it too.
 
 pub mod ctl;
 pub mod daemon;
@@ -15,7 +15,6 @@ pub mod daemon_config;
 pub mod daemon_proc;
 pub mod domain;
 pub mod job_domain;
-pub mod job_record;
 pub mod plan;
 pub mod port;
 pub mod rack_channels;

@@ -1,0 +1,12 @@
+//! slurm-imex domain: the engine that runs only in the prolog, epilog, CLI
+//! and doctor, never in the SPANK plugin (whose crate, `slurm-imex-core`,
+//! keeps what every program shares). Split out so the plugin's `.so` does
+//! not link it, nor its YAML parser and SHA-256.
+//!
+//! - IMEX on this node: `imex` (a job's domain, the daemon, its control tool)
+//! - racks and NVLink cliques, in one place: `rack`
+//! - node names to the addresses in nodes_config.cfg: `addresses`
+
+pub mod addresses;
+pub mod imex;
+pub mod rack;

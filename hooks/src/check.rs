@@ -1,0 +1,134 @@
+//! The third hook: `slurm-imex check`, slurmd's HealthCheckProgram (and an
+//! admin's command). It runs the gate now, acts on the verdict in Slurm
+//! (`crate::drain`), publishes the node's NVLink clique, and keeps the
+//! node's standing and Prometheus export fresh. What it found comes back as
+//! a [`CheckReport`]; printing it is the CLI's. Also the one place a node's
+//! clique is published, for the prolog's GPU side and the check alike
+//! ([`publish_clique`]).
+
+use crate::drain::{self, CheckFlags, DrainAction};
+use serde::Serialize;
+use slurm_imex_core::config::Config;
+use slurm_imex_core::error::Result;
+use slurm_imex_core::slurm::node::NodeRead;
+use slurm_imex_core::slurm::Scontrol;
+use slurm_imex_core::state::{NodeState, StateDir};
+use slurm_imex_core::timespec::now_s;
+use slurm_imex_domain::imex::status::node_status;
+use slurm_imex_domain::rack::clique::{self, Published};
+use slurm_imex_gpu::clique::node_clique;
+use slurm_imex_gpu::health::checks::check_imex;
+use slurm_imex_gpu::health::gate::check_now;
+use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Verdict};
+use slurm_imex_jobdb::metrics;
+
+/// What one check found and did, as `--json` prints it.
+#[derive(Serialize)]
+pub struct CheckReport {
+    pub node: String,
+    pub verdict: Verdict,
+    pub elapsed_ms: u64,
+    pub gpus: usize,
+    pub findings: Vec<Finding>,
+    pub action: Option<String>,
+    /// The node's NVLink clique from its GPUs, when they report a trusted one.
+    pub clique: Option<String>,
+    /// What publishing it in the node's Slurm Extra did.
+    pub published: Option<String>,
+    /// What went wrong beside the verdict (a stale export), one line each.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+}
+
+/// The gate now, and what it means for `node` in Slurm. As slurmd's
+/// HealthCheckProgram this runs on every node every few minutes, so Slurm
+/// is read at most once (`NodeRead`), and only when the node's standing or
+/// its clique changed (docs/controller-calls.md).
+pub fn check(config: &Config, node: String, flags: CheckFlags) -> Result<CheckReport> {
+    let gate = check_now(config)?;
+    let mut findings = gate.findings;
+    findings.extend(check_imex(config));
+    let verdict = verdict_of(&findings);
+    let state = StateDir::of(config);
+    let scontrol = Scontrol::of(&config.slurm);
+    let slurm = NodeRead::new(&scontrol, &node);
+    let standing = NodeState::load(&state);
+    let action = drain::act_on_check(&slurm, &standing, drain_reason(&findings), flags)?;
+    let clique = node_clique(&gate.snapshots);
+    let published = clique
+        .as_deref()
+        .map(|c| publish_clique(&state, &slurm, c).unwrap_or_else(|not| not));
+    let mut warnings = Vec::new();
+    if let Err(e) = refresh_metrics(config, &node, &action, slurm.answered()) {
+        warnings.push(format!("Prometheus textfile not refreshed: {e}"));
+    }
+    Ok(CheckReport {
+        action: action.describe(&node),
+        node,
+        verdict,
+        elapsed_ms: gate.elapsed.as_millis() as u64,
+        gpus: gate.snapshots.len(),
+        findings,
+        clique,
+        published,
+        warnings,
+    })
+}
+
+/// Publish the node's clique in its Slurm Extra, asking Slurm only when it
+/// changed (`rack::clique::publish`). What happened, as the line an admin
+/// reads; `Err` when Slurm could not be asked (the next check retries).
+pub fn publish_clique(
+    state: &StateDir,
+    slurm: &NodeRead,
+    clique: &str,
+) -> std::result::Result<String, String> {
+    match clique::publish(state, slurm, clique) {
+        Ok(Published::Updated) => Ok("published in Slurm's node Extra".into()),
+        Ok(Published::Unchanged) => Ok("published in Slurm's node Extra (unchanged)".into()),
+        Ok(Published::LeftAlone(why)) => Ok(format!("not published: {why}")),
+        Err(e) => Err(format!("not published: {e}")),
+    }
+}
+
+/// The HealthCheckProgram path keeps the node's standing and export fresh:
+/// IMEX domain state as the daemon reports it, what the drain decision did
+/// (and when Slurm was last read, `slurm_read`), then the .prom file.
+fn refresh_metrics(
+    config: &Config,
+    node_name: &str,
+    action: &DrainAction,
+    slurm_read: bool,
+) -> Result<()> {
+    let state = StateDir::of(config);
+    let mut node = NodeState::load(&state);
+    node.node = node_name.to_string();
+    let status = node_status(config);
+    node.domain_owned = status.owner.is_some();
+    node.domain_up = status.domain.as_deref() == Some("UP");
+    let now = now_s();
+    action.record(&mut node, now);
+    if slurm_read {
+        node.slurm_read_at = Some(now);
+    }
+    node.save(&state)?;
+    metrics::refresh(config, &node)?;
+    Ok(())
+}
+
+/// `slurm-imex undrain`: resume `node` when the drain is ours
+/// (`drain::undrain`). When `node` is this one (`local`), what was done is
+/// kept in its standing; a failure to save that is the warning returned.
+pub fn undrain(config: &Config, node: &str, local: bool) -> Result<(DrainAction, Option<String>)> {
+    let state = StateDir::of(config);
+    let mut standing = NodeState::load(&state);
+    let outcome = drain::undrain(&Scontrol::of(&config.slurm), node, &standing)?;
+    let mut warning = None;
+    if local {
+        outcome.record(&mut standing, now_s());
+        if let Err(e) = standing.save(&state) {
+            warning = Some(format!("the node's standing not saved: {e}"));
+        }
+    }
+    Ok((outcome, warning))
+}
