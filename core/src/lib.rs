@@ -10,7 +10,8 @@
 //! - IMEX: `imex` (domain, daemon, ctl), `channel`, `addresses`
 //! - who is to blame for a failure: `blame` (docs/blame.md)
 //! - the node's own files: `state` (the state directory), `fsutil`
-//! - plumbing: `process` (bounded helpers), `text`, `timespec`, `logging`,
+//! - plumbing: `process` (bounded helpers), `poll` (waiting with a
+//!   deadline), `text`, `timespec`, `logging`,
 //!   `error`, `hook` (prolog, epilog or check)
 
 pub mod addresses;
@@ -23,6 +24,7 @@ pub mod fsutil;
 pub mod hook;
 pub mod imex;
 pub mod logging;
+pub mod poll;
 pub mod process;
 pub mod rack_map;
 pub mod racks;

@@ -2,11 +2,12 @@
 //! argument vector, never a shell, and a hard time bound.
 
 use crate::error::{Error, Result};
+use crate::poll::{Backoff, Wait};
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Most output kept from one helper run (the rest is read and dropped).
 const CAPTURE_MAX: usize = 4 << 20;
@@ -221,30 +222,21 @@ fn wait_bounded(
     args: &[&str],
     limit: Duration,
 ) -> Result<std::process::ExitStatus> {
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) if start.elapsed() >= limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::new(format!(
-                    "{} {} did not finish within {limit:?} and was killed",
-                    program.display(),
-                    args.join(" "),
-                )));
-            }
-            Ok(None) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            Err(e) => {
-                return Err(Error::new(format!(
-                    "waiting for {} failed: {e}",
-                    program.display()
-                )))
-            }
+    let command = format!("{} {}", program.display(), args.join(" "));
+    let backoff = Backoff::doubling(Duration::from_millis(1), Duration::from_millis(20));
+    let exited = Wait::new(&command, limit, backoff).until(|| child.try_wait().transpose());
+    match exited {
+        Ok(Ok(status)) => Ok(status),
+        Ok(Err(e)) => Err(Error::new(format!(
+            "waiting for {} failed: {e}",
+            program.display()
+        ))),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(Error::new(format!(
+                "{command} did not finish within {limit:?} and was killed"
+            )))
         }
     }
 }
@@ -252,6 +244,7 @@ fn wait_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn captures_output_and_exit_code() {

@@ -28,7 +28,9 @@ use std::time::Duration;
 /// failing to write it is this node's fault).
 pub fn setup(job: &JobEnv, cfg: &Config) -> Blamed<Duration> {
     let (record, outcome) = form(job, cfg);
-    StateDir::of(cfg).write_record(&record).map_err(record_fault)?;
+    StateDir::of(cfg)
+        .write_record(&record)
+        .map_err(record_fault)?;
     outcome
 }
 
