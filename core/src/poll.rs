@@ -76,7 +76,7 @@ impl fmt::Display for TimedOut {
 
 impl From<TimedOut> for crate::error::Error {
     fn from(t: TimedOut) -> Self {
-        crate::error::Error::new(t.to_string())
+        crate::error::Error::timeout(t.to_string())
     }
 }
 

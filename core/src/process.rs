@@ -58,13 +58,13 @@ fn spawn_piped(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
+        .map_err(|e| Error::command(format!("cannot run {}: {e}", program.display())))?;
     match (child.stdout.take(), child.stderr.take()) {
         (Some(out), Some(err)) => Ok((child, out, err)),
         _ => {
             let _ = child.kill();
             let _ = child.wait();
-            Err(Error::new(format!(
+            Err(Error::command(format!(
                 "cannot read the output of {}: no pipe",
                 program.display()
             )))
@@ -126,12 +126,15 @@ pub fn run_streamed<T: Send + 'static>(
         stderr: stderr.text_after(grace),
     };
     if !output.success() {
-        return Err(Error::new(format!("{what} failed: {}", output.one_line())));
+        return Err(Error::command(format!(
+            "{what} failed: {}",
+            output.one_line()
+        )));
     }
     let items = lines
         .recv_timeout(grace.max(Duration::from_secs(5)))
-        .map_err(|_| Error::new(format!("{what}: its output did not end after it exited")))?
-        .map_err(|why| Error::new(format!("{what}: {why}")))?;
+        .map_err(|_| Error::timeout(format!("{what}: its output did not end after it exited")))?
+        .map_err(|why| Error::command(format!("{what}: {why}")))?;
     Ok(Streamed { items, output })
 }
 
@@ -209,7 +212,7 @@ impl CapturedPipe {
 pub fn run_checked(program: &Path, args: &[&str], limit: Duration, what: &str) -> Result<Output> {
     let out = run_bounded(program, args, limit)?;
     if !out.success() {
-        return Err(Error::new(format!("{what} failed: {}", out.one_line())));
+        return Err(Error::command(format!("{what} failed: {}", out.one_line())));
     }
     Ok(out)
 }
@@ -227,14 +230,14 @@ fn wait_bounded(
     let exited = Wait::new(&command, limit, backoff).until(|| child.try_wait().transpose());
     match exited {
         Ok(Ok(status)) => Ok(status),
-        Ok(Err(e)) => Err(Error::new(format!(
+        Ok(Err(e)) => Err(Error::command(format!(
             "waiting for {} failed: {e}",
             program.display()
         ))),
         Err(_) => {
             let _ = child.kill();
             let _ = child.wait();
-            Err(Error::new(format!(
+            Err(Error::timeout(format!(
                 "{command} did not finish within {limit:?} and was killed"
             )))
         }
