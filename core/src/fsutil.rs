@@ -39,14 +39,14 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> Result<()> {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
-        .ok_or_else(|| Error::new(format!("{}: not a file path", path.display())))?;
+        .ok_or_else(|| Error::io(format!("{}: not a file path", path.display())))?;
     if !dir.is_absolute() {
         return write_atomic_in(dir, name, contents, mode).map(|_| ());
     }
     crate::trust::check(dir, crate::trust::Expect::Dir, "directory")?;
     // A trusted symlinked directory is fine: write where it leads.
     let real = fs::canonicalize(dir)
-        .map_err(|e| Error::new(format!("cannot resolve {}: {e}", dir.display())))?;
+        .map_err(|e| Error::io(format!("cannot resolve {}: {e}", dir.display())))?;
     write_atomic_in(&real, name, contents, mode).map(|_| ())
 }
 
@@ -63,7 +63,7 @@ pub fn write_atomic_in(dir: &Path, name: &str, contents: &[u8], mode: u32) -> Re
     use std::os::fd::{AsRawFd, FromRawFd};
     let target = dir.join(name);
     let fail = |what: &str, e: &dyn std::fmt::Display| {
-        Error::new(format!("cannot {what} {}: {e}", target.display()))
+        Error::io(format!("cannot {what} {}: {e}", target.display()))
     };
     let dir_file = open_trusted_dir(dir)?;
     let fd = dir_file.as_raw_fd();
@@ -114,7 +114,7 @@ fn open_trusted_dir(dir: &Path) -> Result<File> {
         Mode::empty(),
     )
     .map_err(|e| {
-        Error::new(format!(
+        Error::io(format!(
             "cannot open directory {}: {e} (it must be a directory, not a symlink)",
             dir.display()
         ))
@@ -123,9 +123,9 @@ fn open_trusted_dir(dir: &Path) -> Result<File> {
     let dir_file = File::from(unsafe { OwnedFd::from_raw_fd(dir_fd) });
     let meta = dir_file
         .metadata()
-        .map_err(|e| Error::new(format!("cannot stat directory {}: {e}", dir.display())))?;
+        .map_err(|e| Error::io(format!("cannot stat directory {}: {e}", dir.display())))?;
     if let Some(problem) = crate::trust::judge(dir, &meta, false) {
-        return Err(Error::new(format!("refusing directory {problem}")));
+        return Err(Error::invalid(format!("refusing directory {problem}")));
     }
     Ok(dir_file)
 }
@@ -192,9 +192,9 @@ fn orphan_writer_pid(name: &str) -> Option<u32> {
 pub fn ensure_dir(path: &Path, mode: u32) -> Result<()> {
     if !path.is_dir() {
         fs::create_dir_all(path)
-            .map_err(|e| Error::new(format!("cannot create directory {}: {e}", path.display())))?;
+            .map_err(|e| Error::io(format!("cannot create directory {}: {e}", path.display())))?;
         fs::set_permissions(path, fs::Permissions::from_mode(mode))
-            .map_err(|e| Error::new(format!("cannot chmod {}: {e}", path.display())))?;
+            .map_err(|e| Error::io(format!("cannot chmod {}: {e}", path.display())))?;
     }
     crate::trust::check(path, crate::trust::Expect::Dir, "directory")
 }
@@ -204,7 +204,7 @@ pub fn remove_if_exists(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::new(format!("cannot remove {}: {e}", path.display()))),
+        Err(e) => Err(Error::io(format!("cannot remove {}: {e}", path.display()))),
     }
 }
 
@@ -240,7 +240,7 @@ pub fn read_bounded_text(path: &Path, max_bytes: u64) -> Result<String> {
 pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>> {
     use std::io::Read;
     let fail =
-        |e: &dyn std::fmt::Display| Error::new(format!("cannot read {}: {e}", path.display()));
+        |e: &dyn std::fmt::Display| Error::io(format!("cannot read {}: {e}", path.display()));
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)

@@ -10,7 +10,8 @@
 //! - who is to blame for a failure: `blame` (docs/blame.md)
 //! - the node's own files: `state` (the state directory and the job records
 //!   kept there), `fsutil`
-//! - plumbing: `process` (bounded helpers), `text`, `timespec`, `logging`,
+//! - plumbing: `process` (bounded helpers), `poll` (waiting with a
+//!   deadline), `text`, `timespec`, `logging`,
 //!   `error`, `hook` (prolog, epilog or check)
 
 pub mod blame;
@@ -20,6 +21,7 @@ pub mod error;
 pub mod fsutil;
 pub mod hook;
 pub mod logging;
+pub mod poll;
 pub mod process;
 pub mod slurm;
 pub mod state;

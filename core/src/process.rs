@@ -2,11 +2,12 @@
 //! argument vector, never a shell, and a hard time bound.
 
 use crate::error::{Error, Result};
+use crate::poll::{Backoff, Wait};
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Most output kept from one helper run (the rest is read and dropped).
 const CAPTURE_MAX: usize = 4 << 20;
@@ -57,13 +58,13 @@ fn spawn_piped(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::new(format!("cannot run {}: {e}", program.display())))?;
+        .map_err(|e| Error::command(format!("cannot run {}: {e}", program.display())))?;
     match (child.stdout.take(), child.stderr.take()) {
         (Some(out), Some(err)) => Ok((child, out, err)),
         _ => {
             let _ = child.kill();
             let _ = child.wait();
-            Err(Error::new(format!(
+            Err(Error::command(format!(
                 "cannot read the output of {}: no pipe",
                 program.display()
             )))
@@ -125,12 +126,15 @@ pub fn run_streamed<T: Send + 'static>(
         stderr: stderr.text_after(grace),
     };
     if !output.success() {
-        return Err(Error::new(format!("{what} failed: {}", output.one_line())));
+        return Err(Error::command(format!(
+            "{what} failed: {}",
+            output.one_line()
+        )));
     }
     let items = lines
         .recv_timeout(grace.max(Duration::from_secs(5)))
-        .map_err(|_| Error::new(format!("{what}: its output did not end after it exited")))?
-        .map_err(|why| Error::new(format!("{what}: {why}")))?;
+        .map_err(|_| Error::timeout(format!("{what}: its output did not end after it exited")))?
+        .map_err(|why| Error::command(format!("{what}: {why}")))?;
     Ok(Streamed { items, output })
 }
 
@@ -208,7 +212,7 @@ impl CapturedPipe {
 pub fn run_checked(program: &Path, args: &[&str], limit: Duration, what: &str) -> Result<Output> {
     let out = run_bounded(program, args, limit)?;
     if !out.success() {
-        return Err(Error::new(format!("{what} failed: {}", out.one_line())));
+        return Err(Error::command(format!("{what} failed: {}", out.one_line())));
     }
     Ok(out)
 }
@@ -221,30 +225,21 @@ fn wait_bounded(
     args: &[&str],
     limit: Duration,
 ) -> Result<std::process::ExitStatus> {
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Ok(status),
-            Ok(None) if start.elapsed() >= limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::new(format!(
-                    "{} {} did not finish within {limit:?} and was killed",
-                    program.display(),
-                    args.join(" "),
-                )));
-            }
-            Ok(None) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            Err(e) => {
-                return Err(Error::new(format!(
-                    "waiting for {} failed: {e}",
-                    program.display()
-                )))
-            }
+    let command = format!("{} {}", program.display(), args.join(" "));
+    let backoff = Backoff::doubling(Duration::from_millis(1), Duration::from_millis(20));
+    let exited = Wait::new(&command, limit, backoff).until(|| child.try_wait().transpose());
+    match exited {
+        Ok(Ok(status)) => Ok(status),
+        Ok(Err(e)) => Err(Error::command(format!(
+            "waiting for {} failed: {e}",
+            program.display()
+        ))),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(Error::timeout(format!(
+                "{command} did not finish within {limit:?} and was killed"
+            )))
         }
     }
 }
@@ -252,6 +247,7 @@ fn wait_bounded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn captures_output_and_exit_code() {

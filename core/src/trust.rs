@@ -98,7 +98,7 @@ pub(crate) fn judge(path: &Path, meta: &Metadata, is_ancestor: bool) -> Option<S
 /// must exist; a missing one is reported as such.
 pub fn check(path: &Path, expect: Expect, what: &str) -> Result<()> {
     let refuse = |why: String| {
-        Error::new(format!(
+        Error::invalid(format!(
             "refusing {what} {}: {why} (root only uses files and programs that only root can change)",
             path.display()
         ))
@@ -109,7 +109,7 @@ pub fn check(path: &Path, expect: Expect, what: &str) -> Result<()> {
     check_ancestors(path).map_err(refuse)?;
     let link = fs::symlink_metadata(path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            Error::new(format!("{what} {} does not exist", path.display()))
+            Error::io(format!("{what} {} does not exist", path.display()))
         } else {
             refuse(e.to_string())
         }

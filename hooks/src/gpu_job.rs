@@ -170,23 +170,54 @@ fn publish_clique_best_effort(cfg: &Config, state: &StateDir, node: &str, clique
     }
 }
 
+/// What the epilog's GPU side ends with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuEpilog {
+    pub outcome: GpuOutcome,
+    /// The row recorded (for the journal event), when there was a GPU job.
+    pub row: Option<JobRow>,
+    /// Why the job database did not take the row: logged, never a failure.
+    pub unrecorded: Option<slurm_imex_core::error::Error>,
+}
+
 /// After the job: deltas, XIDs during the job, post-job verdict, record.
 /// `imex` is what the prolog recorded of the job's IMEX domain here, if
 /// any (its NVLink block and where its members came from). Also returns the
-/// row it recorded (for the journal event).
+/// row it recorded (for the journal event). A database that does not take
+/// the row is reported in one line and skipped.
 pub fn epilog(
     job: &JobEnv,
     cfg: &Config,
     imex: Option<&JobRecord>,
 ) -> (GpuOutcome, Option<JobRow>) {
+    let done = judge_and_record(job, cfg, imex);
+    if let Some(e) = &done.unrecorded {
+        slurm_imex_core::logging::report_error(&unrecorded_line(job.job_id, e));
+    }
+    (done.outcome, done.row)
+}
+
+/// The line a job database that did not take a job's row is reported with.
+pub fn unrecorded_line(job_id: u32, e: &dyn std::fmt::Display) -> String {
+    format!("slurm-imex-epilog: job {job_id} not recorded (the job is not affected): {e}")
+}
+
+/// [`epilog`] less the report: what to do with a database that did not
+/// take the row is the caller's (the lifecycle).
+pub fn judge_and_record(job: &JobEnv, cfg: &Config, imex: Option<&JobRecord>) -> GpuEpilog {
+    let skipped = |why| GpuEpilog {
+        outcome: GpuOutcome::Skipped(why),
+        row: None,
+        unrecorded: None,
+    };
     let state = StateDir::of(cfg);
     let path = state.gpu_start_path(job.job_id);
     let start: Option<StartState> = state.read_json(&path, "start snapshot");
     if start.is_none() && !is_gpu_job(job, cfg) {
-        return (GpuOutcome::Skipped("not a GPU job"), None);
+        return skipped("not a GPU job");
     }
     if start.is_none() && state.knows_no_gpu() {
-        return (GpuOutcome::Skipped(NO_GPU), None);
+        return skipped(NO_GPU);
     }
     let checkpoint = xids_judged_before(&state, start.as_ref());
     let request = GateRequest {
@@ -197,29 +228,27 @@ pub fn epilog(
     let gate = gate::run(cfg, &request);
     if gate.no_gpus && start.is_none() {
         state.note_no_gpu();
-        return (GpuOutcome::Skipped(NO_GPU), None);
+        return skipped(NO_GPU);
     }
     let mut row = job_row(job, start.as_ref(), &gate);
     row.imex_domain = imex.and_then(|r| r.domain.clone());
     row.imex_rack_source = imex.and_then(|r| r.rack_source.clone());
     row.imex_outcome = imex.map(imex_outcome);
-    if let Err(e) = record(cfg, &row) {
-        slurm_imex_core::logging::report_error(&format!(
-            "slurm-imex-epilog: job {} not recorded (the job is not affected): {e}",
-            job.job_id
-        ));
-    }
+    let unrecorded = record(cfg, &row).err();
     gate.advance_checkpoint(&state);
     if let Err(e) = remove_if_exists(&path) {
         tracing::warn!("{e}");
     }
-    let outcome = GpuOutcome::Done {
-        verdict: verdict_of(&gate.findings),
-        drain_reason: drain_reason(&gate.findings),
-        warnings: reasons(&gate.findings, Severity::Warn),
-        clique: None,
-    };
-    (outcome, Some(row))
+    GpuEpilog {
+        outcome: GpuOutcome::Done {
+            verdict: verdict_of(&gate.findings),
+            drain_reason: drain_reason(&gate.findings),
+            warnings: reasons(&gate.findings, Severity::Warn),
+            clique: None,
+        },
+        row: Some(row),
+        unrecorded,
+    }
 }
 
 /// What the job's IMEX record says, as the database keeps it.

@@ -4,15 +4,18 @@
 //! What a GPU verdict does to the node is decided by `crate::drain`.
 
 use crate::drain::{self, DrainAction};
-use crate::gpu_job::{self, GpuOutcome};
+use crate::gpu_job::{self, GpuEpilog, GpuOutcome};
 use slurm_imex_core::blame::{Blamed, Fault};
 use slurm_imex_core::config::Config;
+use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::env::JobEnv;
+use slurm_imex_core::state::job_record::{JobRecord, Outcome};
 use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
 use slurm_imex_gpu::health::Verdict;
+use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{journal, metrics};
 use std::time::Duration;
 
@@ -35,6 +38,148 @@ impl Exit {
         self.code = 1;
         self.errors.push(line);
     }
+    /// A line for stderr that does not fail the hook.
+    fn note(&mut self, line: String) {
+        self.errors.push(line);
+    }
+}
+
+/// The steps a prolog runs, each a call into another crate; the lifecycle
+/// decides on their outcomes (docs/blame.md). [`Live`] runs the real ones;
+/// the unit tests inject fakes (no Slurm, NVML or IMEX daemon).
+pub trait PrologSteps: Sync {
+    /// The GPU health gate and start snapshot (`gpu_job::prolog`).
+    fn gate(&self) -> GpuOutcome;
+    /// Form or join the job's IMEX domain (`domain::form`): the job's
+    /// record, which says the outcome, and the outcome.
+    fn form_domain(&self) -> (JobRecord, Blamed<Duration>);
+    /// Write the job's record, for the SPANK plugin.
+    fn write_record(&self, record: &JobRecord) -> Result<()>;
+    /// Why the rack map contradicts the clique this node's GPUs report.
+    fn own_clique_disagreement(&self, live: &str) -> Option<String>;
+    /// What a gate's drain reason does to the node (`drain::act`).
+    fn act_on_gate(&self, drain_reason: Option<String>) -> DrainAction;
+    /// What a fault of this node's IMEX side does (`drain::imex_node_fault`).
+    fn imex_node_fault(&self, line: &str) -> DrainAction;
+    /// Keep a drain in the node's standing (best effort).
+    fn note_drained(&self, action: &DrainAction);
+    /// Return IMEX on this node to idle (`domain::teardown`).
+    fn teardown(&self) -> Result<TeardownOutcome>;
+}
+
+/// The steps an epilog runs (see [`PrologSteps`]).
+pub trait EpilogSteps {
+    /// The node's standing, after sweeping temporary files left by killed writers.
+    fn load_node(&self) -> NodeState;
+    /// What the prolog recorded of the job's IMEX domain here.
+    fn read_record(&self) -> Option<JobRecord>;
+    /// Return IMEX on this node to idle and forget the job's record.
+    fn teardown(&self) -> Result<TeardownOutcome>;
+    /// Judge the GPUs after the job and record its row (`gpu_job`).
+    fn judge_gpus(&self, record: Option<&JobRecord>) -> GpuEpilog;
+    /// What a post-job drain reason does to the node (`drain::act`).
+    fn act_on_gpus(&self, drain_reason: Option<String>) -> DrainAction;
+    /// The job's journal event.
+    fn summarize(
+        &self,
+        row: Option<&JobRow>,
+        domain: Option<&str>,
+        prolog_ms: Option<u64>,
+        epilog_ms: u64,
+    );
+    /// Save the node's standing and refresh the metrics (best effort).
+    fn publish(&self, node: &mut NodeState, exit: &Exit);
+}
+
+/// The real steps, on this node.
+pub struct Live<'a> {
+    pub job: &'a JobEnv,
+    pub cfg: &'a Config,
+}
+
+impl PrologSteps for Live<'_> {
+    fn gate(&self) -> GpuOutcome {
+        gpu_job::prolog(self.job, self.cfg)
+    }
+    fn form_domain(&self) -> (JobRecord, Blamed<Duration>) {
+        domain::form(self.job, self.cfg)
+    }
+    fn write_record(&self, record: &JobRecord) -> Result<()> {
+        StateDir::of(self.cfg).write_record(record)
+    }
+    fn own_clique_disagreement(&self, live: &str) -> Option<String> {
+        domain::own_clique_disagreement(self.job, self.cfg, live)
+    }
+    fn act_on_gate(&self, drain_reason: Option<String>) -> DrainAction {
+        let job = self.job;
+        drain::act(
+            self.cfg,
+            &job.node_name,
+            job.job_id,
+            drain_reason,
+            Hook::Prolog,
+        )
+    }
+    fn imex_node_fault(&self, line: &str) -> DrainAction {
+        drain::imex_node_fault(self.cfg, &self.job.node_name, self.job.job_id, line)
+    }
+    fn note_drained(&self, action: &DrainAction) {
+        let state = StateDir::of(self.cfg);
+        let mut node = NodeState::load(&state);
+        action.record(&mut node, now_s());
+        if let Err(e) = node.save(&state) {
+            tracing::warn!("cannot note the drain in the node's standing: {e}");
+        }
+    }
+    fn teardown(&self) -> Result<TeardownOutcome> {
+        domain::teardown(self.job.job_id, self.cfg)
+    }
+}
+
+impl EpilogSteps for Live<'_> {
+    fn load_node(&self) -> NodeState {
+        sweep::sweep_orphan_temps(self.cfg);
+        NodeState::load(&StateDir::of(self.cfg))
+    }
+    fn read_record(&self) -> Option<JobRecord> {
+        StateDir::of(self.cfg)
+            .read_record(self.job.job_id)
+            .ok()
+            .flatten()
+    }
+    fn teardown(&self) -> Result<TeardownOutcome> {
+        domain::teardown(self.job.job_id, self.cfg)
+    }
+    fn judge_gpus(&self, record: Option<&JobRecord>) -> GpuEpilog {
+        gpu_job::judge_and_record(self.job, self.cfg, record)
+    }
+    fn act_on_gpus(&self, drain_reason: Option<String>) -> DrainAction {
+        let job = self.job;
+        drain::act(
+            self.cfg,
+            &job.node_name,
+            job.job_id,
+            drain_reason,
+            Hook::Epilog,
+        )
+    }
+    fn summarize(
+        &self,
+        row: Option<&JobRow>,
+        domain: Option<&str>,
+        prolog_ms: Option<u64>,
+        epilog_ms: u64,
+    ) {
+        journal::job_summary(self.job, row, domain, prolog_ms, epilog_ms);
+    }
+    fn publish(&self, node: &mut NodeState, exit: &Exit) {
+        publish_node_state(&StateDir::of(self.cfg), self.cfg, node, exit);
+    }
+}
+
+/// The prolog on this node: [`prolog_with`] the [`Live`] steps.
+pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
+    prolog_with(job, &Live { job, cfg })
 }
 
 /// The GPU health gate and the IMEX domain run side by side (the gate
@@ -42,32 +187,27 @@ impl Exit {
 /// `--imex` GPU job's prolog takes about the longer of the two, not their
 /// sum. A drain-class gate finding fails the prolog and tears down the
 /// domain it may have built, so the node is left idle.
-pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
+pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
     let (gate, domain) = if job.imex_requested {
         std::thread::scope(|scope| {
-            let gate = scope.spawn(|| gpu_job::prolog(job, cfg));
-            let domain = domain::setup(job, cfg);
-            let gate = gate.join().unwrap_or_else(|_| GpuOutcome::Done {
-                verdict: Verdict::Drain,
-                drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
-                warnings: Vec::new(),
-                clique: None,
-            });
+            let gate = scope.spawn(|| steps.gate());
+            let domain = setup_domain(steps);
+            let gate = gate.join().unwrap_or_else(|_| gate_crashed());
             (gate, Some(domain))
         })
     } else {
         // Nothing to overlap with: no thread (a panic is caught by run_from_env).
-        (gpu_job::prolog(job, cfg), None)
+        (steps.gate(), None)
     };
-    let action = act_on_gate(&gate, job, cfg, Hook::Prolog);
+    let action = steps.act_on_gate(drain_reason_of(&gate));
     if let Some(reason) = action.hook_failure() {
         // A drain-class finding: the node must not take the job.
         exit.fail(format!("slurm-imex-prolog: {reason}"));
-        note_drained(cfg, &action);
+        steps.note_drained(&action);
         if domain.is_some() {
-            if let Err(e) = domain::teardown(job.job_id, cfg) {
+            if let Err(e) = steps.teardown() {
                 exit.fail(format!(
                     "slurm-imex-prolog: cannot return IMEX to idle: {e}"
                 ));
@@ -75,38 +215,66 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
         }
         return exit;
     }
-    match domain.map(|d| check_own_clique(d, &gate, job, cfg)) {
-        None => {}
-        Some(Ok(waited)) => {
+    log_gate(&gate, Hook::Prolog);
+    let Some((mut record, domain)) = domain else {
+        return exit;
+    };
+    match check_own_clique(domain, record.as_mut(), &gate, steps) {
+        Ok(waited) => {
             tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP")
         }
-        Some(Err(Fault::Job(cause))) => {
+        Err(Fault::Job(cause)) => {
             // Not this node's fault: the plugin fails the job with this cause.
             tracing::warn!("job {} cannot use IMEX: {cause}", job.job_id)
         }
-        Some(Err(Fault::Node(e))) => {
+        Err(Fault::Node(e)) => {
             // This node's fault: Slurm drains it; the standing keeps why.
-            let action = drain::imex_node_fault(cfg, &job.node_name, job.job_id, &e.to_string());
-            note_drained(cfg, &action);
+            steps.note_drained(&steps.imex_node_fault(&e.to_string()));
             exit.fail(format!("slurm-imex-prolog: {e}"))
         }
     }
     // The prolog writes nothing for the metrics (every job pays for the
     // prolog): the epilog derives them from the job's record and row.
-    if job.imex_requested {
-        domain::note_prolog_time(job.job_id, cfg, started.elapsed());
+    if let Some(record) = record.as_mut() {
+        record.prolog_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        if let Err(e) = steps.write_record(record) {
+            tracing::warn!("cannot note the prolog time: {e}");
+        }
     }
     exit
 }
 
+/// What a gate that panicked (a bug) stands for: a drain verdict, as the
+/// gate could not say the GPUs are fit.
+fn gate_crashed() -> GpuOutcome {
+    GpuOutcome::Done {
+        verdict: Verdict::Drain,
+        drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
+        warnings: Vec::new(),
+        clique: None,
+    }
+}
+
+/// The job's domain, and its record once written for the plugin (None when
+/// it could not be: this node's fault, as the plugin cannot let the job run
+/// without one).
+fn setup_domain(steps: &impl PrologSteps) -> (Option<JobRecord>, Blamed<Duration>) {
+    let (record, outcome) = steps.form_domain();
+    match steps.write_record(&record) {
+        Ok(()) => (Some(record), outcome),
+        Err(e) => (None, Err(domain::record_fault(e))),
+    }
+}
+
 /// A domain that formed is still refused when the rack map contradicts
 /// the clique this node's GPUs report (the gate read it, beside the
-/// domain's start): the job fails naming both, the node stays up.
+/// domain's start): the job fails naming both, the node stays up. The
+/// record says so (failing to write it is this node's fault).
 fn check_own_clique(
     domain: Blamed<Duration>,
+    record: Option<&mut JobRecord>,
     gate: &GpuOutcome,
-    job: &JobEnv,
-    cfg: &Config,
+    steps: &impl PrologSteps,
 ) -> Blamed<Duration> {
     let (
         Ok(_),
@@ -117,33 +285,27 @@ fn check_own_clique(
     else {
         return domain;
     };
-    domain::refuse_for_own_clique(job, cfg, live).and(domain)
-}
-
-/// A prolog's drain finding is in the node's standing, so the next `check
-/// --undrain` knows to ask Slurm whether it may lift it. Best effort.
-fn note_drained(cfg: &Config, action: &DrainAction) {
-    let state = StateDir::of(cfg);
-    let mut node = NodeState::load(&state);
-    action.record(&mut node, now_s());
-    if let Err(e) = node.save(&state) {
-        tracing::warn!("cannot note the drain in the node's standing: {e}");
+    let Some(cause) = steps.own_clique_disagreement(live) else {
+        return domain;
+    };
+    if let Some(record) = record {
+        let mut refused = record.clone();
+        refused.outcome = Outcome::Failed {
+            cause: cause.clone(),
+            node_fault: false,
+        };
+        steps.write_record(&refused).map_err(domain::record_fault)?;
+        *record = refused;
     }
+    Err(Fault::Job(cause))
 }
 
-/// Have the drain decision act on the GPU side's verdict. A verdict that
-/// does not fail the hook is logged: its warnings, and the verdict or why
-/// the GPU side was skipped.
-fn act_on_gate(gate: &GpuOutcome, job: &JobEnv, cfg: &Config, hook: Hook) -> DrainAction {
-    let reason = match gate {
+/// The drain reason a GPU side's verdict carries, if any.
+fn drain_reason_of(gate: &GpuOutcome) -> Option<String> {
+    match gate {
         GpuOutcome::Done { drain_reason, .. } => drain_reason.clone(),
         GpuOutcome::Skipped(_) => None,
-    };
-    let action = drain::act(cfg, &job.node_name, job.job_id, reason, hook);
-    if action.hook_failure().is_none() {
-        log_gate(gate, hook);
     }
-    action
 }
 
 /// Log a GPU side that does not fail the hook.
@@ -165,51 +327,54 @@ fn log_gate(gate: &GpuOutcome, hook: Hook) {
     }
 }
 
+/// The epilog on this node: [`epilog_with`] the [`Live`] steps.
+pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
+    epilog_with(job, &Live { job, cfg })
+}
+
 /// Tear down the job's IMEX domain, then record its GPU stats and judge the
 /// GPUs, then publish the node's state (journal, metrics).
-pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
+pub fn epilog_with(job: &JobEnv, steps: &impl EpilogSteps) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
-    sweep::sweep_orphan_temps(cfg);
-    let state = StateDir::of(cfg);
-    let mut node = NodeState::load(&state);
+    let mut node = steps.load_node();
     node.node = job.node_name.clone();
     // The job's whole prolog time and its IMEX domain here, before teardown
     // removes its record.
-    let record = state.read_record(job.job_id).ok().flatten();
+    let record = steps.read_record();
     let prolog_ms = record.as_ref().and_then(|r| r.prolog_ms);
     let imex_domain = record.as_ref().and_then(|r| r.domain.clone());
     if job.imex_requested {
-        teardown_domain(job, cfg, &mut exit);
+        teardown_domain(job, steps, &mut exit);
     }
-    let (outcome, row) = gpu_job::epilog(job, cfg, record.as_ref());
-    let action = act_on_gate(&outcome, job, cfg, Hook::Epilog);
-    if let Some(reason) = action.hook_failure() {
-        exit.fail(format!("slurm-imex-epilog: {reason}"));
+    let gpus = steps.judge_gpus(record.as_ref());
+    if let Some(e) = &gpus.unrecorded {
+        // The job database is nobody's job: one line, never a failure.
+        exit.note(gpu_job::unrecorded_line(job.job_id, e));
+    }
+    let action = steps.act_on_gpus(drain_reason_of(&gpus.outcome));
+    match action.hook_failure() {
+        Some(reason) => exit.fail(format!("slurm-imex-epilog: {reason}")),
+        None => log_gate(&gpus.outcome, Hook::Epilog),
     }
     action.record(&mut node, now_s());
     let epilog_ms = started.elapsed().as_millis() as u64;
+    let row = gpus.row.as_ref();
     // A job without --imex keeps no record: its prolog was the gate.
-    let gate_ms = row.as_ref().and_then(|r| r.prolog.as_ref()).map(|p| p.ms);
+    let gate_ms = row.and_then(|r| r.prolog.as_ref()).map(|p| p.ms);
     let prolog_ms = prolog_ms.or(gate_ms);
     if row.is_some() {
         node.last_gate_ms = gate_ms;
         node.last_prolog_ms = prolog_ms;
     }
     node.last_epilog_ms = Some(epilog_ms);
-    journal::job_summary(
-        job,
-        row.as_ref(),
-        imex_domain.as_deref(),
-        prolog_ms,
-        epilog_ms,
-    );
-    publish_node_state(&state, cfg, &mut node, &exit);
+    steps.summarize(row, imex_domain.as_deref(), prolog_ms, epilog_ms);
+    steps.publish(&mut node, &exit);
     exit
 }
 
-fn teardown_domain(job: &JobEnv, cfg: &Config, exit: &mut Exit) {
-    match domain::teardown(job.job_id, cfg) {
+fn teardown_domain(job: &JobEnv, steps: &impl EpilogSteps, exit: &mut Exit) {
+    match steps.teardown() {
         Ok(TeardownOutcome::LeftToOwner(owner)) => {
             tracing::info!("IMEX domain belongs to job {owner}; left untouched")
         }
@@ -299,3 +464,6 @@ fn run_hook(hook: Hook, body: fn(&JobEnv, &Config) -> Exit) -> u8 {
     }
     exit.code
 }
+
+#[cfg(test)]
+mod tests;

@@ -603,7 +603,7 @@ impl Config {
                 .map(|k| format!("{}: ", key_label(&k)))
                 .unwrap_or_default();
             let msg = plain_message(e.message());
-            Error::new(format!(
+            Error::invalid(format!(
                 "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
             ))
         })?;
@@ -655,7 +655,7 @@ impl Config {
         };
         if let Some((key, why)) = bounds::first_violation(self) {
             let key = used.as_written(key);
-            return Err(Error::new(format!(
+            return Err(Error::invalid(format!(
                 "bad config {}: {} = {why}",
                 at(key),
                 key_label(key)
@@ -664,7 +664,7 @@ impl Config {
         let i = &self.imex;
         let last = i.port_base as u32 + i.port_span.0 as u32 - 1;
         if i.port_base == 0 || last > 65535 {
-            return Err(Error::new(format!(
+            return Err(Error::invalid(format!(
                 "bad config {}: [imex] port_base = {} with port_span = {} reaches port {last}: \
                  keep port_base >= 1 and port_base + port_span - 1 <= 65535",
                 at("imex.port_base"),
@@ -681,7 +681,7 @@ impl Config {
             ("database.path", &self.database.path),
         ] {
             if !p.is_absolute() {
-                return Err(Error::new(format!(
+                return Err(Error::invalid(format!(
                     "bad config {}: {} = \"{}\" must be an absolute path",
                     at(key),
                     key_label(key),
@@ -723,9 +723,10 @@ impl Config {
             e.context("fix the file or the path given by config=, --config or $SLURM_IMEX_CONFIG")
         })?;
         let bytes = crate::fsutil::read_bounded(&absolute, MAX_CONFIG_BYTES).map_err(|e| {
-            Error::new(format!(
-                "{e} (fix the path given by config=, --config or ${CONFIG_ENV})"
-            ))
+            Error::of(
+                e.kind(),
+                format!("{e} (fix the path given by config=, --config or ${CONFIG_ENV})"),
+            )
         })?;
         let text = utf8_config(bytes, &path)?;
         let mut config = Config::parse(&text, &path)?;
@@ -792,7 +793,7 @@ impl Renamed {
             None => origin.display().to_string(),
         };
         if locate::line_of_key(text, new).is_some() && value != mine {
-            return Err(Error::new(format!(
+            return Err(Error::invalid(format!(
                 "bad config {}: {} = {value} and {} = {mine} disagree: keep only {}",
                 at(old),
                 key_label(old),
@@ -826,7 +827,7 @@ fn utf8_config(bytes: Vec<u8>, path: &Path) -> Result<String> {
         let good = e.utf8_error().valid_up_to();
         let bytes = e.as_bytes();
         let line = 1 + bytes[..good].iter().filter(|b| **b == b'\n').count();
-        Error::new(format!(
+        Error::invalid(format!(
             "bad config {}:{line}: byte {:#04x} is not UTF-8: save the file as UTF-8",
             path.display(),
             bytes[good]

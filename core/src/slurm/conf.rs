@@ -137,17 +137,18 @@ impl SlurmConf {
     /// - `FirstJobId` 0 is fatal ("FirstJobId cannot be zero");
     /// - a `MaxJobId` above `MAX_JOB_ID` (0x03ffffff) is lowered to it;
     /// - `FirstJobId` above `MaxJobId` is refused ("FirstJobId > MaxJobId").
-    pub fn job_id_range(&self) -> std::result::Result<(u32, u32), String> {
+    pub fn job_id_range(&self) -> Result<(u32, u32)> {
         let refused = |why: String| {
-            format!(
+            Error::invalid(format!(
                 "{}: {why}, so slurmctld refuses this slurm.conf (Slurm's read_config.c): fix \
                  FirstJobId/MaxJobId there",
                 self.path.display()
-            )
+            ))
         };
         let number = |key: &str, default: u32| match self.last(key) {
             None => Ok(default),
-            Some(v) => number::parse_u32(key, v).map_err(|e| refused(crate::text::cap(&e, 120))),
+            Some(v) => number::parse_u32(key, v)
+                .map_err(|e| refused(crate::text::cap(&e.to_string(), 120))),
         };
         let first = number("FirstJobId", DEFAULT_FIRST_JOB_ID)?;
         let max = number("MaxJobId", DEFAULT_MAX_JOB_ID)?.min(MAX_JOB_ID);
@@ -177,16 +178,14 @@ impl SlurmConf {
         for (number, line) in logical_lines(&text) {
             let at = || format!("{}:{number}", path.display());
             if let Some(name) = include_target(&line) {
-                let name = name.map_err(|why| Error::new(format!("{}: {why}", at())))?;
+                let name = name.map_err(|e| e.context(at()))?;
                 if depth >= MAX_INCLUDE_DEPTH {
                     return Err(Error::new(format!(
                         "{}: Include nested deeper than {MAX_INCLUDE_DEPTH} levels",
                         at()
                     )));
                 }
-                let included = self
-                    .include_path(&name)
-                    .map_err(|why| Error::new(format!("{}: {why}", at())))?;
+                let included = self.include_path(&name).map_err(|e| e.context(at()))?;
                 self.read_file(&included, depth + 1)?;
                 continue;
             }
@@ -235,20 +234,22 @@ impl SlurmConf {
     /// parse_config.c). A `*` is refused: Slurm does not expand globs in
     /// `Include` (23.11 and later say "Slurm does not support glob parsing"
     /// and fail the Include; earlier releases look for a file named `*`).
-    fn include_path(&self, name: &str) -> std::result::Result<PathBuf, String> {
+    fn include_path(&self, name: &str) -> Result<PathBuf> {
         let mut name = name.to_string();
         if name.contains("%c") {
-            let cluster = self
-                .get("ClusterName")
-                .ok_or("Include names %c, and no ClusterName is set before it (parse_config.c)")?;
+            let cluster = self.get("ClusterName").ok_or_else(|| {
+                Error::invalid(
+                    "Include names %c, and no ClusterName is set before it (parse_config.c)",
+                )
+            })?;
             name = name.replace("%c", &cluster.to_ascii_lowercase());
         }
         if name.contains('*') {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "Include {name}: Slurm does not expand globs in Include (\"Slurm does not \
                  support glob parsing\", parse_config.c), so slurmctld fails this Include: \
                  name each file"
-            ));
+            )));
         }
         let name = Path::new(&name);
         Ok(match (name.is_absolute(), self.path.parent()) {
@@ -327,7 +328,7 @@ fn strip_escapes(line: &str) -> String {
 /// first column) with `include`, any case, then at least one blank of any
 /// kind (space, tab), is an Include of the next blank-free word. None when
 /// the line is no Include; Err when it is one Slurm fails.
-fn include_target(line: &str) -> Option<std::result::Result<String, String>> {
+fn include_target(line: &str) -> Option<Result<String>> {
     let head = line.get(..7)?;
     if !head.eq_ignore_ascii_case("include") {
         return None;
@@ -342,13 +343,13 @@ fn include_target(line: &str) -> Option<std::result::Result<String, String>> {
         .unwrap_or(rest.len());
     let (name, after) = rest.split_at(end);
     Some(if name.is_empty() {
-        Err("Include names no file".into())
+        Err(Error::invalid("Include names no file"))
     } else if !after.trim().is_empty() {
-        Err(format!(
+        Err(Error::invalid(format!(
             "\"{}\" follows Include {name}, so slurmctld refuses this file (\"Parse error\", \
              parse_config.c): one file per Include",
             crate::text::cap(after.trim(), 60)
-        ))
+        )))
     } else {
         Ok(name.to_string())
     })
@@ -542,6 +543,8 @@ mod tests {
         ];
         for (text, why) in cases {
             let e = read(text).unwrap().job_id_range().unwrap_err();
+            assert_eq!(e.kind(), crate::error::Kind::Invalid);
+            let e = e.to_string();
             assert!(e.contains(why), "{text:?}: {e}");
             assert!(e.contains("slurmctld refuses this slurm.conf"), "{e}");
             assert!(!e.contains('\n'), "{e}");

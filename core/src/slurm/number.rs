@@ -5,6 +5,8 @@
 //! Rust's `str::parse` has none of strtoul's rules (base prefixes, leading
 //! blanks, a sign), and no crate reproduces them.
 
+use crate::error::{Error, Result};
+
 /// Slurm's `INFINITE` (`slurm/slurm.h`), what `UNLIMITED` and `INFINITE` read as.
 pub const INFINITE: u32 = 0xffff_ffff;
 
@@ -17,8 +19,9 @@ pub const INFINITE: u32 = 0xffff_ffff;
 /// - an overflow of `unsigned long`, a value starting with `-`, and a value
 ///   above 4294967295 are refused.
 ///
-/// The Err is Slurm's own complaint, worded as parse_value.c words it.
-pub fn parse_u32(key: &str, value: &str) -> Result<u32, String> {
+/// The Err is Slurm's own complaint, worded as parse_value.c words it
+/// ([`Kind::Invalid`](crate::error::Kind::Invalid)).
+pub fn parse_u32(key: &str, value: &str) -> Result<u32> {
     let (num, rest, overflow) = strtoul(value);
     let (num, rest) = match rest.strip_prefix(['k', 'K']) {
         Some(after) => (num.wrapping_mul(1024), after),
@@ -29,16 +32,23 @@ pub fn parse_u32(key: &str, value: &str) -> Result<u32, String> {
         {
             Ok(INFINITE)
         } else {
-            Err(format!("{key} value ({value}) is not a valid number"))
+            Err(Error::invalid(format!(
+                "{key} value ({value}) is not a valid number"
+            )))
         };
     }
     if overflow {
-        return Err(format!("{key} value ({value}) is out of range"));
+        return Err(Error::invalid(format!(
+            "{key} value ({value}) is out of range"
+        )));
     }
     if value.starts_with('-') {
-        return Err(format!("{key} value ({value}) is less than zero"));
+        return Err(Error::invalid(format!(
+            "{key} value ({value}) is less than zero"
+        )));
     }
-    u32::try_from(num).map_err(|_| format!("{key} value ({value}) is greater than 4294967295"))
+    u32::try_from(num)
+        .map_err(|_| Error::invalid(format!("{key} value ({value}) is greater than 4294967295")))
 }
 
 /// glibc's `strtoul(s, &end, 0)` on a 64-bit `unsigned long`: the value (a
@@ -137,7 +147,12 @@ mod tests {
         ];
         for (value, why) in bad {
             let e = parse_u32("MaxJobId", value).unwrap_err();
-            assert_eq!(e, format!("MaxJobId value ({value}) {why}"), "{value:?}");
+            assert_eq!(
+                e.to_string(),
+                format!("MaxJobId value ({value}) {why}"),
+                "{value:?}"
+            );
+            assert_eq!(e.kind(), crate::error::Kind::Invalid);
         }
     }
 }

@@ -10,6 +10,7 @@ use nix::unistd::Pid;
 use slurm_imex_core::config::{DaemonConfig, DaemonManager};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::{remove_if_exists, tail_lines, write_atomic};
+use slurm_imex_core::poll::{Backoff, Wait};
 use slurm_imex_core::process::{run_bounded, run_checked};
 use slurm_imex_core::state::StateDir;
 use std::fs::OpenOptions;
@@ -17,7 +18,7 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Is the daemon we started still alive?
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,20 +171,22 @@ impl<'a> Daemon<'a> {
     /// accepting connections on the command port. Otherwise, what is left.
     pub fn verify_gone(&self, cmd_addr: Option<SocketAddr>) -> Result<()> {
         // Sockets close as the last thread exits: allow the stop grace period.
-        let deadline = Instant::now() + self.cfg.stop_timeout.0;
-        loop {
-            let left = self.what_is_left(cmd_addr);
-            if left.is_empty() {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::new(format!(
-                    "nvidia-imex is not gone: {} (stop it, then run the epilog again or `slurm-imex status`)",
-                    left.join("; ")
-                )));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut left = Vec::new();
+        let wait = Wait::new(
+            "nvidia-imex to be gone",
+            self.cfg.stop_timeout.0,
+            Backoff::every(Duration::from_millis(20)),
+        );
+        let gone = wait.until(|| {
+            left = self.what_is_left(cmd_addr);
+            left.is_empty().then_some(())
+        });
+        gone.map_err(|_| {
+            Error::new(format!(
+                "nvidia-imex is not gone: {} (stop it, then run the epilog again or `slurm-imex status`)",
+                left.join("; ")
+            ))
+        })
     }
 
     fn what_is_left(&self, cmd_addr: Option<SocketAddr>) -> Vec<String> {
@@ -276,21 +279,15 @@ impl<'a> Daemon<'a> {
     }
 
     fn wait_gone(&mut self, procs: &[ProcId], limit: Duration) -> bool {
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(2);
-        loop {
+        let backoff = Backoff::doubling(Duration::from_millis(2), Duration::from_millis(50));
+        let wait = Wait::new("nvidia-imex to exit", limit, backoff);
+        let gone = wait.until(|| {
             if let Some(child) = self.child.as_mut() {
                 let _ = child.try_wait();
             }
-            if procs.iter().all(|p| !p.alive()) {
-                return true;
-            }
-            if start.elapsed() >= limit {
-                return false;
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(50));
-        }
+            procs.iter().all(|p| !p.alive()).then_some(())
+        });
+        gone.is_ok()
     }
 
     /// The last lines the daemon logged, for failure messages: its

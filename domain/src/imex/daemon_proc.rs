@@ -139,6 +139,7 @@ pub fn port_accepts(ip: IpAddr, port: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use slurm_imex_core::poll::{Backoff, Wait};
 
     #[test]
     fn pid_file_round_trip_and_legacy_files() {
@@ -183,13 +184,15 @@ mod tests {
             .unwrap();
         // Right after spawn the new image's environment may not be readable yet.
         let mut found = Vec::new();
-        for _ in 0..200 {
+        let wait = Wait::new(
+            "the tagged child",
+            Duration::from_secs(2),
+            Backoff::every(Duration::from_millis(10)),
+        );
+        let _ = wait.until(|| {
             found = tagged_processes(&tag);
-            if !found.is_empty() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+            (!found.is_empty()).then_some(())
+        });
         child.kill().unwrap();
         child.wait().unwrap();
         assert_eq!(found.len(), 1, "{found:?}");

@@ -27,6 +27,22 @@ use std::time::Duration;
 /// the plugin (without a record the plugin cannot let the job run, so
 /// failing to write it is this node's fault).
 pub fn setup(job: &JobEnv, cfg: &Config) -> Blamed<Duration> {
+    let (record, outcome) = form(job, cfg);
+    StateDir::of(cfg)
+        .write_record(&record)
+        .map_err(record_fault)?;
+    outcome
+}
+
+/// Failing to write a job's record is this node's fault (its own state
+/// directory): the plugin cannot let the job run without one.
+pub fn record_fault(e: slurm_imex_core::error::Error) -> Fault {
+    Fault::Node(e.context("cannot record the IMEX job state"))
+}
+
+/// [`setup`] less the write: build the domain and say the outcome in the
+/// record the caller writes (the hooks' lifecycle, which owns the record).
+pub fn form(job: &JobEnv, cfg: &Config) -> (JobRecord, Blamed<Duration>) {
     let state = StateDir::of(cfg);
     let (mode, warning) = slurm_conf::channel_mode(cfg);
     if let Some(w) = warning {
@@ -46,7 +62,13 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> Blamed<Duration> {
         prolog_ms: None,
     };
     let outcome = form_or_join(job, cfg, &state, &mut record);
-    record.outcome = match &outcome {
+    record.outcome = outcome_of(&outcome);
+    (record, outcome)
+}
+
+/// What a job's record says of its domain's outcome, for the plugin.
+pub fn outcome_of(outcome: &Blamed<Duration>) -> Outcome {
+    match outcome {
         Ok(waited) => Outcome::Ready {
             waited_ms: waited.as_millis() as u64,
         },
@@ -54,12 +76,7 @@ pub fn setup(job: &JobEnv, cfg: &Config) -> Blamed<Duration> {
             cause: fault.to_string(),
             node_fault: fault.is_node_fault(),
         },
-    };
-    state
-        .write_record(&record)
-        .map_err(|e| e.context("cannot record the IMEX job state"))
-        .node()?; // this node's state directory
-    outcome
+    }
 }
 
 /// The steps, in this order: the channel device, the job's NVLink domain,
@@ -78,19 +95,6 @@ fn form_or_join(
     match cfg.imex.domain {
         DomainScope::Rack => rack_domain::join(job, cfg, state, record, &racks, domain),
         DomainScope::Job => job_domain::form(job, cfg, state, record, domain),
-    }
-}
-
-/// Note the whole prolog's wall time in the job's record (for `status` and
-/// the rack benchmark). Best effort: a record that cannot be updated only
-/// loses the figure.
-pub fn note_prolog_time(job_id: u32, cfg: &Config, elapsed: Duration) {
-    let state = StateDir::of(cfg);
-    if let Ok(Some(mut record)) = state.read_record(job_id) {
-        record.prolog_ms = Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
-        if let Err(e) = state.write_record(&record) {
-            tracing::warn!("cannot note the prolog time: {e}");
-        }
     }
 }
 
@@ -145,16 +149,20 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
 /// the job's epilog: stopped now, it would make every peer blame this node
 /// as one that never became ready.
 pub fn refuse_for_own_clique(job: &JobEnv, cfg: &Config, live: &str) -> Blamed<()> {
-    // A map that cannot be read failed the setup already.
-    let Ok(racks) = RackSources::read(cfg) else {
+    let Some(cause) = own_clique_disagreement(job, cfg, live) else {
         return Ok(());
     };
-    let Some(cause) = racks.live_clique_disagreement(&job.node_name, live) else {
-        return Ok(());
-    };
-    record_job_failure(job.job_id, cfg, &cause)
-        .map_err(|e| Fault::Node(e.context("cannot record the IMEX job state")))?;
+    record_job_failure(job.job_id, cfg, &cause).map_err(record_fault)?;
     Err(Fault::Job(cause))
+}
+
+/// Why the rack map contradicts the clique this node's GPUs report
+/// (`live`), if it does: [`refuse_for_own_clique`] less the record.
+pub fn own_clique_disagreement(job: &JobEnv, cfg: &Config, live: &str) -> Option<String> {
+    // A map that cannot be read failed the setup already.
+    RackSources::read(cfg)
+        .ok()?
+        .live_clique_disagreement(&job.node_name, live)
 }
 
 fn record_job_failure(job_id: u32, cfg: &Config, cause: &str) -> Result<()> {

@@ -17,6 +17,7 @@ use slurm_imex_core::blame::{Blame, Blamed, Fault};
 use slurm_imex_core::config::{Config, DaemonManager};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::write_atomic;
+use slurm_imex_core::poll::{Backoff, Wait};
 use slurm_imex_core::slurm::env::JobEnv;
 use std::time::{Duration, Instant};
 
@@ -221,35 +222,38 @@ impl DomainPlan {
     /// few hundred ms), then backs off exponentially to `ready_poll_max`. A
     /// daemon that exits meanwhile is this node's fault.
     fn poll_until_ready(&self, daemon: &mut Daemon, ctl: &Ctl, wait: &WaitFor) -> Result<Polled> {
-        let fast_phase = Duration::from_secs(1);
-        let deadline = wait.started + wait.cfg.imex.ready_timeout.0;
         let (local, whole) = (wait.local_index(), wait.whole_domain());
-        let mut pause = Duration::from_millis(20);
+        let backoff = Backoff::doubling(Duration::from_millis(20), wait.cfg.imex.ready_poll_max.0)
+            .steady_for(Duration::from_secs(1));
+        let deadline = Wait::new(
+            "the IMEX domain to be UP",
+            wait.cfg.imex.ready_timeout.0,
+            backoff,
+        )
+        .since(wait.started);
         let mut last: Option<NotReady> = None;
         let mut last_error: Option<Error> = None;
-        loop {
+        let polled = deadline.until(|| {
             if let Liveness::Exited(how) = daemon.liveness() {
-                return Err(Error::new(format!(
+                return Some(Err(Error::new(format!(
                     "nvidia-imex on {} {how} while starting{}",
                     wait.job.node_name, self.port_hint
                 ))
-                .with_log(daemon, self.log_file.as_deref()));
+                .with_log(daemon, self.log_file.as_deref())));
             }
             match ctl.domain_status() {
                 Ok(status) => match assess_members(&status, wait.members, local, whole) {
-                    Readiness::Ready => return Ok(Polled::Ready(wait.started.elapsed())),
+                    Readiness::Ready => return Some(Ok(wait.started.elapsed())),
                     Readiness::NotReady(n) => last = Some(n),
                 },
                 Err(e) => last_error = Some(e),
             }
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(Polled::TimedOut { last, last_error });
-            }
-            std::thread::sleep(pause.min(deadline - now));
-            if wait.started.elapsed() >= fast_phase {
-                pause = (pause * 2).min(wait.cfg.imex.ready_poll_max.0);
-            }
+            None
+        });
+        match polled {
+            Ok(ready) => ready.map(Polled::Ready),
+            // What it last saw says whose fault it is (blame_not_ready).
+            Err(_) => Ok(Polled::TimedOut { last, last_error }),
         }
     }
 

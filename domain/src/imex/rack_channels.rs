@@ -48,7 +48,7 @@ pub fn guarantee(cfg: &Config) -> Result<RackChannels, String> {
                  cannot be checked: {why} (set [slurm] config to this node's slurm.conf)"
             )
         })?;
-    let (first, max) = conf.job_id_range()?;
+    let (first, max) = conf.job_id_range().map_err(|e| e.to_string())?;
     judge(
         first,
         max,

@@ -62,7 +62,7 @@ impl Blocks {
                 source: path.to_path_buf(),
                 topologies,
             })
-            .map_err(|e| Error::new(format!("{}: {e}", path.display())))
+            .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))
     }
 
     /// Ok when, in every block topology that knows any of `nodes`, all of
