@@ -85,33 +85,34 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   prometheus_up || { fail "Prometheus"; return; }
   sed -i -e "s#^prometheus_url = .*#prometheus_url = \"http://127.0.0.1:$PROM_PORT\"#" -e 's#^store_wait = .*#store_wait = "1m"#' "$C/etc-slurm/imex.toml"
   grep -q "^prometheus_url = \"http://127.0.0.1:$PROM_PORT\"" "$C/etc-slurm/imex.toml" || { fail "imex.toml [job] prometheus_url not set"; return; }
-  local id out json
-  # Two nodes, one IMEX domain; gpu0 of n1 busy at 70 %, every other GPU
-  # held but idle; an application XID on n2 while it runs.
-  id=$(submit -N2 --imex "srun -N1 -w n1 $C/bin/fake-gpu-job --gpu 0 --util 70 --memory-mib 2048 --seconds 1; $started_marker; $hold_until_released") ||
+  local id out json n=$E2E_NODES
+  # Every node (4), one IMEX domain; gpu0 of n1 busy at 70 %, every other
+  # GPU held but idle; an application XID on n2 while it runs.
+  id=$(submit -N"$n" --imex "srun -N1 -w n1 $C/bin/fake-gpu-job --gpu 0 --util 70 --memory-mib 2048 --seconds 1; $started_marker; $hold_until_released") ||
     { fail "sbatch"; return; }
   wait_started "$id" || { fail "job $id never started"; return; }
   kmsg_append 2 "NVRM: Xid (PCI:0000:1b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception"
   release "$id"
   expect_eq "$(wait_done "$id")" COMPLETED "job $id"
-  wait_node_free n1; wait_node_free n2
+  for i in $(seq 1 "$n"); do wait_node_free "n$i"; done
   # (SlurmDBD 22.05 may get a short job's end before its start: the record
   # shows one node and UID 0 until the start arrives)
   poll_until 60 sacct_has_ended "$id" || fail "sacct never showed job $id ended on both nodes"
-  poll_until 30 prometheus_knows_job "$id" || { fail "Prometheus never scraped job $id's series from both nodes"; return; }
+  poll_until 30 prometheus_knows_job "$id" || { fail "Prometheus never scraped job $id's series from all $n nodes"; return; }
   echo "    figure: per-job series per node: $(grep -vc '^#' "$C/nodes/n1/hw/textfile/slurm_imex_jobs.prom") (n1, after 1 job)"
 
   # The job's owner, from the host (a login node): Prometheus, every node.
   out=$(as_user "$C/bin/slurm-imex" job "$id" 2>&1)
-  expect_contains "$out" "job $id  user $TEST_USER  COMPLETED  nodes n[1-2]  source: Prometheus" "owner sees the job from Prometheus: $out"
+  expect_contains "$out" "job $id  user $TEST_USER  COMPLETED  nodes n[1-$n]  source: Prometheus" "owner sees the job from Prometheus: $out"
   expect_contains "$out" "IMEX domain job  channel " "the job's IMEX domain and channel"
   expect_contains "$out" "ready in " "the domain's readiness time"
   expect_contains "$(grep -E '^n1 +PASS +PASS +none' <<<"$out")" "n1" "n1's prolog and epilog verdicts and blame"
   expect_contains "$(grep -E '^n2 +PASS +(PASS|WARN) +none' <<<"$out")" "n2" "n2's verdicts"
+  expect_eq "$(grep -cE '^n[0-9]+ +PASS +(PASS|WARN) +none' <<<"$out")" "$n" "a row for each of the $n nodes"
   expect_contains "$(awk '$1 == "n1" && $2 == "0" { print "procs=" $6 " util=" $7 " peak=" $9 }' <<<"$out")" "procs=1 util=70 peak=2.0" "n1 gpu0's use"
   expect_contains "$out" "XIDs your code caused (application errors, restart it): 13 RESTART_APP on n2/gpu1" "the XID, blamed on the code"
   expect_contains "$out" "GPUs were never used" "idle GPUs are called out"
-  expect_contains "$out" "summary: 2 nodes, $((2 * E2E_GPUS)) GPUs, mean GPU utilization" "the summary line"
+  expect_contains "$out" "summary: $n nodes, $((n * E2E_GPUS)) GPUs, mean GPU utilization" "the summary line"
   json=$(as_user "$C/bin/slurm-imex" --json job "$id" 2>/dev/null)
   expect_contains "$json" '"source": "Prometheus"' "--json source"
   expect_contains "$json" '"gpu_util_pct": 70.0' "--json gpu0 utilization"
@@ -123,11 +124,12 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   # Root on the controller host stores the summary, and asks slurmctld nothing.
   sdiag -r >/dev/null 2>&1
   out=$("$C/bin/slurm-imex" job --store 2>&1)
-  expect_contains "$out" "stored job $id: 2 nodes, $((2 * E2E_GPUS)) GPUs" "job --store: $out"
+  expect_contains "$out" "stored job $id: $n nodes, $((n * E2E_GPUS)) GPUs" "job --store: $out"
+  echo "    figure: $(grep "stored job $id" <<<"$out")"
   out=$("$C/bin/slurm-imex" job --store 2>&1)
   expect_not_contains "$out" "stored job $id" "stored once"
   local rpcs; rpcs=$(rpc_counts)
-  echo "    figure: slurmctld RPCs during two store passes and: $(tr '\n' ' ' <<<"$rpcs")"
+  echo "    figure: slurmctld RPCs during two job --store passes: $(rpc_total <<<"$rpcs") ($(tr '\n' ' ' <<<"$rpcs"))"
   expect_eq "$(rpc_total <<<"$rpcs")" 0 "job --store asks slurmctld nothing"
   expect_contains "$(sacct -X -n -P -j "$id" --format=AdminComment)" "slurm-imex:1:" "sacct shows the stored summary"
 
@@ -139,13 +141,16 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   expect_contains "$out" "source: stored summary (AdminComment)" "owner reads the stored summary: $out"
   expect_contains "$(awk '$1 == "n1" && $2 == "0" { print "procs=" $6 " util=" $7 }' <<<"$out")" "procs=1 util=70" "the same numbers"
   expect_contains "$out" "13 RESTART_APP on n2/gpu1" "the same XID"
+  expect_contains "$out" "summary: $n nodes, $((n * E2E_GPUS)) GPUs" "the same summary line"
   out=$("$C/bin/slurm-imex" job "$id" 2>&1)
   expect_contains "$out" "source: stored summary (AdminComment)" "root reads it too"
-  expect_eq "$(rpc_counts | rpc_total)" 0 "slurm-imex job asks slurmctld nothing"
+  rpcs=$(rpc_counts)
+  echo "    figure: slurmctld RPCs during slurm-imex job as the user and as root: $(rpc_total <<<"$rpcs")"
+  expect_eq "$(rpc_total <<<"$rpcs")" 0 "slurm-imex job asks slurmctld nothing"
 }
 
-sacct_has_ended() { sacct -X -n -P -j "$1" --format=State,End,NodeList | grep -q '^COMPLETED|2.*|n\[1-2\]$'; }
-prometheus_knows_job() { prometheus_query "count(slurm_imex_job_node_info{jobid=\"$1\"})" | grep -q '"2"\]'; }
+sacct_has_ended() { sacct -X -n -P -j "$1" --format=State,End,NodeList | grep -q "^COMPLETED|2.*|n\\[1-$E2E_NODES\\]\$"; }
+prometheus_knows_job() { prometheus_query "count(slurm_imex_job_node_info{jobid=\"$1\"})" | grep -q "\"$E2E_NODES\"\]"; }
 
 accounting_down() {
   local f

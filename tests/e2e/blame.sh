@@ -49,45 +49,48 @@ test_local_daemon_crash_drains_only_its_node() {
 test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
   sed -i 's/^set_drain_reason = .*/set_drain_reason = false/' "$C/etc-slurm/imex.toml"
   grep -q '^set_drain_reason = false' "$C/etc-slurm/imex.toml" || { fail "imex.toml has no set_drain_reason key"; return; }
-  local i id rpcs
+  # Every node of the cluster (3 in the base phase, 4 in the accounting
+  # phase); the last one is the admin's.
+  local n=$E2E_NODES i id rpcs ours
+  ours=$(seq 1 $((n - 1)))
   # A first GPU job publishes each node's NVLink clique (one Extra update per
   # node and boot): done before counting.
-  id=$(submit -N3 "true") || { fail "sbatch failed"; return; }
+  id=$(submit -N"$n" "true") || { fail "sbatch failed"; return; }
   expect_eq "$(wait_done "$id")" COMPLETED "warm-up job $id"
-  for i in 1 2 3; do wait_node_free "n$i"; echo "MODE=crash" > "$C/nodes/n$i/run-imex/fake-fault"; done
+  for i in $(seq 1 "$n"); do wait_node_free "n$i"; echo "MODE=crash" > "$C/nodes/n$i/run-imex/fake-fault"; done
   sdiag -r >/dev/null 2>&1 || { fail "sdiag -r failed"; return; }
-  id=$(submit -N3 --imex "srun -N3 true") || { fail "sbatch failed"; return; }
-  for i in 1 2 3; do wait_until 30 "n$i to drain" node_is_drained "n$i"; done
+  id=$(submit -N"$n" --imex "srun -N$n true") || { fail "sbatch failed"; return; }
+  for i in $(seq 1 "$n"); do wait_until 30 "n$i to drain" node_is_drained "n$i"; done
   scancel "$id"
   # (The harness itself polls sinfo meanwhile, so only node updates count.)
   rpcs=$(rpc_counts)
-  echo "    figure: a node fault on all 3 nodes of job $id: $(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total) node updates while the prologs failed"
+  echo "    figure: a node fault on all $n nodes of job $id: $(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total) node updates while the prologs failed"
   expect_eq "$(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total)" 0 "the failing prologs asked slurmctld nothing"
-  for i in 1 2 3; do expect_contains "$(node_reason "n$i")" "Prolog error" "n$i shows Slurm's reason first"; done
-  # An admin takes n3 for their own reason meanwhile.
-  scontrol update nodename=n3 state=drain reason="manual: cable swap"
+  for i in $(seq 1 "$n"); do expect_contains "$(node_reason "n$i")" "Prolog error" "n$i shows Slurm's reason first"; done
+  # An admin takes the last node for their own reason meanwhile.
+  scontrol update nodename="n$n" state=drain reason="manual: cable swap"
   sdiag -r >/dev/null 2>&1
-  for i in 1 2 3; do rm -f "$C/nodes/n$i/run-imex/fake-fault"; cli "$i" check --node "n$i" >/dev/null; done
+  for i in $(seq 1 "$n"); do rm -f "$C/nodes/n$i/run-imex/fake-fault"; cli "$i" check --node "n$i" >/dev/null; done
   rpcs=$(rpc_counts)
-  echo "    figure: the next health check on each of the 3 nodes: $(grep -E "$HOOK_RPCS" <<<"$rpcs" | tr '\n' ' ')"
-  expect_eq "$(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total)" 2 "one reason update per node of ours, none for the admin's"
-  for i in 1 2; do
+  echo "    figure: the next health check on each of the $n nodes: $(grep -E "$HOOK_RPCS" <<<"$rpcs" | tr '\n' ' ')"
+  expect_eq "$(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total)" $((n - 1)) "one reason update per node of ours, none for the admin's"
+  for i in $ours; do
     expect_contains "$(node_reason "n$i")" "imex-health: imex n$i: " "n$i: our reason"
     expect_contains "$(node_reason "n$i")" "(job $id)" "n$i: the reason names the job"
   done
   expect_contains "$(sinfo -R -h -o '%n %E' -n n1)" "imex-health: imex n1" "sinfo -R shows our reason"
-  expect_contains "$(node_reason n3)" "manual: cable swap" "the admin's reason stays"
+  expect_contains "$(node_reason "n$n")" "manual: cable swap" "the admin's reason stays"
   # The health check a second time: nothing asked.
   sdiag -r >/dev/null 2>&1
-  for i in 1 2; do cli "$i" check --node "n$i" >/dev/null; done
+  for i in $ours; do cli "$i" check --node "n$i" >/dev/null; done
   expect_eq "$(rpc_counts | grep -E "$HOOK_RPCS" | rpc_total)" 0 "a second check asks nothing"
-  for i in 1 2; do expect_contains "$(cli "$i" undrain --node "n$i")" "resumed n$i" "undrain n$i"; done
+  for i in $ours; do expect_contains "$(cli "$i" undrain --node "n$i")" "resumed n$i" "undrain n$i"; done
   local out rc
-  out=$(cli 3 undrain --node n3); rc=$?
+  out=$(cli "$n" undrain --node "n$n"); rc=$?
   expect_eq "$rc" 1 "undrain refuses the admin's drain"
-  expect_contains "$(node_reason n3)" "manual: cable swap" "the admin's drain kept"
-  for i in 1 2; do wait_node_free "n$i"; expect_eq "$(node_state "n$i")" idle "n$i back in service"; done
-  scontrol update nodename=n3 state=resume
+  expect_contains "$(node_reason "n$n")" "manual: cable swap" "the admin's drain kept"
+  for i in $ours; do wait_node_free "n$i"; expect_eq "$(node_state "n$i")" idle "n$i back in service"; done
+  scontrol update nodename="n$n" state=resume
 }
 
 test_epilog_is_idempotent_without_prolog() {

@@ -21,7 +21,7 @@ phase_environment() { # phase
     rack) export E2E_NODES=18;;
     containers) export E2E_NODES=2 E2E_CONTAINERS=1;;
     # slurmdbd on MariaDB, Prometheus scraping every node's node_exporter.
-    accounting) export E2E_NODES=2 E2E_ACCOUNTING=1;;
+    accounting) export E2E_NODES=4 E2E_ACCOUNTING=1;;
   esac
 }
 
@@ -89,7 +89,10 @@ phase_tests() { # phase
     fleet) echo "
       test_node_exporter_serves_what_the_cli_reports
       test_epilog_logs_one_structured_journal_event";;
+    # Four nodes: a 4-node --imex job across all its nodes, and the node-fault
+    # drains of a 4-node --imex job.
     accounting) echo "
+      test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm
       test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forget_it";;
     rack) echo "
       test_rack_of_18_nodes_forms_one_domain";;
