@@ -19,8 +19,8 @@
 //! what to set, and nothing is drained (the cluster's configuration is at
 //! fault, not the node).
 
-use slurm_imex_core::config::{ChannelMode, Config};
-use slurm_imex_core::slurm::conf::{self as slurm_conf, SlurmConf};
+use crate::context::HookContext;
+use slurm_imex_core::config::ChannelMode;
 
 /// What makes channels unique among a rack's running jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,16 +32,18 @@ pub enum RackChannels {
 }
 
 /// The guarantee in force, or the line that refuses the configuration.
-pub fn guarantee(cfg: &Config) -> Result<RackChannels, String> {
-    let (mode, _) = slurm_conf::channel_mode(cfg);
+/// slurm.conf is the one `ctx` read.
+pub fn guarantee(ctx: &HookContext) -> Result<RackChannels, String> {
+    let (mode, _) = ctx.channel_mode();
     if mode == ChannelMode::Slurm {
         return Ok(RackChannels::Slurm);
     }
-    let conf = slurm_conf::locate(&cfg.slurm)
+    let conf = ctx
+        .slurm_conf()
         .ok_or_else(|| {
             "[slurm] config = \"none\", so nothing says which job ids Slurm hands out".to_string()
         })
-        .and_then(|path| SlurmConf::read(&path).map_err(|e| e.to_string()))
+        .and_then(|read| read.map_err(|e| e.to_string()))
         .map_err(|why| {
             format!(
                 "[imex] domain = \"rack\" keeps jobs apart by channel alone, and the job id range \
@@ -52,7 +54,7 @@ pub fn guarantee(cfg: &Config) -> Result<RackChannels, String> {
     judge(
         first,
         max,
-        cfg.imex.channel_count.0,
+        ctx.cfg.imex.channel_count.0,
         &conf.path.display().to_string(),
     )
 }
@@ -109,7 +111,7 @@ impl RackChannels {
 mod tests {
     use super::*;
     use slurm_imex_core::channel::channel_for_job;
-    use slurm_imex_core::config::AutoPath;
+    use slurm_imex_core::config::{AutoPath, Config};
 
     #[test]
     fn the_mapping_is_one_to_one_exactly_when_the_range_fits() {
@@ -160,14 +162,14 @@ mod tests {
         let mut cfg = Config::default();
         cfg.slurm.config = AutoPath::Path(conf.clone());
         std::fs::write(&conf, "SwitchType=switch/none\n").unwrap();
-        let e = guarantee(&cfg).unwrap_err();
+        let e = guarantee(&HookContext::new(&cfg)).unwrap_err();
         assert!(
             e.contains("job ids 1..67043328") && e.contains("slurm.conf"),
             "{e}"
         );
         std::fs::write(&conf, "MaxJobId=2047\n").unwrap();
         assert_eq!(
-            guarantee(&cfg),
+            guarantee(&HookContext::new(&cfg)),
             Ok(RackChannels::JobIds {
                 first: 1,
                 max: 2047
@@ -176,7 +178,7 @@ mod tests {
         // Numbers as slurmctld reads them: 03777 is octal 2047, not 3777.
         std::fs::write(&conf, "MaxJobId=03777\n").unwrap();
         assert_eq!(
-            guarantee(&cfg),
+            guarantee(&HookContext::new(&cfg)),
             Ok(RackChannels::JobIds {
                 first: 1,
                 max: 2047
@@ -184,18 +186,18 @@ mod tests {
         );
         // A range slurmctld refuses is named as such (it used to pass).
         std::fs::write(&conf, "FirstJobId=5000\nMaxJobId=2047\n").unwrap();
-        let e = guarantee(&cfg).unwrap_err();
+        let e = guarantee(&HookContext::new(&cfg)).unwrap_err();
         assert!(
             e.contains("FirstJobId 5000 is above MaxJobId 2047")
                 && e.contains("slurmctld refuses this slurm.conf"),
             "{e}"
         );
         std::fs::write(&conf, "SwitchType=\"switch/nvidia_imex\"\n").unwrap();
-        assert_eq!(guarantee(&cfg), Ok(RackChannels::Slurm));
+        assert_eq!(guarantee(&HookContext::new(&cfg)), Ok(RackChannels::Slurm));
         cfg.imex.channels = ChannelMode::Plugin;
-        assert!(guarantee(&cfg).is_err());
+        assert!(guarantee(&HookContext::new(&cfg)).is_err());
         cfg.slurm.config = AutoPath::Path(d.path().join("absent.conf"));
-        let e = guarantee(&cfg).unwrap_err();
+        let e = guarantee(&HookContext::new(&cfg)).unwrap_err();
         assert!(
             e.contains("cannot be checked") && e.contains("absent.conf"),
             "{e}"
