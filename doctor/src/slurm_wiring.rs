@@ -194,7 +194,7 @@ pub fn rack_channels(config: &Config) -> Check {
         ),
         Err(why) => Check::fail(
             "rack-channels",
-            why,
+            why.to_string(),
             "every --imex job fails until then; doctor reads slurm.conf as this node does",
         ),
     }

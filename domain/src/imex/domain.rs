@@ -15,7 +15,7 @@ use crate::rack::topology::NvlinkDomain;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
 use slurm_imex_core::channel::{channel_for_job, channel_major};
 use slurm_imex_core::config::{ChannelMode, Config, DomainScope, Span};
-use slurm_imex_core::error::Result;
+use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::hostlist;
 use slurm_imex_core::state::job_record::{JobRecord, Outcome};
@@ -135,16 +135,16 @@ fn nvlink_domain<'c>(
         (Span::Refuse, Some(blocks)) if blocks.block_of(&nodes).is_some() => blocks
             .check_one_block(&nodes)
             .map(|()| NvlinkDomain::whole_job(nodes)),
-        (Span::Refuse, _) if domain.nodes.len() < nodes.len() => Err(format!(
+        (Span::Refuse, _) if domain.nodes.len() < nodes.len() => Err(Error::invalid(format!(
             "the job's nodes span more than one NVLink rack (the rack map {}; this node {node} \
              is in {}); one IMEX domain must stay in one rack: submit with --segment=<nodes per \
              job>, or to a partition per rack",
             domain.source.as_deref().unwrap_or("-"),
             domain.name.as_deref().unwrap_or("none")
-        )),
+        ))),
         (Span::Refuse, _) => Ok(NvlinkDomain::whole_job(nodes)),
     };
-    Ok((racks, chosen.map_err(Fault::Job)?))
+    Ok((racks, chosen.job()?))
 }
 
 /// After a domain formed: when the rack map puts this node in a clique its

@@ -17,6 +17,7 @@ use crate::context::HookContext;
 use crate::rack::sources::RackSources;
 use crate::rack::topology::NvlinkDomain;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
+use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::JobRecord;
 use slurm_imex_core::state::StateDir;
@@ -34,11 +35,11 @@ pub fn join(
     domain: NvlinkDomain,
 ) -> Blamed<Duration> {
     let cfg = ctx.cfg;
-    let channels = rack_channels::guarantee(ctx).map(|g| g.refuses(job.job_id));
-    if let Err(cause) | Ok(Some(cause)) = channels {
+    // The cluster's configuration, the same on every node: the job's fault.
+    if let Some(cause) = rack_channels::guarantee(ctx).job()?.refuses(job.job_id) {
         return Err(Fault::Job(cause));
     }
-    let rack = rack_of(&job.node_name, cfg.imex.max_nodes, racks, &domain).map_err(Fault::Job)?;
+    let rack = rack_of(&job.node_name, cfg.imex.max_nodes, racks, &domain).job()?;
     record.nodes = domain.nodes.clone();
     record.domain = rack.name.clone();
     record.rack_source = rack.source.clone();
@@ -87,20 +88,20 @@ fn rack_of(
     max_nodes: usize,
     racks: &RackSources,
     domain: &NvlinkDomain,
-) -> std::result::Result<NvlinkDomain, String> {
+) -> Result<NvlinkDomain> {
     let Some(rack) = racks.whole_rack(node) else {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "[imex] domain = \"rack\", but nothing places {node} in a rack: no Slurm topology \
              file lists it and no rack map does (write one with `slurm-imex topology --map` and \
              install it on every node, or describe the racks in topology.conf or topology.yaml)"
-        ));
+        )));
     };
     if rack.nodes.len() > max_nodes {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "the rack of {node} has {} nodes, more than [imex] max_nodes = {}",
             rack.nodes.len(),
             max_nodes
-        ));
+        )));
     }
     let outside: Vec<String> = domain
         .nodes
@@ -109,12 +110,12 @@ fn rack_of(
         .cloned()
         .collect();
     if !outside.is_empty() {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "the job's nodes {} share {node}'s NVLink domain but are not in its rack {}: \
              the rack sources disagree (`slurm-imex topology --check`)",
             summarize_list(&outside, PIECE_MAX),
             rack.name.as_deref().unwrap_or("?")
-        ));
+        )));
     }
     Ok(rack)
 }
