@@ -101,7 +101,7 @@ fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
 
 /// Apply --format to a table and print it.
 fn print_table(cli: &Cli, mut t: Table) -> Result<()> {
-    t.select(cli.format.as_deref()).map_err(Error::new)?;
+    t.select(cli.format.as_deref())?;
     out_raw!("{}", t.render());
     Ok(())
 }

@@ -21,7 +21,7 @@ pub fn doctor(cli: &Cli, cluster_only: bool) -> Result<u8> {
     let (path, _) = Config::path_to_load(cli.config.as_deref());
     let (config, loaded) = match Config::load(cli.config.as_deref()) {
         Ok((config, _)) => (config, Ok(())),
-        Err(e) => (Config::default(), Err(e.to_string())),
+        Err(e) => (Config::default(), Err(e)),
     };
     let found = examine_within(
         config,

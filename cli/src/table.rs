@@ -7,6 +7,8 @@
 //! comfy-table and tabled draw borders and wrap by default; setting either
 //! up for that takes as many lines as this file, plus a dependency.
 
+use slurm_imex_core::error::Error;
+
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
@@ -26,7 +28,7 @@ impl Table {
 
     /// Keep only the columns named in `format` (`JobID,Node,Verdict`,
     /// case-insensitive, in that order), like sacct --format.
-    pub fn select(&mut self, format: Option<&str>) -> Result<(), String> {
+    pub fn select(&mut self, format: Option<&str>) -> Result<(), Error> {
         let Some(format) = format else {
             return Ok(());
         };
@@ -39,19 +41,19 @@ impl Table {
             {
                 Some(i) => picks.push(i),
                 None => {
-                    return Err(format!(
+                    return Err(Error::invalid(format!(
                         "--format: no column \"{}\" here; choose from {}",
                         want.chars().take(64).collect::<String>(),
                         self.header.join(",")
-                    ))
+                    )))
                 }
             }
         }
         if picks.is_empty() {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "--format is empty; choose from {}",
                 self.header.join(",")
-            ));
+            )));
         }
         let pick = |cells: &[String]| {
             picks
@@ -113,7 +115,7 @@ mod tests {
         t.row(vec!["1".into(), "n1".into(), "PASS".into()]);
         t.select(Some("verdict,JobID")).unwrap();
         assert_eq!(t.render(), "VERDICT  JOBID\nPASS     1\n");
-        let e = t.select(Some("bogus")).unwrap_err();
+        let e = t.select(Some("bogus")).unwrap_err().to_string();
         assert!(e.contains("VERDICT,JOBID"), "{e}");
     }
 }

@@ -140,6 +140,7 @@ pub fn run_streamed<T: Send + 'static>(
 
 /// Every line of `pipe` through `parse`; a line over [`STREAM_LINE_MAX`]
 /// is an error, after the pipe is drained (so the program can still exit).
+/// Err is a reason the caller words as its program's failure.
 fn read_lines<T>(
     pipe: impl Read,
     parse: fn(&str) -> Option<T>,

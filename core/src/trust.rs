@@ -152,6 +152,7 @@ pub fn check(path: &Path, expect: Expect, what: &str) -> Result<()> {
 
 /// Every directory above `path`, from `/` down, must be trusted. Symlinked
 /// directories are followed (stat), so their targets are what is judged.
+/// Err is a reason (`judge`'s words) the caller builds its refusal around.
 fn check_ancestors(path: &Path) -> std::result::Result<(), String> {
     let mut dirs: Vec<&Path> = path.ancestors().skip(1).collect();
     dirs.reverse();

@@ -16,6 +16,7 @@ pub use check::{Check, Status};
 pub use slurm_view::SlurmView;
 
 use slurm_imex_core::config::Config;
+use slurm_imex_core::error::Error;
 use std::path::{Path, PathBuf};
 
 /// What the doctor is given: the config it loaded (defaults when the file
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 pub struct Patient<'a> {
     pub config: &'a Config,
     pub config_path: &'a Path,
-    pub loaded: Result<(), String>,
+    pub loaded: Result<(), Error>,
     /// Where slurm-imex-prolog and -epilog are installed (for remedies).
     pub sbin: PathBuf,
     /// Only the cluster-wide checks: on the controller or a login node,
@@ -41,7 +42,7 @@ pub const TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 pub fn examine_within(
     config: Config,
     config_path: PathBuf,
-    loaded: Result<(), String>,
+    loaded: Result<(), Error>,
     sbin: PathBuf,
     cluster_only: bool,
     limit: std::time::Duration,

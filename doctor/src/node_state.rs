@@ -5,16 +5,17 @@
 
 use crate::check::Check;
 use slurm_imex_core::config::Config;
+use slurm_imex_core::error::Error;
 use slurm_imex_core::trust::{self, Expect};
 use std::path::Path;
 
 /// The config file: read, trusted, every value in range, and the files and
 /// programs it names held to the trust boundary.
-pub fn config_file(path: &Path, loaded: &Result<(), String>, config: &Config) -> Check {
+pub fn config_file(path: &Path, loaded: &Result<(), Error>, config: &Config) -> Check {
     if let Err(e) = loaded {
         return Check::fail(
             "config",
-            e.clone(),
+            e.to_string(),
             "fix what it names (conf-examples/imex.toml documents every key)",
         );
     }

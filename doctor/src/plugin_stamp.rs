@@ -10,7 +10,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// "24.11.5" for a plugin stamped 0x180b05; `plugin_dirs` is where
-/// libslurmfull.so is looked for.
+/// libslurmfull.so is looked for. Err is the reason (dlopen's words),
+/// which the plugstack check puts in its line.
 pub fn read(path: &Path, plugin_dirs: &[PathBuf]) -> Result<String, String> {
     if let Some(lib) = plugin_dirs
         .iter()

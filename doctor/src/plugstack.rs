@@ -39,7 +39,8 @@ struct Walk {
     deadline: Instant,
 }
 
-/// Find our line in `file` and what it includes.
+/// Find our line in `file` and what it includes. Err is the reason, which
+/// the check puts after "cannot read <plugstack.conf>".
 pub fn find_line(file: &Path) -> std::result::Result<Option<PluginLine>, String> {
     let mut walk = Walk {
         visited: HashSet::new(),

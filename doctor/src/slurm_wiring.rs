@@ -186,14 +186,15 @@ pub fn rack_channels(config: &Config) -> Check {
             "[imex] domain = \"job\": every --imex job has an IMEX domain of its own",
         );
     }
-    match rack_channels::guarantee(config) {
+    let ctx = slurm_imex_domain::context::HookContext::new(config);
+    match rack_channels::guarantee(&ctx) {
         Ok(g) => Check::pass(
             "rack-channels",
             format!("[imex] domain = \"rack\": {}", g.describe()),
         ),
         Err(why) => Check::fail(
             "rack-channels",
-            why,
+            why.to_string(),
             "every --imex job fails until then; doctor reads slurm.conf as this node does",
         ),
     }

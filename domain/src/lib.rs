@@ -6,7 +6,9 @@
 //! - IMEX on this node: `imex` (a job's domain, the daemon, its control tool)
 //! - racks and NVLink cliques, in one place: `rack`
 //! - node names to the addresses in nodes_config.cfg: `addresses`
+//! - what one hook run reads of the cluster, once: `context`
 
 pub mod addresses;
+pub mod context;
 pub mod imex;
 pub mod rack;

@@ -78,6 +78,7 @@ pub fn check(config: &Config, node: String, flags: CheckFlags) -> Result<CheckRe
 /// Publish the node's clique in its Slurm Extra, asking Slurm only when it
 /// changed (`rack::clique::publish`). What happened, as the line an admin
 /// reads; `Err` when Slurm could not be asked (the next check retries).
+/// Both are lines for the check's report, not failures to handle: Strings.
 pub fn publish_clique(
     state: &StateDir,
     slurm: &NodeRead,

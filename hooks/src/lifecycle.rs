@@ -13,6 +13,7 @@ use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::{JobRecord, Outcome};
 use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
+use slurm_imex_domain::context::HookContext;
 use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobdb::write::JobRow;
@@ -91,10 +92,22 @@ pub trait EpilogSteps {
     fn publish(&self, node: &mut NodeState, exit: &Exit);
 }
 
-/// The real steps, on this node.
+/// The real steps, on this node, sharing one [`HookContext`]: whatever of
+/// slurm.conf and the rack files the steps need is read once per hook run.
 pub struct Live<'a> {
     pub job: &'a JobEnv,
     pub cfg: &'a Config,
+    pub ctx: &'a HookContext<'a>,
+}
+
+impl<'a> Live<'a> {
+    fn new(job: &'a JobEnv, ctx: &'a HookContext<'a>) -> Live<'a> {
+        Live {
+            job,
+            cfg: ctx.cfg,
+            ctx,
+        }
+    }
 }
 
 impl PrologSteps for Live<'_> {
@@ -102,13 +115,13 @@ impl PrologSteps for Live<'_> {
         gpu_job::prolog(self.job, self.cfg)
     }
     fn form_domain(&self) -> (JobRecord, Blamed<Duration>) {
-        domain::form(self.job, self.cfg)
+        domain::form(self.job, self.ctx)
     }
     fn write_record(&self, record: &JobRecord) -> Result<()> {
         StateDir::of(self.cfg).write_record(record)
     }
     fn own_clique_disagreement(&self, live: &str) -> Option<String> {
-        domain::own_clique_disagreement(self.job, self.cfg, live)
+        domain::own_clique_disagreement(self.job, self.ctx, live)
     }
     fn act_on_gate(&self, drain_reason: Option<String>) -> DrainAction {
         let job = self.job;
@@ -177,9 +190,11 @@ impl EpilogSteps for Live<'_> {
     }
 }
 
-/// The prolog on this node: [`prolog_with`] the [`Live`] steps.
+/// The prolog on this node: [`prolog_with`] the [`Live`] steps, over
+/// one context for the whole run.
 pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
-    prolog_with(job, &Live { job, cfg })
+    let ctx = HookContext::new(cfg);
+    prolog_with(job, &Live::new(job, &ctx))
 }
 
 /// The GPU health gate and the IMEX domain run side by side (the gate
@@ -327,9 +342,11 @@ fn log_gate(gate: &GpuOutcome, hook: Hook) {
     }
 }
 
-/// The epilog on this node: [`epilog_with`] the [`Live`] steps.
+/// The epilog on this node: [`epilog_with`] the [`Live`] steps, over
+/// one context for the whole run.
 pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
-    epilog_with(job, &Live { job, cfg })
+    let ctx = HookContext::new(cfg);
+    epilog_with(job, &Live::new(job, &ctx))
 }
 
 /// Tear down the job's IMEX domain, then record its GPU stats and judge the

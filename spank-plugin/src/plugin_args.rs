@@ -30,7 +30,8 @@ impl PluginArgs {
         args
     }
 
-    /// The config, or the one line that says why it cannot be used.
+    /// The config, or the one line that says why it cannot be used (a
+    /// String, as the plugin hands it to SPANK as is).
     pub fn load_config(&self) -> Result<Config, String> {
         if let Some(e) = &self.error {
             return Err(e.clone());

@@ -96,7 +96,8 @@ fn set_task_env(
     Ok(())
 }
 
-/// The prolog's record of a domain that is UP, or the line that fails the task.
+/// The prolog's record of a domain that is UP, or the line that fails the
+/// task (a String: SPANK prints it as is to the user's step).
 fn ready_record(config: &Config, job_id: u32, node: &str) -> Result<JobRecord, String> {
     let state = StateDir::of(config);
     match state.read_record(job_id).map_err(|e| e.to_string())? {
@@ -114,7 +115,7 @@ fn ready_record(config: &Config, job_id: u32, node: &str) -> Result<JobRecord, S
 }
 
 /// channels = "plugin": the job's channel by the contract formula, checked
-/// against what the prolog recorded.
+/// against what the prolog recorded; Err is the line that fails the task.
 fn plugin_grant(
     config: &Config,
     record: &JobRecord,

@@ -388,18 +388,29 @@ fn key_value(line: &str) -> Option<(&str, &str, &str)> {
 }
 
 /// The channel mode in force, and a warning when "auto" had to guess.
+/// Reads slurm.conf (only for "auto"); a hook asks its context instead,
+/// which reads it once (`slurm_imex_domain::context`).
 pub fn channel_mode(cfg: &Config) -> (ChannelMode, Option<String>) {
-    match cfg.imex.channels {
+    channel_mode_from(cfg.imex.channels, || {
+        locate(&cfg.slurm).map(|path| SlurmConf::read(&path).map(|c| c.nvidia_imex_switch()))
+    })
+}
+
+/// [`channel_mode`] from `channels` and, asked only for "auto", whether
+/// slurm.conf names `switch/nvidia_imex` (None: no slurm.conf configured;
+/// an error: it could not be read).
+pub fn channel_mode_from(
+    channels: ChannelMode,
+    nvidia_imex_switch: impl FnOnce() -> Option<Result<bool>>,
+) -> (ChannelMode, Option<String>) {
+    match channels {
         ChannelMode::Auto => {}
         fixed => return (fixed, None),
     }
-    let Some(path) = locate(&cfg.slurm) else {
-        return (ChannelMode::Plugin, None);
-    };
-    match SlurmConf::read(&path) {
-        Ok(conf) if conf.nvidia_imex_switch() => (ChannelMode::Slurm, None),
-        Ok(_) => (ChannelMode::Plugin, None),
-        Err(e) => (
+    match nvidia_imex_switch() {
+        None | Some(Ok(false)) => (ChannelMode::Plugin, None),
+        Some(Ok(true)) => (ChannelMode::Slurm, None),
+        Some(Err(e)) => (
             ChannelMode::Plugin,
             Some(format!(
                 "[imex] channels = \"auto\": {e}; assuming slurm-imex hands out channels \

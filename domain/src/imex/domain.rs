@@ -9,13 +9,13 @@
 use super::job_domain;
 pub use super::plan::TeardownOutcome;
 use super::rack_domain;
+use crate::context::HookContext;
 use crate::rack::sources::RackSources;
 use crate::rack::topology::NvlinkDomain;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
 use slurm_imex_core::channel::{channel_for_job, channel_major};
 use slurm_imex_core::config::{ChannelMode, Config, DomainScope, Span};
-use slurm_imex_core::error::Result;
-use slurm_imex_core::slurm::conf as slurm_conf;
+use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::hostlist;
 use slurm_imex_core::state::job_record::{JobRecord, Outcome};
@@ -25,10 +25,11 @@ use std::time::Duration;
 /// Build this job's IMEX domain on this node and wait until it is UP; Ok is
 /// how long that took. Whatever the outcome, the job's record says it, for
 /// the plugin (without a record the plugin cannot let the job run, so
-/// failing to write it is this node's fault).
-pub fn setup(job: &JobEnv, cfg: &Config) -> Blamed<Duration> {
-    let (record, outcome) = form(job, cfg);
-    StateDir::of(cfg)
+/// failing to write it is this node's fault). `ctx` holds what the hook
+/// has read of the cluster (each file once).
+pub fn setup(job: &JobEnv, ctx: &HookContext) -> Blamed<Duration> {
+    let (record, outcome) = form(job, ctx);
+    StateDir::of(ctx.cfg)
         .write_record(&record)
         .map_err(record_fault)?;
     outcome
@@ -42,9 +43,10 @@ pub fn record_fault(e: slurm_imex_core::error::Error) -> Fault {
 
 /// [`setup`] less the write: build the domain and say the outcome in the
 /// record the caller writes (the hooks' lifecycle, which owns the record).
-pub fn form(job: &JobEnv, cfg: &Config) -> (JobRecord, Blamed<Duration>) {
+pub fn form(job: &JobEnv, ctx: &HookContext) -> (JobRecord, Blamed<Duration>) {
+    let cfg = ctx.cfg;
     let state = StateDir::of(cfg);
-    let (mode, warning) = slurm_conf::channel_mode(cfg);
+    let (mode, warning) = ctx.channel_mode();
     if let Some(w) = warning {
         tracing::warn!("{w}");
     }
@@ -61,7 +63,7 @@ pub fn form(job: &JobEnv, cfg: &Config) -> (JobRecord, Blamed<Duration>) {
         outcome: Outcome::Ready { waited_ms: 0 },
         prolog_ms: None,
     };
-    let outcome = form_or_join(job, cfg, &state, &mut record);
+    let outcome = form_or_join(job, ctx, &state, &mut record);
     record.outcome = outcome_of(&outcome);
     (record, outcome)
 }
@@ -83,17 +85,18 @@ pub fn outcome_of(outcome: &Blamed<Duration>) -> Outcome {
 /// then a per-job domain or the rack's.
 fn form_or_join(
     job: &JobEnv,
-    cfg: &Config,
+    ctx: &HookContext,
     state: &StateDir,
     record: &mut JobRecord,
 ) -> Blamed<Duration> {
+    let cfg = ctx.cfg;
     let node = &job.node_name;
     channel_major(&cfg.imex.proc_devices)
         .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))
         .node()?;
-    let (racks, domain) = nvlink_domain(job, cfg)?;
+    let (racks, domain) = nvlink_domain(job, ctx)?;
     match cfg.imex.domain {
-        DomainScope::Rack => rack_domain::join(job, cfg, state, record, &racks, domain),
+        DomainScope::Rack => rack_domain::join(job, ctx, state, record, racks, domain),
         DomainScope::Job => job_domain::form(job, cfg, state, record, domain),
     }
 }
@@ -102,7 +105,11 @@ fn form_or_join(
 /// valid hostlist that holds this node, cut to this node's NVLink domain by
 /// the rack files on this node (`crate::rack::sources`; no controller call), or
 /// refused when it spans racks and `[imex] span = "refuse"`.
-fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomain)> {
+fn nvlink_domain<'c>(
+    job: &JobEnv,
+    ctx: &'c HookContext,
+) -> Blamed<(&'c RackSources, NvlinkDomain)> {
+    let cfg = ctx.cfg;
     let node = &job.node_name;
     let nodes = hostlist::expand(&job.node_list, cfg.imex.max_nodes)
         .map_err(|e| Fault::job(format!("SLURM_JOB_NODELIST: {e}")))?;
@@ -115,7 +122,7 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
     // The cluster's rack files, the same on every node: the job's fault, so
     // a bad copy never drains every node (docs/blame.md, "Files the whole
     // cluster shares").
-    let racks = RackSources::read(cfg).job()?;
+    let racks = ctx.racks().job()?;
     if let Some(cause) = racks
         .disagreement(&nodes)
         .or_else(|| racks.stale_map(&nodes))
@@ -128,16 +135,16 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
         (Span::Refuse, Some(blocks)) if blocks.block_of(&nodes).is_some() => blocks
             .check_one_block(&nodes)
             .map(|()| NvlinkDomain::whole_job(nodes)),
-        (Span::Refuse, _) if domain.nodes.len() < nodes.len() => Err(format!(
+        (Span::Refuse, _) if domain.nodes.len() < nodes.len() => Err(Error::invalid(format!(
             "the job's nodes span more than one NVLink rack (the rack map {}; this node {node} \
              is in {}); one IMEX domain must stay in one rack: submit with --segment=<nodes per \
              job>, or to a partition per rack",
             domain.source.as_deref().unwrap_or("-"),
             domain.name.as_deref().unwrap_or("none")
-        )),
+        ))),
         (Span::Refuse, _) => Ok(NvlinkDomain::whole_job(nodes)),
     };
-    Ok((racks, chosen.map_err(Fault::Job)?))
+    Ok((racks, chosen.job()?))
 }
 
 /// After a domain formed: when the rack map puts this node in a clique its
@@ -148,25 +155,24 @@ fn nvlink_domain(job: &JobEnv, cfg: &Config) -> Blamed<(RackSources, NvlinkDomai
 /// plugin cannot be told, which is this node's fault. The domain is left to
 /// the job's epilog: stopped now, it would make every peer blame this node
 /// as one that never became ready.
-pub fn refuse_for_own_clique(job: &JobEnv, cfg: &Config, live: &str) -> Blamed<()> {
-    let Some(cause) = own_clique_disagreement(job, cfg, live) else {
+pub fn refuse_for_own_clique(job: &JobEnv, ctx: &HookContext, live: &str) -> Blamed<()> {
+    let Some(cause) = own_clique_disagreement(job, ctx, live) else {
         return Ok(());
     };
-    record_job_failure(job.job_id, cfg, &cause).map_err(record_fault)?;
+    record_job_failure(job.job_id, &StateDir::of(ctx.cfg), &cause).map_err(record_fault)?;
     Err(Fault::Job(cause))
 }
 
 /// Why the rack map contradicts the clique this node's GPUs report
 /// (`live`), if it does: [`refuse_for_own_clique`] less the record.
-pub fn own_clique_disagreement(job: &JobEnv, cfg: &Config, live: &str) -> Option<String> {
+pub fn own_clique_disagreement(job: &JobEnv, ctx: &HookContext, live: &str) -> Option<String> {
     // A map that cannot be read failed the setup already.
-    RackSources::read(cfg)
+    ctx.racks()
         .ok()?
         .live_clique_disagreement(&job.node_name, live)
 }
 
-fn record_job_failure(job_id: u32, cfg: &Config, cause: &str) -> Result<()> {
-    let state = StateDir::of(cfg);
+fn record_job_failure(job_id: u32, state: &StateDir, cause: &str) -> Result<()> {
     if let Some(mut record) = state.read_record(job_id)? {
         record.outcome = Outcome::Failed {
             cause: cause.to_string(),

@@ -19,8 +19,9 @@
 //! what to set, and nothing is drained (the cluster's configuration is at
 //! fault, not the node).
 
-use slurm_imex_core::config::{ChannelMode, Config};
-use slurm_imex_core::slurm::conf::{self as slurm_conf, SlurmConf};
+use crate::context::HookContext;
+use slurm_imex_core::config::ChannelMode;
+use slurm_imex_core::error::{Error, Result};
 
 /// What makes channels unique among a rack's running jobs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,48 +33,50 @@ pub enum RackChannels {
 }
 
 /// The guarantee in force, or the line that refuses the configuration.
-pub fn guarantee(cfg: &Config) -> Result<RackChannels, String> {
-    let (mode, _) = slurm_conf::channel_mode(cfg);
+/// slurm.conf is the one `ctx` read.
+pub fn guarantee(ctx: &HookContext) -> Result<RackChannels> {
+    let (mode, _) = ctx.channel_mode();
     if mode == ChannelMode::Slurm {
         return Ok(RackChannels::Slurm);
     }
-    let conf = slurm_conf::locate(&cfg.slurm)
+    let conf = ctx
+        .slurm_conf()
         .ok_or_else(|| {
             "[slurm] config = \"none\", so nothing says which job ids Slurm hands out".to_string()
         })
-        .and_then(|path| SlurmConf::read(&path).map_err(|e| e.to_string()))
+        .and_then(|read| read.map_err(|e| e.to_string()))
         .map_err(|why| {
-            format!(
+            Error::invalid(format!(
                 "[imex] domain = \"rack\" keeps jobs apart by channel alone, and the job id range \
                  cannot be checked: {why} (set [slurm] config to this node's slurm.conf)"
-            )
+            ))
         })?;
-    let (first, max) = conf.job_id_range().map_err(|e| e.to_string())?;
+    let (first, max) = conf.job_id_range()?;
     judge(
         first,
         max,
-        cfg.imex.channel_count.0,
+        ctx.cfg.imex.channel_count.0,
         &conf.path.display().to_string(),
     )
 }
 
 /// slurm-imex's channels on job ids `first..=max` with `channel_count`
 /// channels (channel 0 never handed out).
-fn judge(first: u32, max: u32, channel_count: u32, origin: &str) -> Result<RackChannels, String> {
+fn judge(first: u32, max: u32, channel_count: u32, origin: &str) -> Result<RackChannels> {
     let distinct = u64::from(channel_count) - 1;
     let ids = u64::from(max).saturating_sub(u64::from(first)) + 1;
     if ids <= distinct {
         return Ok(RackChannels::JobIds { first, max });
     }
     let fitting_max = u64::from(first) + distinct - 1;
-    Err(format!(
+    Err(Error::invalid(format!(
         "[imex] domain = \"rack\" keeps jobs apart by channel alone, but slurm-imex's channel \
          1 + job_id mod {distinct} repeats within job ids {first}..{max} (FirstJobId..MaxJobId, \
          {origin}), so two running jobs of a rack could share one: set MaxJobId={fitting_max} in \
          slurm.conf (job ids then wrap within the channels; raise NVreg_ImexChannelCount and \
          [imex] channel_count, up to 1048576, for more ids), or let Slurm hand out channels \
          (SwitchType=switch/nvidia_imex)"
-    ))
+    )))
 }
 
 impl RackChannels {
@@ -109,7 +112,7 @@ impl RackChannels {
 mod tests {
     use super::*;
     use slurm_imex_core::channel::channel_for_job;
-    use slurm_imex_core::config::AutoPath;
+    use slurm_imex_core::config::{AutoPath, Config};
 
     #[test]
     fn the_mapping_is_one_to_one_exactly_when_the_range_fits() {
@@ -122,7 +125,9 @@ mod tests {
             })
         );
         assert_eq!(channel_for_job(2048, 2048), channel_for_job(1, 2048));
-        let e = judge(1, 2048, 2048, "/etc/slurm/slurm.conf").unwrap_err();
+        let e = judge(1, 2048, 2048, "/etc/slurm/slurm.conf")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("job ids 1..2048"), "{e}");
         assert!(e.contains("set MaxJobId=2047 in slurm.conf"), "{e}");
         assert!(e.contains("SwitchType=switch/nvidia_imex"), "{e}");
@@ -160,14 +165,14 @@ mod tests {
         let mut cfg = Config::default();
         cfg.slurm.config = AutoPath::Path(conf.clone());
         std::fs::write(&conf, "SwitchType=switch/none\n").unwrap();
-        let e = guarantee(&cfg).unwrap_err();
+        let e = guarantee(&HookContext::new(&cfg)).unwrap_err().to_string();
         assert!(
             e.contains("job ids 1..67043328") && e.contains("slurm.conf"),
             "{e}"
         );
         std::fs::write(&conf, "MaxJobId=2047\n").unwrap();
         assert_eq!(
-            guarantee(&cfg),
+            guarantee(&HookContext::new(&cfg)),
             Ok(RackChannels::JobIds {
                 first: 1,
                 max: 2047
@@ -176,7 +181,7 @@ mod tests {
         // Numbers as slurmctld reads them: 03777 is octal 2047, not 3777.
         std::fs::write(&conf, "MaxJobId=03777\n").unwrap();
         assert_eq!(
-            guarantee(&cfg),
+            guarantee(&HookContext::new(&cfg)),
             Ok(RackChannels::JobIds {
                 first: 1,
                 max: 2047
@@ -184,18 +189,18 @@ mod tests {
         );
         // A range slurmctld refuses is named as such (it used to pass).
         std::fs::write(&conf, "FirstJobId=5000\nMaxJobId=2047\n").unwrap();
-        let e = guarantee(&cfg).unwrap_err();
+        let e = guarantee(&HookContext::new(&cfg)).unwrap_err().to_string();
         assert!(
             e.contains("FirstJobId 5000 is above MaxJobId 2047")
                 && e.contains("slurmctld refuses this slurm.conf"),
             "{e}"
         );
         std::fs::write(&conf, "SwitchType=\"switch/nvidia_imex\"\n").unwrap();
-        assert_eq!(guarantee(&cfg), Ok(RackChannels::Slurm));
+        assert_eq!(guarantee(&HookContext::new(&cfg)), Ok(RackChannels::Slurm));
         cfg.imex.channels = ChannelMode::Plugin;
-        assert!(guarantee(&cfg).is_err());
+        assert!(guarantee(&HookContext::new(&cfg)).is_err());
         cfg.slurm.config = AutoPath::Path(d.path().join("absent.conf"));
-        let e = guarantee(&cfg).unwrap_err();
+        let e = guarantee(&HookContext::new(&cfg)).unwrap_err().to_string();
         assert!(
             e.contains("cannot be checked") && e.contains("absent.conf"),
             "{e}"

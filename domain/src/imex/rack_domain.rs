@@ -13,10 +13,11 @@
 use super::daemon::{Daemon, Liveness};
 use super::plan::{domain_addresses, DomainPlan, Port, WaitFor};
 use super::rack_channels;
+use crate::context::HookContext;
 use crate::rack::sources::RackSources;
 use crate::rack::topology::NvlinkDomain;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
-use slurm_imex_core::config::Config;
+use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::JobRecord;
 use slurm_imex_core::state::StateDir;
@@ -27,17 +28,18 @@ use std::time::{Duration, Instant};
 /// the rack (`domain`: the job's nodes in this node's NVLink domain).
 pub fn join(
     job: &JobEnv,
-    cfg: &Config,
+    ctx: &HookContext,
     state: &StateDir,
     record: &mut JobRecord,
     racks: &RackSources,
     domain: NvlinkDomain,
 ) -> Blamed<Duration> {
-    let channels = rack_channels::guarantee(cfg).map(|g| g.refuses(job.job_id));
-    if let Err(cause) | Ok(Some(cause)) = channels {
+    let cfg = ctx.cfg;
+    // The cluster's configuration, the same on every node: the job's fault.
+    if let Some(cause) = rack_channels::guarantee(ctx).job()?.refuses(job.job_id) {
         return Err(Fault::Job(cause));
     }
-    let rack = rack_of(job, cfg, racks, &domain).map_err(Fault::Job)?;
+    let rack = rack_of(&job.node_name, cfg.imex.max_nodes, racks, &domain).job()?;
     record.nodes = domain.nodes.clone();
     record.domain = rack.name.clone();
     record.rack_source = rack.source.clone();
@@ -82,25 +84,24 @@ pub fn join(
 /// This node's whole rack, which must hold the job's nodes of its NVLink
 /// domain; `Err` is the job's failure line.
 fn rack_of(
-    job: &JobEnv,
-    cfg: &Config,
+    node: &str,
+    max_nodes: usize,
     racks: &RackSources,
     domain: &NvlinkDomain,
-) -> std::result::Result<NvlinkDomain, String> {
-    let node = &job.node_name;
+) -> Result<NvlinkDomain> {
     let Some(rack) = racks.whole_rack(node) else {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "[imex] domain = \"rack\", but nothing places {node} in a rack: no Slurm topology \
              file lists it and no rack map does (write one with `slurm-imex topology --map` and \
              install it on every node, or describe the racks in topology.conf or topology.yaml)"
-        ));
+        )));
     };
-    if rack.nodes.len() > cfg.imex.max_nodes {
-        return Err(format!(
+    if rack.nodes.len() > max_nodes {
+        return Err(Error::invalid(format!(
             "the rack of {node} has {} nodes, more than [imex] max_nodes = {}",
             rack.nodes.len(),
-            cfg.imex.max_nodes
-        ));
+            max_nodes
+        )));
     }
     let outside: Vec<String> = domain
         .nodes
@@ -109,12 +110,12 @@ fn rack_of(
         .cloned()
         .collect();
     if !outside.is_empty() {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "the job's nodes {} share {node}'s NVLink domain but are not in its rack {}: \
              the rack sources disagree (`slurm-imex topology --check`)",
             summarize_list(&outside, PIECE_MAX),
             rack.name.as_deref().unwrap_or("?")
-        ));
+        )));
     }
     Ok(rack)
 }

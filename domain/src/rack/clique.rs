@@ -61,7 +61,8 @@ pub fn clique_in_extra(extra: Option<&str>) -> Option<String> {
 
 /// `extra` with our key set to `clique`. Err (with the reason) when Extra
 /// holds something other than a JSON object: it is someone else's, and is
-/// left alone.
+/// left alone. (The reason is a clause an admin reads inside the caller's
+/// line or `Published::LeftAlone`, not a failure: hence a String.)
 pub fn merged_extra(extra: Option<&str>, clique: &str) -> std::result::Result<String, String> {
     let mut object = match extra.map(str::trim).filter(|e| !e.is_empty()) {
         None => serde_json::Map::new(),

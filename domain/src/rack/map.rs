@@ -141,6 +141,7 @@ impl RackMap {
         Ok(map)
     }
 
+    /// Err is the reason, which `load` wraps in its "bad rack map" line.
     fn add(&mut self, entry: RackEntry, max_nodes: usize) -> std::result::Result<(), String> {
         let name = entry.name;
         let named = format!(

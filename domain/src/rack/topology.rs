@@ -62,13 +62,13 @@ impl Blocks {
                 source: path.to_path_buf(),
                 topologies,
             })
-            .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))
+            .map_err(|e| e.context(path.display()))
     }
 
     /// Ok when, in every block topology that knows any of `nodes`, all of
     /// them lie in one block. Otherwise the line that tells the user why
     /// the job cannot have one IMEX domain and how to ask for one.
-    pub fn check_one_block(&self, nodes: &[String]) -> std::result::Result<(), String> {
+    pub fn check_one_block(&self, nodes: &[String]) -> Result<()> {
         for (name, node_block) in &self.topologies {
             if !nodes.iter().any(|n| node_block.contains_key(n)) {
                 continue;
@@ -92,14 +92,14 @@ impl Blocks {
                 } else {
                     format!(" topology {name}")
                 };
-                return Err(format!(
+                return Err(Error::invalid(format!(
                     "the job's nodes span {} NVLink blocks ({}{topo}): {}; one IMEX domain \
                      must stay in one rack: submit with --segment=<nodes per job>, \
                      --exclusive=topo, or to a partition per rack",
                     groups.len(),
                     self.source.display(),
                     spans.join(", ")
-                ));
+                )));
             }
         }
         Ok(())
@@ -221,33 +221,35 @@ fn add_block(
     nodes: &str,
     max_nodes: usize,
     budget: &mut HostBudget,
-) -> std::result::Result<(), String> {
+) -> Result<()> {
     // A block name becomes a rack's name (the rack map, SLURM_IMEX_DOMAIN):
     // one the map would refuse is refused here, where it is written.
     if !crate::rack::map::is_rack_name(block) {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "block \"{}\": a block name slurm-imex takes as a rack's is 1 to {} letters, \
              digits or ._:- (rename the block)",
             slurm_imex_core::text::cap(block, 64),
             crate::rack::map::MAX_NAME_LEN
-        ));
+        )));
     }
     let room = MAX_FILE_HOSTS - budget.0;
     let hosts = hostlist::expand(nodes, max_nodes.min(room)).map_err(|e| {
         if room < max_nodes {
-            format!(
+            Error::invalid(format!(
                 "block {block}: the file expands to more than {MAX_FILE_HOSTS} host names in \
                  all (slurm-imex reads at most {MAX_FILE_HOSTS}): list each node once"
-            )
+            ))
         } else {
-            format!("block {block}: nodes \"{nodes}\": {e}")
+            e.context(format!("block {block}: nodes \"{nodes}\""))
         }
     })?;
     budget.0 += hosts.len();
     for host in hosts {
         if let Some(other) = map.insert(host.clone(), block.to_string()) {
             if other != block {
-                return Err(format!("node {host} is in both block {other} and {block}"));
+                return Err(Error::invalid(format!(
+                    "node {host} is in both block {other} and {block}"
+                )));
             }
         }
     }
@@ -258,7 +260,7 @@ fn add_block(
 /// would give each node another rack for it (a node takes its rack from the
 /// first topology that lists it): refused, naming the conflict, so every
 /// node computes the same racks or the job fails saying why.
-fn refuse_overlaps(topologies: &[NamedTopology]) -> std::result::Result<(), String> {
+fn refuse_overlaps(topologies: &[NamedTopology]) -> Result<()> {
     let members: Vec<HashMap<&str, Vec<&str>>> = topologies
         .iter()
         .map(|(_, map)| {
@@ -277,12 +279,12 @@ fn refuse_overlaps(topologies: &[NamedTopology]) -> std::result::Result<(), Stri
                     continue;
                 };
                 if members[i].get(block_i.as_str()) != members[j].get(block_j.as_str()) {
-                    return Err(format!(
+                    return Err(Error::invalid(format!(
                         "block topologies {name_i} and {name_j} overlap: node {node} is in \
                          block {block_i} of {name_i} and block {block_j} of {name_j}, which \
                          hold other nodes, so nodes would disagree about its rack: list each \
                          node in one block topology (or in blocks of the same nodes)"
-                    ));
+                    )));
                 }
             }
         }
@@ -292,7 +294,7 @@ fn refuse_overlaps(topologies: &[NamedTopology]) -> std::result::Result<(), Stri
 
 /// topology.conf: `BlockName=<name> Nodes=<hostlist>` lines; `BlockSizes=`
 /// and tree `SwitchName=` lines are not about blocks and are skipped.
-fn parse_conf(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopology>, String> {
+fn parse_conf(text: &str, max_nodes: usize) -> Result<Vec<NamedTopology>> {
     let mut map = HashMap::new();
     let mut budget = HostBudget(0);
     for (i, raw) in text.lines().enumerate() {
@@ -311,8 +313,13 @@ fn parse_conf(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopo
         }
         match (block, nodes) {
             (Some(b), Some(n)) => add_block(&mut map, b, n, max_nodes, &mut budget)
-                .map_err(|e| format!("line {}: {e}", i + 1))?,
-            (Some(b), None) => return Err(format!("line {}: block {b} has no Nodes=", i + 1)),
+                .map_err(|e| e.context(format_args!("line {}", i + 1)))?,
+            (Some(b), None) => {
+                return Err(Error::invalid(format!(
+                    "line {}: block {b} has no Nodes=",
+                    i + 1
+                )))
+            }
             _ => {}
         }
     }
@@ -382,32 +389,36 @@ impl yaml_rust2::parser::EventReceiver for ExpansionCount {
     }
 }
 
-fn parse_yaml(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopology>, String> {
+fn parse_yaml(text: &str, max_nodes: usize) -> Result<Vec<NamedTopology>> {
     let mut count = ExpansionCount::default();
     yaml_rust2::parser::Parser::new_from_str(text)
         .load(&mut count, true)
-        .map_err(|e| e.to_string().replace('\n', " "))?;
+        .map_err(|e| Error::invalid(e.to_string()))?;
     if count.total > MAX_YAML_NODES {
-        return Err(format!(
+        return Err(Error::invalid(format!(
             "its aliases expand to more than {MAX_YAML_NODES} YAML nodes: write the blocks out \
              without anchors and aliases"
-        ));
+        )));
     }
-    let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
+    let docs = YamlLoader::load_from_str(text).map_err(|e| Error::invalid(e.to_string()))?;
     let Some(doc) = docs.into_iter().next() else {
         return Ok(Vec::new());
     };
     let topologies = match doc {
         Yaml::Array(list) => list,
         Yaml::Null => return Ok(Vec::new()),
-        _ => return Err("expected a list of topologies (\"- topology: name\")".into()),
+        _ => {
+            return Err(Error::invalid(
+                "expected a list of topologies (\"- topology: name\")",
+            ))
+        }
     };
     let mut out = Vec::new();
     let mut budget = HostBudget(0);
     for (i, topo) in topologies.iter().enumerate() {
-        let name = topo["topology"]
-            .as_str()
-            .ok_or_else(|| format!("topology #{} has no \"topology:\" name", i + 1))?;
+        let name = topo["topology"].as_str().ok_or_else(|| {
+            Error::invalid(format!("topology #{} has no \"topology:\" name", i + 1))
+        })?;
         let block_topo = &topo["block"];
         if block_topo.is_badvalue() || block_topo.is_null() {
             continue; // a flat, tree, ring or torus topology
@@ -415,17 +426,21 @@ fn parse_yaml(text: &str, max_nodes: usize) -> std::result::Result<Vec<NamedTopo
         let mut map = HashMap::new();
         let blocks = block_topo["blocks"].as_vec().map_or(&[][..], Vec::as_slice);
         for b in blocks {
-            let block = b["block"]
-                .as_str()
-                .ok_or_else(|| format!("topology {name}: a block has no \"block:\" name"))?;
+            let block = b["block"].as_str().ok_or_else(|| {
+                Error::invalid(format!("topology {name}: a block has no \"block:\" name"))
+            })?;
             let lists: Vec<&str> = match &b["nodes"] {
                 Yaml::String(s) => vec![s.as_str()],
                 Yaml::Array(v) => v.iter().filter_map(Yaml::as_str).collect(),
-                _ => return Err(format!("topology {name}: block {block} has no nodes")),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "topology {name}: block {block} has no nodes"
+                    )))
+                }
             };
             for nodes in lists {
                 add_block(&mut map, block, nodes, max_nodes, &mut budget)
-                    .map_err(|e| format!("topology {name}: {e}"))?;
+                    .map_err(|e| e.context(format_args!("topology {name}")))?;
             }
         }
         out.push((name.to_string(), map));
@@ -460,7 +475,8 @@ mod tests {
         assert_eq!(b.check_one_block(&nodes("gb-r2-[03-04]")), Ok(()));
         let e = b
             .check_one_block(&nodes("gb-r1-[17-18],gb-r2-01"))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("span 2 NVLink blocks"), "{e}");
         assert!(
             e.contains("rack1 (gb-r1-17,gb-r1-18), rack2 (gb-r2-01)"),
@@ -471,7 +487,10 @@ mod tests {
             "{e}"
         );
         // A node the topology does not know is not in the job's rack.
-        let e = b.check_one_block(&nodes("gb-r1-01,login1")).unwrap_err();
+        let e = b
+            .check_one_block(&nodes("gb-r1-01,login1"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("(no block) (login1)"), "{e}");
         // Nodes the topology knows nothing about: nothing to check.
         assert_eq!(b.check_one_block(&nodes("cpu[1-4]")), Ok(()));
@@ -533,7 +552,7 @@ mod tests {
              - topology: flat1\n  flat: true\n",
         );
         assert_eq!(b.check_one_block(&nodes("n[1-2]")), Ok(()));
-        let e = b.check_one_block(&nodes("n[1-4]")).unwrap_err();
+        let e = b.check_one_block(&nodes("n[1-4]")).unwrap_err().to_string();
         assert!(
             e.contains("b1 (n1,n2), b2 (n3,n4)") && e.contains("topology racks"),
             "{e}"
@@ -546,7 +565,10 @@ mod tests {
             "topology.conf",
             "BlockName=a Nodes=n[1-100]\nBlockName=b Nodes=m[1-100]\n",
         );
-        let e = b.check_one_block(&nodes("n[1-100],m[1-100]")).unwrap_err();
+        let e = b
+            .check_one_block(&nodes("n[1-100],m[1-100]"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("(92 more)"), "{e}");
         assert!(e.len() < 600, "{} bytes: {e}", e.len());
     }

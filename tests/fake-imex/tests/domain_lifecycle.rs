@@ -8,6 +8,7 @@ use slurm_imex_core::config::{AutoPath, DomainScope};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::context::{HookContext, Readers};
 use slurm_imex_domain::imex::domain::{refuse_for_own_clique, setup, teardown, TeardownOutcome};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -134,7 +135,7 @@ fn ready_domain_then_teardown_twice() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46001, "");
     let job = node.job(4242, "n1");
-    let outcome = setup(&job, &node.config);
+    let outcome = setup(&job, &HookContext::new(&node.config));
     let Ok(_) = outcome else {
         panic!("{outcome:?}")
     };
@@ -186,7 +187,7 @@ fn daemon_exiting_at_start_is_a_node_fault_with_its_log() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46002, "");
     node.fault("MODE=exit\nEXIT_CODE=3\n");
-    let outcome = setup(&node.job(100, "n1"), &node.config);
+    let outcome = setup(&node.job(100, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -206,7 +207,7 @@ fn local_daemon_never_ready_is_a_node_fault() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46003, "");
     node.fault("MODE=never-ready\n");
-    let outcome = setup(&node.job(101, "n1"), &node.config);
+    let outcome = setup(&node.job(101, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -223,7 +224,7 @@ fn local_daemon_never_ready_is_a_node_fault() {
 fn missing_peer_is_a_job_failure_naming_it() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46004, "");
-    let outcome = setup(&node.job(102, "n[1-2]"), &node.config);
+    let outcome = setup(&node.job(102, "n[1-2]"), &HookContext::new(&node.config));
     let Err(Fault::Job(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -246,8 +247,8 @@ fn missing_peer_is_a_job_failure_naming_it() {
 fn busy_node_refuses_second_job_and_keeps_the_first() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46005, "");
-    assert!(setup(&node.job(200, "n1"), &node.config).is_ok());
-    let outcome = setup(&node.job(201, "n1"), &node.config);
+    assert!(setup(&node.job(200, "n1"), &HookContext::new(&node.config)).is_ok());
+    let outcome = setup(&node.job(201, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Job(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -276,7 +277,7 @@ fn busy_node_refuses_second_job_and_keeps_the_first() {
 fn node_problems_are_node_faults_with_what_to_do() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46006, "IMEX_CMD_ENABLED=0\n");
-    let outcome = setup(&node.job(300, "n1"), &node.config);
+    let outcome = setup(&node.job(300, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -289,7 +290,7 @@ fn node_problems_are_node_faults_with_what_to_do() {
         "Character devices:\n195 nvidia\n",
     )
     .unwrap();
-    let outcome = setup(&node.job(301, "n1"), &node.config);
+    let outcome = setup(&node.job(301, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -303,7 +304,10 @@ fn node_problems_are_node_faults_with_what_to_do() {
 fn unknown_node_address_is_a_job_failure() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let node = Node::new(46007, "");
-    let outcome = setup(&node.job(400, "n1,gb-r9-01"), &node.config);
+    let outcome = setup(
+        &node.job(400, "n1,gb-r9-01"),
+        &HookContext::new(&node.config),
+    );
     let Err(Fault::Job(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -345,7 +349,7 @@ esac
     node.config.imex.daemon.manager = slurm_imex_core::config::DaemonManager::Systemd;
     node.config.imex.daemon.systemctl = systemctl;
 
-    let outcome = setup(&node.job(500, "n1"), &node.config);
+    let outcome = setup(&node.job(500, "n1"), &HookContext::new(&node.config));
     assert!(outcome.is_ok(), "{outcome:?}");
     // The base config's DAEMONIZE=1 is kept: systemd expects the daemon to fork.
     let rendered = std::fs::read_to_string(node.path("job.cfg")).unwrap();
@@ -370,7 +374,7 @@ esac
 
     // A unit that fails to start is this node's fault.
     node.fault("MODE=exit\nEXIT_CODE=4\n");
-    let outcome = setup(&node.job(501, "n1"), &node.config);
+    let outcome = setup(&node.job(501, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -402,7 +406,7 @@ fn with_span_refuse_a_job_across_two_blocks_fails_before_claiming_or_starting_an
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
     node.config.imex.span = slurm_imex_core::config::Span::Refuse;
     let job = node.job(4343, "n[1-2]");
-    let Err(Fault::Job(cause)) = setup(&job, &node.config) else {
+    let Err(Fault::Job(cause)) = setup(&job, &HookContext::new(&node.config)) else {
         panic!("a job spanning two blocks must fail as the job's problem");
     };
     assert!(cause.contains("r1 (n1), r2 (n2)"), "{cause}");
@@ -425,7 +429,7 @@ fn a_job_across_two_blocks_gets_one_domain_per_block() {
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
     let job = node.job(4344, "n[1-2]");
     // n1 is alone in its block: its domain is itself, and it forms at once.
-    let outcome = setup(&job, &node.config);
+    let outcome = setup(&job, &HookContext::new(&node.config));
     let Ok(_) = outcome else {
         panic!("{outcome:?}")
     };
@@ -450,7 +454,7 @@ fn a_missing_nodes_config_directory_names_the_key_and_the_file() {
     let mut node = Node::new(46010, "");
     let missing = node.path("no-such-dir/nodes_config.cfg");
     node.config.imex.daemon.nodes_config = missing.clone();
-    let outcome = setup(&node.job(4345, "n1"), &node.config);
+    let outcome = setup(&node.job(4345, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
     };
@@ -472,7 +476,7 @@ fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
     node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
     let state = StateDir::of(&node.config);
     let ready = |id: u32, nodes: &str| {
-        let outcome = setup(&node.job(id, nodes), &node.config);
+        let outcome = setup(&node.job(id, nodes), &HookContext::new(&node.config));
         assert!(outcome.is_ok(), "{outcome:?}");
     };
     ready(700, "n1");
@@ -511,7 +515,8 @@ fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
     assert!(state.read_record(701).unwrap().is_some());
 
     // A job that needs n2, whose daemon never connects: the job's failure, naming it.
-    let Err(Fault::Job(msg)) = setup(&node.job(702, "n[1-2]"), &node.config) else {
+    let Err(Fault::Job(msg)) = setup(&node.job(702, "n[1-2]"), &HookContext::new(&node.config))
+    else {
         panic!("a peer that is not ready is the job's problem");
     };
     assert!(
@@ -553,7 +558,8 @@ fn a_rack_wide_domain_without_a_rack_fails_the_job_before_starting_anything() {
     node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
     // No rack map either; and the prolog never asks Slurm (an scontrol that fails).
     node.config.slurm.scontrol = "/bin/false".into();
-    let Err(Fault::Job(cause)) = setup(&node.job(710, "n1"), &node.config) else {
+    let Err(Fault::Job(cause)) = setup(&node.job(710, "n1"), &HookContext::new(&node.config))
+    else {
         panic!("a node in no rack is the job's problem, not the node's");
     };
     assert!(
@@ -592,7 +598,7 @@ fn a_rack_map_splits_the_job_and_the_record_names_it_with_its_digest() {
     node.with_rack_map();
     // The prolog never asks Slurm: an scontrol that would fail is never run.
     node.config.slurm.scontrol = "/bin/false".into();
-    let outcome = setup(&node.job(4400, "n[1-2]"), &node.config);
+    let outcome = setup(&node.job(4400, "n[1-2]"), &HookContext::new(&node.config));
     assert!(outcome.is_ok(), "{outcome:?}");
     assert_eq!(
         std::fs::read_to_string(node.path("nodes_config.cfg")).unwrap(),
@@ -618,13 +624,15 @@ fn a_rack_map_that_contradicts_the_nodes_own_gpus_fails_the_job_not_the_node() {
     let mut node = Node::new(46014, "");
     node.with_rack_map();
     let job = node.job(4401, "n[1-2]");
-    let outcome = setup(&job, &node.config);
+    // One prolog: the setup and the clique check share its context.
+    let ctx = HookContext::new(&node.config);
+    let outcome = setup(&job, &ctx);
     assert!(outcome.is_ok(), "{outcome:?}");
     // The GPUs agree with the map: nothing to refuse.
-    assert_eq!(refuse_for_own_clique(&job, &node.config, CLIQUE_A), Ok(()));
+    assert_eq!(refuse_for_own_clique(&job, &ctx, CLIQUE_A), Ok(()));
     assert!(node.daemon_answers());
     // n1's tray now reports the other rack's clique.
-    let Err(Fault::Job(cause)) = refuse_for_own_clique(&job, &node.config, CLIQUE_B) else {
+    let Err(Fault::Job(cause)) = refuse_for_own_clique(&job, &ctx, CLIQUE_B) else {
         panic!("the map contradicts the GPUs: a job failure");
     };
     assert!(
@@ -659,15 +667,17 @@ fn rack_wide_domains_refuse_channels_that_could_collide() {
     node.config.imex.domain = DomainScope::Rack;
     // Slurm's default job ids (1..67043328) over 2047 channels.
     std::fs::write(node.path("slurm.conf"), "ClusterName=c\n").unwrap();
-    let Err(Fault::Job(cause)) = setup(&node.job(720, "n1"), &node.config) else {
+    let Err(Fault::Job(cause)) = setup(&node.job(720, "n1"), &HookContext::new(&node.config))
+    else {
         panic!("the cluster's configuration is not the node's fault");
     };
     assert!(cause.contains("set MaxJobId=2047"), "{cause}");
     assert!(!node.daemon_answers(), "a daemon was started");
     // Within range: jobs 5 and 5 + 2047 would share channel 6; the second is refused.
     std::fs::write(node.path("slurm.conf"), "MaxJobId=2047\n").unwrap();
-    assert!(setup(&node.job(5, "n1"), &node.config).is_ok());
-    let Err(Fault::Job(cause)) = setup(&node.job(5 + 2047, "n1"), &node.config) else {
+    assert!(setup(&node.job(5, "n1"), &HookContext::new(&node.config)).is_ok());
+    let Err(Fault::Job(cause)) = setup(&node.job(5 + 2047, "n1"), &HookContext::new(&node.config))
+    else {
         panic!("an id outside the range must not share a channel");
     };
     assert!(
@@ -727,7 +737,7 @@ fn a_peer_with_another_node_map_is_named_as_such_not_blamed() {
     let job_id = 4402u32;
     let port = slurm_imex_domain::imex::port::server_port(job_id, 33792, 16384, Some(46016));
     let mut peer = spawn_peer(&node, "127.0.0.1\n127.0.0.2\n127.0.0.3\n", port, 46017);
-    let outcome = setup(&node.job(job_id, "n[1-2]"), &node.config);
+    let outcome = setup(&node.job(job_id, "n[1-2]"), &HookContext::new(&node.config));
     let _ = peer.kill();
     let _ = peer.wait();
     let Err(Fault::Job(msg)) = outcome else {
@@ -744,5 +754,63 @@ fn a_peer_with_another_node_map_is_named_as_such_not_blamed() {
         "an innocent peer is blamed: {msg}"
     );
     teardown(job_id, &node.config).unwrap();
+    node.assert_idle();
+}
+
+static SLURM_CONF_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static RACK_READS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The production readers, counted.
+fn counting_readers() -> Readers {
+    use std::sync::atomic::Ordering::SeqCst;
+    Readers {
+        slurm_conf: |path| {
+            SLURM_CONF_READS.fetch_add(1, SeqCst);
+            (Readers::FILES.slurm_conf)(path)
+        },
+        racks: |cfg| {
+            RACK_READS.fetch_add(1, SeqCst);
+            (Readers::FILES.racks)(cfg)
+        },
+    }
+}
+
+#[test]
+fn a_rack_wide_prolog_reads_slurm_conf_and_the_rack_files_once() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut node = Node::new(46016, "");
+    node.with_rack_map();
+    // Every question slurm.conf answers is asked: "auto" channels (the
+    // switch), then the rack's channel guarantee (the switch, the job ids).
+    node.config.imex.channels = slurm_imex_core::config::ChannelMode::Auto;
+    node.config.imex.domain = DomainScope::Rack;
+    SLURM_CONF_READS.store(0, SeqCst);
+    RACK_READS.store(0, SeqCst);
+    let ctx = HookContext::with_readers(&node.config, counting_readers());
+    let job = node.job(730, "n1");
+    let outcome = setup(&job, &ctx);
+    assert!(outcome.is_ok(), "{outcome:?}");
+    let record = StateDir::of(&node.config)
+        .read_record(730)
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        record.channel,
+        Some(731),
+        "slurm-imex's channel, from \"auto\""
+    );
+    assert_eq!(record.domain.as_deref(), Some("r1"));
+    // The files go; the prolog's clique check still knows the map it read.
+    std::fs::remove_file(node.path("slurm.conf")).unwrap();
+    std::fs::remove_file(node.path("imex-racks.toml")).unwrap();
+    let Err(Fault::Job(cause)) = refuse_for_own_clique(&job, &ctx, CLIQUE_B) else {
+        panic!("the map read at the start contradicts the GPUs");
+    };
+    assert!(cause.contains("puts n1 in rack r1"), "{cause}");
+    assert_eq!(SLURM_CONF_READS.load(SeqCst), 1, "slurm.conf reads");
+    assert_eq!(RACK_READS.load(SeqCst), 1, "rack file reads");
+    node.config.imex.domain = DomainScope::Job;
+    teardown(730, &node.config).unwrap();
     node.assert_idle();
 }
