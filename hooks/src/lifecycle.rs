@@ -108,6 +108,12 @@ impl<'a> Live<'a> {
             ctx,
         }
     }
+
+    /// What a GPU verdict of `hook` does to this node (`crate::drain`).
+    fn act_on_gpu_verdict(&self, drain_reason: Option<String>, hook: Hook) -> DrainAction {
+        let job = self.job;
+        drain::act(self.cfg, &job.node_name, job.job_id, drain_reason, hook)
+    }
 }
 
 impl PrologSteps for Live<'_> {
@@ -124,14 +130,7 @@ impl PrologSteps for Live<'_> {
         domain::own_clique_disagreement(self.job, self.ctx, live)
     }
     fn act_on_gate(&self, drain_reason: Option<String>) -> DrainAction {
-        let job = self.job;
-        drain::act(
-            self.cfg,
-            &job.node_name,
-            job.job_id,
-            drain_reason,
-            Hook::Prolog,
-        )
+        self.act_on_gpu_verdict(drain_reason, Hook::Prolog)
     }
     fn imex_node_fault(&self, line: &str) -> DrainAction {
         drain::imex_node_fault(self.cfg, &self.job.node_name, self.job.job_id, line)
@@ -167,14 +166,7 @@ impl EpilogSteps for Live<'_> {
         gpu_job::judge_and_record(self.job, self.cfg, record)
     }
     fn act_on_gpus(&self, drain_reason: Option<String>) -> DrainAction {
-        let job = self.job;
-        drain::act(
-            self.cfg,
-            &job.node_name,
-            job.job_id,
-            drain_reason,
-            Hook::Epilog,
-        )
+        self.act_on_gpu_verdict(drain_reason, Hook::Epilog)
     }
     fn summarize(
         &self,
