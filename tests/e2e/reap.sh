@@ -148,12 +148,22 @@ e2e_net_down() { # who
   return $rc
 }
 
+# The network namespace install.sh runs in (E2E_INSTALL=prefix: cluster.sh's
+# admin_install_sh), and its link to the bridge. Nothing listens in it.
+E2E_ADMIN_NETNS=imex-admin
+e2e_admin_net_down() {
+  ip netns del "$E2E_ADMIN_NETNS" 2>/dev/null || rm -f "/run/netns/$E2E_ADMIN_NETNS"
+  ip link del vha0 2>/dev/null
+  return 0
+}
+
 # All of the above, after a phase: 0 when the phase left nothing behind,
 # else 1, with one line on stderr for each thing it left.
 e2e_teardown() { # who
   local rc=0
   e2e_reap "$1" || rc=1
   e2e_net_down "$1" || rc=1
+  e2e_admin_net_down
   e2e_ports_free "$1" || rc=1
   return $rc
 }
