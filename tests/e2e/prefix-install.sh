@@ -20,6 +20,10 @@ test_install_sh_uninstall_keeps_only_the_config() {
   expect_reserved "$ours" "the install"
   out=$(admin_install_sh "$sh" --slurm-prefix "$SLURM_PREFIX" --dry-run 2>&1) || fail "install.sh --dry-run: $out"
   expect_contains "$out" "kept $SLURM_SYSCONFDIR/imex.toml" "a second install keeps the admin's imex.toml"
+  # The node install.sh runs on is on the cluster's network: install.sh
+  # learns the layout from the controller, as on a live cluster.
+  expect_eq "$(nsenter --net="/run/netns/$E2E_ADMIN_NETNS" timeout 10 scontrol show config 2>&1 | awk '$1 == "PluginDir" {print $3}')" \
+    "$(scontrol show config | awk '$1 == "PluginDir" {print $3}')" "the node install.sh runs on asks the controller"
   # While slurm.conf and plugstack.conf name us, --uninstall refuses and
   # lists the lines; the admin takes them out (here: copies kept and put
   # back for the rest of the phase), then it removes everything.
