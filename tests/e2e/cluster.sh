@@ -81,6 +81,9 @@ as_user() { runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" "$@"; }
 # The release tarball (scripts/release.sh) is unpacked and its install.sh
 # run against /opt/slurm, with $C/etc-slurm bound on /opt/slurm/etc; what
 # it printed is kept in $C/install.out for the plugstack and slurm.conf lines.
+# install.sh runs as on the node an admin installs (admin_install_sh), never
+# on this machine: $C/admin/host-reserved-before is this machine's port
+# reservation before it ran (prefix-install.sh checks it is unchanged).
 prefix_install() {
   local tarball
   local tarballs=("$REPO"/target/release-tarball/slurm-imex-*-"$(uname -m)"-linux.tar.gz)
@@ -92,10 +95,64 @@ prefix_install() {
   mount --bind "$C/etc-slurm" "$SLURM_SYSCONFDIR"
   mkdir -p "$C/release"
   tar -xzf "$tarball" -C "$C/release"
-  "$C"/release/slurm-imex-*/install.sh --slurm-prefix "$SLURM_PREFIX" > "$C/install.out" 2>&1 ||
+  admin_node_fresh || { echo "cluster_install: cannot make the admin node for install.sh" >&2; return 1; }
+  cat /proc/sys/net/ipv4/ip_local_reserved_ports > "$C/admin/host-reserved-before"
+  admin_install_sh "$C"/release/slurm-imex-*/install.sh --slurm-prefix "$SLURM_PREFIX" > "$C/install.out" 2>&1 ||
     { echo "cluster_install: install.sh failed:" >&2; cat "$C/install.out" >&2; return 1; }
   ln -s /usr/local/sbin/slurm-imex-prolog /usr/local/sbin/slurm-imex-epilog /usr/local/bin/slurm-imex "$C/bin/"
 }
+
+# The node install.sh runs on (E2E_INSTALL=prefix). install.sh changes the
+# system beyond its files (packaging/maintainer-lib.sh): it writes
+# /etc/sysctl.d/90-slurm-imex.conf and adds the IMEX port span to the live
+# net.ipv4.ip_local_reserved_ports of the network namespace it runs in. Run
+# here as it is, both would land on this machine, which is the harness and
+# no node. So every install.sh of a phase runs in one network namespace of
+# its own ($E2E_ADMIN_NETNS, named in reap.sh; kept for the phase: what one
+# run reserved, the next releases) with $C/admin/sysctl.d (this machine's
+# /etc/sysctl.d as the phase began: the site's own files) bound on
+# /etc/sysctl.d. Once the
+# cluster is up the namespace is on its network ($ADMIN_IP), so install.sh
+# asks the controller (scontrol show config, munge's socket in /run) as on
+# a live cluster. The RPM's scriptlets get a private /run as well (e2e_rpm:
+# %postun removes /run/slurm-imex); install.sh writes nothing there.
+ADMIN_IP=$NET.9
+admin_install_sh() { # install.sh [args...]
+  admin_net || { echo "admin_install_sh: cannot make the network namespace $E2E_ADMIN_NETNS" >&2; return 1; }
+  nsenter --net="/run/netns/$E2E_ADMIN_NETNS" -- unshare --mount --propagation private -- \
+    /bin/sh -c 'mount --bind "$1" /etc/sysctl.d && shift && exec "$@"' admin-install-sh "$C/admin/sysctl.d" "$@"
+}
+
+# A new admin node: a fresh network namespace (nothing reserved yet) and
+# /etc/sysctl.d as this machine's.
+admin_node_fresh() {
+  e2e_admin_net_down
+  rm -rf "$C/admin"
+  mkdir -p "$C/admin/sysctl.d"
+  cp -a /etc/sysctl.d/. "$C/admin/sysctl.d/" || return 1
+  admin_net
+}
+
+# The admin node's namespace (made when missing), and its link to the
+# cluster's bridge once the bridge exists (cluster_up makes it).
+admin_net() {
+  if [ "$(stat -f -c %T "/run/netns/$E2E_ADMIN_NETNS" 2>/dev/null)" != nsfs ]; then
+    rm -f "/run/netns/$E2E_ADMIN_NETNS"
+    ip netns add "$E2E_ADMIN_NETNS" && ip -n "$E2E_ADMIN_NETNS" link set lo up || return 1
+  fi
+  ip link show "$BR" >/dev/null 2>&1 || return 0
+  if ! ip -n "$E2E_ADMIN_NETNS" link show va0 >/dev/null 2>&1; then
+    ip link del vha0 2>/dev/null
+    ip link add vha0 type veth peer name va0 &&
+      ip link set va0 netns "$E2E_ADMIN_NETNS" &&
+      ip -n "$E2E_ADMIN_NETNS" addr add "$ADMIN_IP/24" dev va0 &&
+      ip -n "$E2E_ADMIN_NETNS" link set va0 up || return 1
+  fi
+  ip link set vha0 master "$BR" && ip link set vha0 up
+}
+
+# The admin node's live reserved ports, as install.sh left them.
+admin_reserved_ports() { nsenter --net="/run/netns/$E2E_ADMIN_NETNS" cat /proc/sys/net/ipv4/ip_local_reserved_ports; }
 
 # E2E_INSTALL=rpm: the RPM of this Slurm's major.minor (E2E_RPM, else
 # target/rpm's), installed as a RHEL-family admin installs it, with
@@ -662,6 +719,7 @@ cluster_down() {
   e2e_reap cluster_down
   [ $? = 2 ] && leftovers=1
   e2e_net_down cluster_down || true
+  e2e_admin_net_down
   e2e_ports_free cluster_down || true
   return $leftovers
 }

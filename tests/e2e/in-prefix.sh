@@ -10,7 +10,9 @@
 # sits over this machine's, so its scontrol, slurmd and slurmctld are the
 # ones on PATH, and /etc/slurm is its sysconfdir; /var/lib is an overlay too,
 # so what an RPM makes there (/var/lib/slurm-imex, rpm's database in
-# /var/lib/rpm: E2E_INSTALL=rpm) never reaches this machine's.
+# /var/lib/rpm: E2E_INSTALL=rpm) never reaches this machine's. A live kernel
+# setting is no file: install.sh and rpm's scriptlets run in a network
+# namespace of their own (cluster.sh: admin_install_sh, e2e_rpm).
 set -euo pipefail
 root=0
 [ "${1:-}" = --root ] && { root=1; shift; }

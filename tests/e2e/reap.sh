@@ -9,7 +9,9 @@
 # whatever it became (a daemon that forked or re-executed itself). Reaping
 # kills every process in the subtree but the caller, naming each, then
 # checks that no listener is left on the cluster's ports.
-# Used by cluster.sh (cluster_down) and by versions.sh after every phase.
+# Used by cluster.sh (cluster_down) and by versions.sh after every phase,
+# which also checks that the phase left this machine's port reservation as
+# it was (e2e_host_unchanged).
 
 # The ports a phase listens on in the host's network namespace:
 # slurmctld, slurmd, node_exporter (fleet.sh), nvidia-imex's default
@@ -148,12 +150,61 @@ e2e_net_down() { # who
   return $rc
 }
 
+# The network namespace install.sh runs in (E2E_INSTALL=prefix: cluster.sh's
+# admin_install_sh), and its link to the bridge. Nothing listens in it.
+E2E_ADMIN_NETNS=imex-admin
+e2e_admin_net_down() {
+  ip netns del "$E2E_ADMIN_NETNS" 2>/dev/null || rm -f "/run/netns/$E2E_ADMIN_NETNS"
+  ip link del vha0 2>/dev/null
+  return 0
+}
+
 # All of the above, after a phase: 0 when the phase left nothing behind,
 # else 1, with one line on stderr for each thing it left.
 e2e_teardown() { # who
   local rc=0
   e2e_reap "$1" || rc=1
   e2e_net_down "$1" || rc=1
+  e2e_admin_net_down
   e2e_ports_free "$1" || rc=1
+  return $rc
+}
+
+# What installing slurm-imex changes on a machine beyond its files
+# (packaging/maintainer-lib.sh), as this machine has it: the live reserved
+# ports of the host's network namespace and /etc/sysctl.d/90-slurm-imex.conf
+# (its checksum, or "absent"). One line, "PORTS|FILE"; a phase must leave both
+# as it found them: an install (install.sh, a package's scripts) belongs in a
+# node's namespaces or a root filesystem, never on the machine running the tests.
+E2E_HOST_SYSCTL_FILE=/etc/sysctl.d/90-slurm-imex.conf
+e2e_host_state() {
+  local ports file=absent
+  ports=$(cat /proc/sys/net/ipv4/ip_local_reserved_ports 2>/dev/null)
+  [ ! -e "$E2E_HOST_SYSCTL_FILE" ] || file=$(cksum < "$E2E_HOST_SYSCTL_FILE" | cut -d' ' -f1)
+  printf '%s|%s\n' "$ports" "$file"
+}
+
+# Compare this machine with BEFORE (e2e_host_state's line): each change is
+# one line on stderr, "WHO: changed this machine's ...", and is undone where
+# it can be (the live value put back, a file the phase made removed).
+# Returns 1 when anything changed.
+e2e_host_unchanged() { # who before
+  local who=$1 ports=${2%%|*} file=${2#*|} now rc=0
+  now=$(e2e_host_state)
+  if [ "${now%%|*}" != "$ports" ]; then
+    echo "$who: changed this machine's net.ipv4.ip_local_reserved_ports from '$ports' to '${now%%|*}'; putting it back" >&2
+    printf '%s\n' "$ports" > /proc/sys/net/ipv4/ip_local_reserved_ports ||
+      echo "$who: could not put net.ipv4.ip_local_reserved_ports back to '$ports'" >&2
+    rc=1
+  fi
+  if [ "${now#*|}" != "$file" ]; then
+    if [ "$file" = absent ]; then
+      echo "$who: left $E2E_HOST_SYSCTL_FILE on this machine ($(grep -v '^#' "$E2E_HOST_SYSCTL_FILE" | paste -sd ' ')); removing it" >&2
+      rm -f "$E2E_HOST_SYSCTL_FILE"
+    else
+      echo "$who: changed or removed this machine's $E2E_HOST_SYSCTL_FILE (it was there before the phase; left as it is now)" >&2
+    fi
+    rc=1
+  fi
   return $rc
 }

@@ -29,7 +29,10 @@
 # releases' phases (and no package tests).
 # After every phase, whatever happened to it, what it left running is
 # killed and named, and counted as that phase's failure (reap.sh), so
-# that no phase fails the next.
+# that no phase fails the next. So is a change to this machine's live
+# net.ipv4.ip_local_reserved_ports or /etc/sysctl.d/90-slurm-imex.conf
+# (what installing slurm-imex changes, which belongs on a test node, never
+# here): named, undone, and that phase's (or package test's) failure.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$REPO"
@@ -83,9 +86,10 @@ tree_arch() { # tree
 # install.sh --slurm-prefix /usr).
 run_phase() { # tree install phase [env...]
   local tree=$1 install=$2 phase=$3; shift 3
-  local version mm log start rc line passed failed from=$install arch
+  local version mm log start rc line passed failed from=$install arch host
   version=$(upstream_version "$tree"); mm=${version%.*}; arch=$(tree_arch "$tree")
   selected "$mm" || return 0
+  host=$(e2e_host_state)
   log=$LOGS/slurm-$mm-$phase-$install.log
   [ "$arch" = "$NATIVE_ARCH" ] || log=$LOGS/slurm-$mm-$arch-$phase-$install.log
   start=$SECONDS
@@ -106,7 +110,9 @@ run_phase() { # tree install phase [env...]
   grep -E '^(---|    (ok|FAIL|FAILED))' "$log" | grep -E 'FAIL' -B1 | sed 's/^/   /'
   # Why a phase that ran no test failed (cluster_up's last word, an exit).
   [ -z "$line" ] && grep -E '^(cluster_up: gave up|e2e: |cluster_install: |in-(rootfs|prefix): )' "$log" | tail -3 | sed 's/^/   /'
-  if ! e2e_teardown "versions: after Slurm $version $phase" 2> "$log.teardown"; then
+  local who="versions: after Slurm $version $phase" left=0
+  { e2e_teardown "$who" || left=1; e2e_host_unchanged "$who" "$host" || left=1; } 2> "$log.teardown"
+  if [ $left = 1 ]; then
     sed 's/^/   /' "$log.teardown"; cat "$log.teardown" >> "$log"
     [ "$failed" = 0 ] && failed=1
   fi
@@ -116,12 +122,15 @@ run_phase() { # tree install phase [env...]
   row "$version" "$arch" "$phase" "$from" "$passed" "$failed" "$((SECONDS - start)) s"
 }
 
-# A package test, counted like the e2e tests.
+# A package test, counted like the e2e tests; one that changed this
+# machine's port reservation fails (reap.sh, e2e_host_unchanged).
 run_package_test() {
   CURRENT_OK=1
   echo "--- $*"
-  local start=$SECONDS
+  local start=$SECONDS host changed
+  host=$(e2e_host_state)
   "$@"
+  changed=$(e2e_host_unchanged "versions: $1" "$host" 2>&1) || { sed 's/^/    FAIL: /' <<<"$changed"; CURRENT_OK=0; }
   if [ "$CURRENT_OK" = 1 ]; then TOTAL_PASSED=$((TOTAL_PASSED + 1)); echo "    ok ($((SECONDS - start)) s)"
   else TOTAL_FAILED=$((TOTAL_FAILED + 1)); echo "    FAILED"; fi
 }
