@@ -1,7 +1,14 @@
 # shellcheck shell=bash
+
 # Package tests, run by tests/e2e/versions.sh on the built .debs: what a
 # package installs, that purging it leaves nothing behind, and what apt and
 # dpkg say when it meets the wrong Slurm. $1 of each: the rootfs to use.
+
+# A package install or purge in a root filesystem, in a network namespace of
+# its own: apt runs dpkg's triggers (procps applies the root's sysctl.d),
+# which would otherwise set this machine's net.ipv4.ip_local_reserved_ports
+# (a per-network-namespace key); versions.sh fails a test that changes it.
+in_rootfs_own_net() { unshare --net -- "$REPO/tests/e2e/in-rootfs.sh" "$@"; }
 
 # Every path in a root filesystem except pseudo and scratch file systems
 # and the bookkeeping Debian policy says dpkg keeps (its own database and log).
@@ -31,9 +38,9 @@ test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
   rm -rf "$root/var/lib/slurm-imex"
   # in-rootfs.sh makes the repo's mount point on first use; make it now so
   # the snapshot compares the package's files only.
-  "$REPO/tests/e2e/in-rootfs.sh" "$root" true || { fail "cannot enter $root"; return; }
+  in_rootfs_own_net "$root" true || { fail "cannot enter $root"; return; }
   before=$(rootfs_files "$root")
-  local out; out=$("$REPO/tests/e2e/in-rootfs.sh" "$root" dpkg -i "$deb" 2>&1) || { fail "dpkg -i $deb: $out"; return; }
+  local out; out=$(in_rootfs_own_net "$root" dpkg -i "$deb" 2>&1) || { fail "dpkg -i $deb: $out"; return; }
   local f
   for f in "/usr/lib/$multiarch/slurm-wlm/spank_imex.so" /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog \
            /usr/bin/slurm-imex /usr/sbin/slurm-imex-healthcheck /etc/slurm/imex.toml /usr/lib/sysctl.d/90-slurm-imex.conf \
@@ -45,25 +52,25 @@ test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
   done
   expect_eq "$(stat -c '%a %U' "$root/var/lib/slurm-imex")" "700 root" "state directory mode and owner"
   expect_contains "$(cat "$root/var/lib/dpkg/info/slurm-imex.conffiles")" "/etc/slurm/imex.toml" "imex.toml is a conffile"
-  expect_eq "$("$REPO/tests/e2e/in-rootfs.sh" "$root" slurm-imex --help 2>&1 | head -1 | grep -c .)" 1 "installed CLI runs"
+  expect_eq "$(in_rootfs_own_net "$root" slurm-imex --help 2>&1 | head -1 | grep -c .)" 1 "installed CLI runs"
   # Nothing is enabled behind the admin's back.
   expect_not_contains "$(cat "$root"/etc/slurm/plugstack.conf "$root"/etc/slurm/plugstack.conf.d/* 2>/dev/null)" "spank_imex" "plugin not enabled by the package"
-  out=$("$REPO/tests/e2e/in-rootfs.sh" "$root" dpkg --purge slurm-imex 2>&1) || { fail "dpkg --purge: $out"; return; }
+  out=$(in_rootfs_own_net "$root" dpkg --purge slurm-imex 2>&1) || { fail "dpkg --purge: $out"; return; }
   after=$(rootfs_files "$root")
   expect_eq "$(diff <(echo "$before") <(echo "$after") | grep '^[<>]')" "" "files left or lost after install and purge"
 }
 
 test_package_for_another_slurm_is_refused() { # rootfs wrong-deb
   local root=$1 deb=$2 out rc
-  out=$("$REPO/tests/e2e/in-rootfs.sh" "$root" apt-get install -s -q "$deb" 2>&1); rc=$?
+  out=$(in_rootfs_own_net "$root" apt-get install -s -q "$deb" 2>&1); rc=$?
   [ $rc -ne 0 ] || fail "apt accepted $deb beside $(dpkg-query --admindir="$root/var/lib/dpkg" -W -f='${Version}' slurmd)"
   expect_contains "$out" "Depends: slurm-wlm-basic-plugins" "apt names the Slurm dependency"
   echo "    apt says: $(grep -m1 'Depends: slurm-wlm' <<<"$out" | sed 's/^ *//')"
-  out=$("$REPO/tests/e2e/in-rootfs.sh" "$root" dpkg -i "$deb" 2>&1); rc=$?
+  out=$(in_rootfs_own_net "$root" dpkg -i "$deb" 2>&1); rc=$?
   [ $rc -ne 0 ] || fail "dpkg -i accepted $deb"
   expect_contains "$out" "dependency problems" "dpkg refuses to configure it"
   echo "    dpkg says: $(grep -m1 'depends on slurm-wlm' <<<"$out" | sed 's/^ *//')"
-  "$REPO/tests/e2e/in-rootfs.sh" "$root" dpkg --purge slurm-imex >/dev/null 2>&1
+  in_rootfs_own_net "$root" dpkg --purge slurm-imex >/dev/null 2>&1
   [ -e "$root/usr/lib/$(rootfs_multiarch "$root")/slurm-wlm/spank_imex.so" ] && fail "the refused package's plugin is still there"
   return 0
 }
@@ -98,10 +105,10 @@ CTL
   local debian_slurm
   debian_slurm=$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${Package}\n' | grep -E '^(slurm|libslurm|slurmd|slurmctld)' | tr '\n' ' ')
   # shellcheck disable=SC2086
-  "$REPO/tests/e2e/in-rootfs.sh" "$work/root" dpkg --purge --force-depends $debian_slurm >/dev/null 2>&1
+  in_rootfs_own_net "$work/root" dpkg --purge --force-depends $debian_slurm >/dev/null 2>&1
   rm -rf "$work"/root/var/lib/apt/lists/*
   cp "$work"/pkg/"$package"_*.deb "$work/root/srv/"
-  "$REPO/tests/e2e/in-rootfs.sh" "$work/root" sh -c "dpkg -i /srv/${package}_*.deb" >/dev/null || { echo "smd_root: the stand-in did not install" >&2; return 1; }
+  in_rootfs_own_net "$work/root" sh -c "dpkg -i /srv/${package}_*.deb" >/dev/null || { echo "smd_root: the stand-in did not install" >&2; return 1; }
   echo "$work"
 }
 
@@ -111,7 +118,7 @@ test_package_installs_beside_schedmd_packages() { # rootfs deb smd-version
   local work out
   work=$(smd_root "$1" "$3") || { fail "cannot make a root filesystem with slurm-smd $3"; return; }
   cp "$2" "$work/root/srv/"
-  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" apt-get install -y -q "/srv/$(basename "$2")" 2>&1) ||
+  out=$(in_rootfs_own_net "$work/root" apt-get install -y -q "/srv/$(basename "$2")" 2>&1) ||
     fail "apt refused $(basename "$2") beside slurm-smd $3: $(tail -3 <<<"$out")"
   expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${db:Status-Abbrev}' slurm-imex 2>&1)" "ii " "slurm-imex installed and configured beside slurm-smd $3"
   expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${Package} ${Version}' slurm-smd)" "slurm-smd $3" "SchedMD's package is the Slurm it sits beside"
@@ -123,11 +130,11 @@ test_package_for_another_schedmd_slurm_is_refused() { # rootfs deb smd-version
   local work out rc
   work=$(smd_root "$1" "$3") || { fail "cannot make a root filesystem with slurm-smd $3"; return; }
   cp "$2" "$work/root/srv/"
-  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" apt-get install -s -q "/srv/$(basename "$2")" 2>&1); rc=$?
+  out=$(in_rootfs_own_net "$work/root" apt-get install -s -q "/srv/$(basename "$2")" 2>&1); rc=$?
   [ $rc -ne 0 ] || fail "apt accepted $(basename "$2") beside slurm-smd $3"
   expect_contains "$out" "slurm-smd (<" "apt names SchedMD's package and the range"
   echo "    apt says: $(grep -m1 'Depends:' <<<"$out" | sed 's/^ *//')"
-  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" dpkg -i "/srv/$(basename "$2")" 2>&1); rc=$?
+  out=$(in_rootfs_own_net "$work/root" dpkg -i "/srv/$(basename "$2")" 2>&1); rc=$?
   [ $rc -ne 0 ] || fail "dpkg -i accepted it"
   expect_contains "$out" "dependency problems" "dpkg refuses to configure it"
   echo "    dpkg says: $(grep -m1 'depends on' <<<"$out" | sed 's/^ *//')"
@@ -140,7 +147,7 @@ test_package_installs_beside_ubuntu_slurm() { # rootfs deb version
   local work out
   work=$(smd_root "$1" "$3" slurm-wlm-basic-plugins) || { fail "cannot make a root filesystem with slurm-wlm-basic-plugins $3"; return; }
   cp "$2" "$work/root/srv/"
-  out=$("$REPO/tests/e2e/in-rootfs.sh" "$work/root" apt-get install -y -q "/srv/$(basename "$2")" 2>&1) ||
+  out=$(in_rootfs_own_net "$work/root" apt-get install -y -q "/srv/$(basename "$2")" 2>&1) ||
     fail "apt refused $(basename "$2") beside slurm-wlm-basic-plugins $3: $(tail -3 <<<"$out")"
   expect_eq "$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${db:Status-Abbrev}' slurm-imex 2>&1)" "ii " "slurm-imex installed beside Ubuntu's Slurm $3"
   [ -f "$work/root/usr/lib/$(rootfs_multiarch "$1")/slurm-wlm/spank_imex.so" ] || fail "no plugin in slurm-wlm's PluginDir"

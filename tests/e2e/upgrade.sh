@@ -26,7 +26,9 @@ srun -N2 --ntasks-per-node=1 $REPORT") || { fail "sbatch --imex failed"; return;
   wait_started "$id" || { fail "job $id never started"; return; }
   ch=$(channel_for "$id")
   pid1=$(cat "$C/nodes/n1/run-slurm-imex/nvidia-imex.pid" 2>/dev/null)
-  out=$(DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold "$E2E_UPGRADE_TO" 2>&1) ||
+  # (in a network namespace of its own: apt's dpkg triggers apply sysctl.d,
+  # and the reserved ports are a per-namespace key of this machine)
+  out=$(unshare --net -- env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold "$E2E_UPGRADE_TO" 2>&1) ||
     { fail "apt-get install of $E2E_UPGRADE_TO: $(tail -3 <<<"$out")"; release "$id"; return; }
   expect_eq "$(dpkg-query -W -f='${Version}' slurm-imex)" "$new" "installed version after the upgrade"
   expect_contains "$(cat /etc/slurm/imex.toml)" "# edited by the admin" "the edited conffile is kept"
