@@ -8,6 +8,7 @@ use crate::Cli;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobsummary::report::{GpuReport, JobSummary, NodeReport};
 use slurm_imex_jobview::lookup::{self, JobView};
 use slurm_imex_jobview::{accounting, store};
@@ -195,12 +196,9 @@ fn summary_line(s: &JobSummary) -> String {
     let idle = s.gpus().filter(|(_, g)| g.processes == Some(0)).count();
     let worst = s
         .gpus()
-        .map(|(_, g)| g.verdict.as_str())
-        .max_by_key(|v| match *v {
-            "DRAIN" => 2,
-            "WARN" => 1,
-            _ => 0,
-        });
+        .filter_map(|(_, g)| Verdict::parse(&g.verdict))
+        .max()
+        .map(Verdict::as_str);
     format!(
         "summary: {} nodes, {} GPUs, mean GPU utilization {}, peak memory {}, energy {}, {idle} idle GPUs, worst GPU verdict {}",
         s.nodes.len() + s.missing.len(),

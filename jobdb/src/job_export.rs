@@ -16,16 +16,17 @@ use slurm_imex_jobsummary::series;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Rewrite the per-job textfile in `dir` from the database: the latest
+/// Rewrite the per-job textfile in `dir` from `db` (the database the
+/// node-wide export just opened; None when there is none yet): the latest
 /// jobs, or an empty file (HELP and TYPE only) when there are none, so a
 /// job leaves Prometheus's view once its time is up.
-pub fn refresh(cfg: &Config, dir: &Path, now_ts: i64) -> Result<()> {
-    let jobs = if cfg.metrics.job_series == 0 || !cfg.database.path.exists() {
-        Vec::new()
-    } else {
-        let since = now_ts.saturating_sub(cfg.metrics.job_series_for.0.as_secs() as i64);
-        JobDb::open(&cfg.database.path, cfg.database.busy_timeout.0)?
-            .recently_ended(cfg.metrics.job_series, since)?
+pub fn refresh(cfg: &Config, db: Option<&JobDb>, dir: &Path, now_ts: i64) -> Result<()> {
+    let jobs = match db.filter(|_| cfg.metrics.job_series > 0) {
+        Some(db) => {
+            let since = now_ts.saturating_sub(cfg.metrics.job_series_for.0.as_secs() as i64);
+            db.recently_ended(cfg.metrics.job_series, since)?
+        }
+        None => Vec::new(),
     };
     let reports: Vec<(u32, NodeReport)> = jobs.iter().map(|j| (j.job_id, node_report(j))).collect();
     slurm_imex_core::fsutil::write_atomic_in(

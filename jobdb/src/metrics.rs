@@ -15,6 +15,7 @@ use crate::JobDb;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::state::NodeState;
+use slurm_imex_jobsummary::series::escape_label;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -28,10 +29,17 @@ pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
     let Some(dir) = cfg.metrics.textfile_dir() else {
         return Ok(None);
     };
-    let boards = if cfg.database.path.exists() {
-        JobDb::open(&cfg.database.path, cfg.database.busy_timeout.0)?.board_counters()?
+    let db = if cfg.database.path.exists() {
+        Some(JobDb::open(
+            &cfg.database.path,
+            cfg.database.busy_timeout.0,
+        )?)
     } else {
-        Vec::new()
+        None
+    };
+    let boards = match &db {
+        Some(db) => db.board_counters()?,
+        None => Vec::new(),
     };
     // Through a directory descriptor: on Debian the parent belongs to the
     // prometheus user, so the path-based trust check would refuse it.
@@ -41,7 +49,7 @@ pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
         render(&boards, node).as_bytes(),
         0o644,
     )?;
-    crate::job_export::refresh(cfg, &dir, slurm_imex_core::timespec::now_s())?;
+    crate::job_export::refresh(cfg, db.as_ref(), &dir, slurm_imex_core::timespec::now_s())?;
     Ok(Some(path))
 }
 
@@ -72,13 +80,6 @@ fn with_zeros(seen: &BTreeMap<String, i64>, known: &[&str]) -> BTreeMap<String, 
         *all.entry(k.clone()).or_insert(0) += v;
     }
     all
-}
-
-/// A label value in the exposition format: `\`, `"` and newlines escaped.
-fn escape_label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// Where a metric's samples come from: one per board (extra labels and

@@ -175,13 +175,17 @@ fn gpu_lines(node_id: &str, g: &GpuReport, emit: &mut Emit) {
     }
 }
 
-/// A label value in the exposition format, bounded: `\`, `"` and newlines
-/// escaped.
-fn escape(v: &str) -> String {
-    let v = slurm_imex_core::text::cap(v, LABEL_MAX);
+/// A label value in the exposition format: `\`, `"` and newlines escaped
+/// (jobdb's node-wide export uses it too).
+pub fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+/// A label value of a report, bounded to `LABEL_MAX`, then escaped.
+fn escape(v: &str) -> String {
+    escape_label(&slurm_imex_core::text::cap(v, LABEL_MAX))
 }
 
 /// One sample of a query result: its series name, labels and value.

@@ -6,7 +6,7 @@
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::process::{run_bounded, run_checked};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The fields read, in order; AdminComment last, so a `|` inside another
@@ -164,17 +164,6 @@ pub fn store_admin_comment(cfg: &Config, job_id: u32, text: &str) -> Result<()> 
         )));
     }
     Ok(())
-}
-
-/// Whether `path` names a program that exists (for a clear message before
-/// the first call).
-pub fn has_client(cfg: &Config, name: &str) -> bool {
-    let p = client(cfg, name);
-    if p.is_absolute() {
-        return Path::new(&p).exists();
-    }
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(&p).exists()))
 }
 
 #[cfg(test)]

@@ -97,9 +97,10 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   for i in $(seq 1 "$n"); do wait_node_free "n$i"; done
   # (SlurmDBD 22.05 may get a short job's end before its start: the record
   # shows one node and UID 0 until the start arrives)
-  poll_until 60 sacct_has_ended "$id" || fail "sacct never showed job $id ended on both nodes"
+  poll_until 60 sacct_has_ended "$id" || fail "sacct never showed job $id ended on all $n nodes"
   poll_until 30 prometheus_knows_job "$id" || { fail "Prometheus never scraped job $id's series from all $n nodes"; return; }
-  echo "    figure: per-job series per node: $(grep -vc '^#' "$C/nodes/n1/hw/textfile/slurm_imex_jobs.prom") (n1, after 1 job)"
+  local prom=$C/nodes/n1/hw/textfile/slurm_imex_jobs.prom
+  echo "    figure: per-job series on n1: $(grep -vc '^#' "$prom") for its $(grep -c '^slurm_imex_job_node_info' "$prom") jobs of the last [metrics] job_series_for"
 
   # The job's owner, from the host (a login node): Prometheus, every node.
   out=$(as_user "$C/bin/slurm-imex" job "$id" 2>&1)
