@@ -118,11 +118,16 @@ fn refresh_metrics(
 }
 
 /// `slurm-imex undrain`: resume `node` when the drain is ours
-/// (`drain::undrain`). When `node` is this one (`local`), what was done is
-/// kept in its standing; a failure to save that is the warning returned.
+/// (`drain::undrain`). This node's standing speaks for this node only
+/// (`local`): for another node, only a reason with our prefix is ours.
+/// When `node` is this one, what was done is kept in its standing; a
+/// failure to save that is the warning returned.
 pub fn undrain(config: &Config, node: &str, local: bool) -> Result<(DrainAction, Option<String>)> {
     let state = StateDir::of(config);
-    let mut standing = NodeState::load(&state);
+    let mut standing = match local {
+        true => NodeState::load(&state),
+        false => NodeState::default(),
+    };
     let outcome = drain::undrain(&Scontrol::of(&config.slurm), node, &standing)?;
     let mut warning = None;
     if local {

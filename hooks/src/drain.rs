@@ -20,7 +20,10 @@
 //!   `--undrain` resumes a node that passes, and only when the drain reason
 //!   is ours: it starts with [`DRAIN_PREFIX`], or it is Slurm's own "Prolog
 //!   error"/"Epilog error" and the standing says which fault of ours caused
-//!   it. An admin's drain is left.
+//!   it. An admin's drain is left, and so is ours for an IMEX daemon or
+//!   channel fault, which an idle node cannot re-test ([`awaits_admin`]):
+//!   `slurm-imex undrain` lifts it. Every run sets our reason in Slurm where
+//!   the standing says Slurm still shows its own.
 //!   As slurmd's HealthCheckProgram it runs every few minutes on every node,
 //!   so it asks slurmctld nothing when nothing changed: the node's standing
 //!   (`NodeState`) says whether we drained it, and Slurm is read (once) only
@@ -59,6 +62,9 @@ pub enum DrainAction {
     /// `check --drain`: the node is already drained by us for a finding;
     /// Slurm was not asked again.
     StillDrained { reason: String },
+    /// `check --undrain`: the node is drained by us for a fault the check
+    /// cannot re-test ([`awaits_admin`]); it stays drained, Slurm not asked.
+    AwaitsAdmin { reason: String },
     /// Our drain was lifted; `was` is the reason it had.
     Resumed { was: String },
     /// Asked to resume a node that is not drained.
@@ -84,7 +90,9 @@ impl DrainAction {
                 node.set_drained(Some(now));
                 node.note_drain_reason(reason, *shown);
             }
-            DrainAction::StillDrained { .. } => node.set_drained(Some(now)),
+            DrainAction::StillDrained { .. } | DrainAction::AwaitsAdmin { .. } => {
+                node.set_drained(Some(now))
+            }
             DrainAction::ReasonShown { .. } => node.reason_shown = true,
             // Someone else's drain (or none): not ours to lift, ever.
             DrainAction::Resumed { .. }
@@ -105,6 +113,10 @@ impl DrainAction {
             DrainAction::StillDrained { reason } => {
                 Some(format!("{node} stays drained by slurm-imex: {reason}"))
             }
+            DrainAction::AwaitsAdmin { reason } => Some(format!(
+                "{node} stays drained until an admin runs slurm-imex undrain on it (a health \
+                 check cannot re-test an IMEX daemon or channel fault): {reason}"
+            )),
             DrainAction::Resumed { was } => Some(format!("resumed {node} (was: {was})")),
             DrainAction::NotDrained => Some(format!("{node} is not drained")),
             DrainAction::LeftDrained { reason } if SLURMS_HOOK_REASONS.contains(&reason.trim()) => {
@@ -157,14 +169,16 @@ pub fn act(
 /// by the caller) fails the prolog: the same drain as a GPU finding, under
 /// the check name `imex`.
 pub fn imex_node_fault(cfg: &Config, node: &str, job_id: u32, line: &str) -> DrainAction {
-    let reason = for_job(&format!("{DRAIN_PREFIX} imex {node}: {line}"), job_id);
+    let reason = for_job(&format!("{DRAIN_PREFIX}{IMEX_CHECK}{node}: {line}"), job_id);
     hook_drain(cfg, node, reason)
 }
 
 /// What `slurm-imex check` does to `slurm`'s node for a verdict, given the
 /// node's `standing`: `--drain` drains on a drain finding unless we already
-/// have; `--undrain` resumes a passing node drained with our reason. Slurm
-/// is read only when the standing cannot answer; its errors are the
+/// have; `--undrain` resumes a passing node drained with our reason, except
+/// a drain for a fault the check cannot re-test ([`awaits_admin`]). Either
+/// way a drain of ours gets our reason in Slurm (`explain_our_drain`).
+/// Slurm is read only when the standing cannot answer; its errors are the
 /// command's.
 pub fn act_on_check(
     slurm: &NodeRead,
@@ -172,29 +186,66 @@ pub fn act_on_check(
     drain_reason: Option<String>,
     flags: CheckFlags,
 ) -> Result<DrainAction> {
-    let (scontrol, node) = (slurm.scontrol(), slurm.node());
     match drain_reason {
-        Some(reason) if flags.drain => {
-            if standing.drained_since.is_some() {
-                return Ok(DrainAction::StillDrained { reason });
-            }
-            scontrol.drain(node, &reason)?;
-            Ok(DrainAction::Drain {
-                reason,
-                shown: true,
-            })
-        }
-        None if flags.undrain => {
-            let known_in_service =
-                standing.drained_since.is_none() && standing.slurm_read_at.is_some();
-            if known_in_service {
-                return Ok(DrainAction::Nothing);
-            }
-            resume_if_ours(scontrol, node, slurm.get()?, standing)
-        }
+        Some(reason) if flags.drain => drain_for_check(slurm, standing, reason),
+        None if flags.undrain => undrain_for_check(slurm, standing),
         _ => explain_our_drain(slurm, standing),
     }
 }
+
+/// `check --drain` with a drain finding: drain the node with our reason,
+/// unless it is ours already (then Slurm is asked only while it does not
+/// show our reason yet, and drained again if resumed meanwhile).
+fn drain_for_check(slurm: &NodeRead, standing: &NodeState, reason: String) -> Result<DrainAction> {
+    if standing.drained_since.is_some() {
+        match explain_our_drain(slurm, standing)? {
+            DrainAction::Nothing => return Ok(DrainAction::StillDrained { reason }),
+            DrainAction::NotDrained => {}
+            explained => return Ok(explained),
+        }
+    }
+    slurm.scontrol().drain(slurm.node(), &reason)?;
+    Ok(DrainAction::Drain {
+        reason,
+        shown: true,
+    })
+}
+
+/// `check --undrain` on a node with no drain finding: resume our drain,
+/// unless its cause is one the check cannot re-test, which stays drained
+/// (with our reason shown) until an admin runs `slurm-imex undrain`.
+fn undrain_for_check(slurm: &NodeRead, standing: &NodeState) -> Result<DrainAction> {
+    let known_in_service = standing.drained_since.is_none() && standing.slurm_read_at.is_some();
+    if known_in_service {
+        return Ok(DrainAction::Nothing);
+    }
+    if let Some(reason) = awaits_admin(standing) {
+        return match explain_our_drain(slurm, standing)? {
+            DrainAction::Nothing => Ok(DrainAction::AwaitsAdmin {
+                reason: reason.to_string(),
+            }),
+            explained => Ok(explained),
+        };
+    }
+    resume_if_ours(slurm.scontrol(), slurm.node(), slurm.get()?, standing)
+}
+
+/// Our drain reason, when the standing says we drained the node for a
+/// fault of its IMEX daemon or channel ([`imex_node_fault`]). The health
+/// check cannot re-test those: the daemon runs only for a job, so an idle
+/// node passes whether or not it is fixed, and resuming it would fail (and
+/// hold) the next `--imex` job. Such a drain is lifted by `slurm-imex
+/// undrain` alone.
+pub fn awaits_admin(standing: &NodeState) -> Option<&str> {
+    let reason = standing.drained_for.as_deref()?;
+    let imex_fault = reason
+        .strip_prefix(DRAIN_PREFIX)
+        .is_some_and(|rest| rest.starts_with(IMEX_CHECK));
+    (standing.drained_since.is_some() && imex_fault).then_some(reason)
+}
+
+/// The check name an IMEX node fault's reason carries after the prefix.
+const IMEX_CHECK: &str = " imex ";
 
 /// The standing says we drained the node, and Slurm does not show our
 /// reason yet (a failed hook: Slurm wrote its own "Prolog error"): set
@@ -510,6 +561,85 @@ mod tests {
         .unwrap();
         assert!(matches!(a, DrainAction::LeftDrained { .. }), "{a:?}");
         assert!(!calls(d2.path()).contains("update"));
+    }
+
+    /// slurmd's HealthCheckProgram as shipped (`check --drain --undrain`).
+    const WRAPPER: CheckFlags = CheckFlags {
+        drain: true,
+        undrain: true,
+    };
+
+    #[test]
+    fn the_shipped_health_check_shows_our_reason_for_a_gpu_fault_that_persists() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = scontrol(d.path(), "IDLE+DRAIN", "Prolog error");
+        let findings = [finding(Severity::Drain)];
+        let mut standing = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
+        let sc = handle(&cfg);
+        // The finding stands: our reason replaces Slurm's, once.
+        let a = act_on_check(
+            &NodeRead::new(&sc, "n1"),
+            &standing,
+            drain_reason(&findings),
+            WRAPPER,
+        )
+        .unwrap();
+        assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
+        assert!(calls(d.path()).contains("State=DRAIN Reason=imex-health: xid: XID 79 (job 7)"));
+        a.record(&mut standing, 200);
+        let slurm = NodeRead::new(&sc, "n1");
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), WRAPPER).unwrap();
+        assert!(matches!(a, DrainAction::StillDrained { .. }), "{a:?}");
+        assert!(!slurm.asked());
+        // Resumed by hand meanwhile while the finding stands: drained again.
+        let d = tempfile::tempdir().unwrap();
+        let idle = handle(&scontrol(d.path(), "IDLE", ""));
+        let fresh = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
+        let a = act_on_check(
+            &NodeRead::new(&idle, "n1"),
+            &fresh,
+            drain_reason(&findings),
+            WRAPPER,
+        )
+        .unwrap();
+        assert!(matches!(a, DrainAction::Drain { shown: true, .. }), "{a:?}");
+    }
+
+    #[test]
+    fn the_shipped_health_check_never_resumes_an_imex_fault_it_cannot_retest() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = scontrol(d.path(), "IDLE+DRAIN", "Prolog error");
+        let fault = imex_node_fault(&cfg, "n1", 7, "nvidia-imex on n1 exited with status 1");
+        let mut standing = standing_of(&fault);
+        assert!(awaits_admin(&standing).is_some());
+        let sc = handle(&cfg);
+        // The idle node passes: our reason is shown, the node stays drained.
+        let a = act_on_check(&NodeRead::new(&sc, "n1"), &standing, None, WRAPPER).unwrap();
+        assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
+        assert!(!calls(d.path()).contains("RESUME"));
+        a.record(&mut standing, 200);
+        // Every later check: nothing asked, nothing resumed.
+        let slurm = NodeRead::new(&sc, "n1");
+        let a = act_on_check(&slurm, &standing, None, WRAPPER).unwrap();
+        assert!(a
+            .describe("n1")
+            .unwrap()
+            .contains("until an admin runs slurm-imex undrain"));
+        assert!(!slurm.asked());
+        a.record(&mut standing, 300);
+        assert_eq!(standing.drained_since, Some(1), "drained since the fault");
+        // The admin's undrain lifts it.
+        let a = super::undrain(&sc, "n1", &standing).unwrap();
+        assert!(matches!(a, DrainAction::Resumed { .. }), "{a:?}");
+        // A GPU drain is not awaiting an admin: the check re-tests it.
+        let gpu = standing_of(&act(
+            &cfg,
+            "n1",
+            7,
+            drain_reason(&[finding(Severity::Drain)]),
+            Hook::Prolog,
+        ));
+        assert_eq!(awaits_admin(&gpu), None);
     }
 
     fn standing_of(action: &DrainAction) -> NodeState {

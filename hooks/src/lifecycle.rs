@@ -64,6 +64,10 @@ pub trait PrologSteps: Sync {
     fn imex_node_fault(&self, line: &str) -> DrainAction;
     /// Keep a drain in the node's standing (best effort).
     fn note_drained(&self, action: &DrainAction);
+    /// The node took a job and its gate passed, so it is in service: forget
+    /// a drain the standing noted before `prolog_started` (Unix seconds),
+    /// which someone lifted outside slurm-imex (best effort).
+    fn note_in_service(&self, prolog_started: i64);
     /// Return IMEX on this node to idle (`domain::teardown`).
     fn teardown(&self) -> Result<TeardownOutcome>;
 }
@@ -76,6 +80,8 @@ pub trait EpilogSteps {
     fn read_record(&self) -> Option<JobRecord>;
     /// Return IMEX on this node to idle and forget the job's record.
     fn teardown(&self) -> Result<TeardownOutcome>;
+    /// What a fault of this node's IMEX side does (`drain::imex_node_fault`).
+    fn imex_node_fault(&self, line: &str) -> DrainAction;
     /// Judge the GPUs after the job and record its row (`gpu_job`).
     fn judge_gpus(&self, record: Option<&JobRecord>) -> GpuEpilog;
     /// What a post-job drain reason does to the node (`drain::act`).
@@ -143,6 +149,17 @@ impl PrologSteps for Live<'_> {
             tracing::warn!("cannot note the drain in the node's standing: {e}");
         }
     }
+    fn note_in_service(&self, prolog_started: i64) {
+        let state = StateDir::of(self.cfg);
+        let mut node = NodeState::load(&state);
+        if node.drained_since.is_none_or(|at| at >= prolog_started) {
+            return; // nothing noted, or a drain of this very second (a concurrent prolog's)
+        }
+        node.set_drained(None);
+        if let Err(e) = node.save(&state) {
+            tracing::warn!("cannot note the node back in service: {e}");
+        }
+    }
     fn teardown(&self) -> Result<TeardownOutcome> {
         domain::teardown(self.job.job_id, self.cfg)
     }
@@ -161,6 +178,9 @@ impl EpilogSteps for Live<'_> {
     }
     fn teardown(&self) -> Result<TeardownOutcome> {
         domain::teardown(self.job.job_id, self.cfg)
+    }
+    fn imex_node_fault(&self, line: &str) -> DrainAction {
+        drain::imex_node_fault(self.cfg, &self.job.node_name, self.job.job_id, line)
     }
     fn judge_gpus(&self, record: Option<&JobRecord>) -> GpuEpilog {
         gpu_job::judge_and_record(self.job, self.cfg, record)
@@ -196,6 +216,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
 /// domain it may have built, so the node is left idle.
 pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
     let started = std::time::Instant::now();
+    let started_at = now_s();
     let mut exit = Exit::ok();
     let (gate, domain) = if job.imex_requested {
         std::thread::scope(|scope| {
@@ -223,6 +244,7 @@ pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
         return exit;
     }
     log_gate(&gate, Hook::Prolog);
+    steps.note_in_service(started_at);
     let Some((mut record, domain)) = domain else {
         return exit;
     };
@@ -354,7 +376,7 @@ pub fn epilog_with(job: &JobEnv, steps: &impl EpilogSteps) -> Exit {
     let prolog_ms = record.as_ref().and_then(|r| r.prolog_ms);
     let imex_domain = record.as_ref().and_then(|r| r.domain.clone());
     if job.imex_requested {
-        teardown_domain(job, steps, &mut exit);
+        teardown_domain(job, steps, &mut node, &mut exit);
     }
     let gpus = steps.judge_gpus(record.as_ref());
     if let Some(e) = &gpus.unrecorded {
@@ -382,16 +404,20 @@ pub fn epilog_with(job: &JobEnv, steps: &impl EpilogSteps) -> Exit {
     exit
 }
 
-fn teardown_domain(job: &JobEnv, steps: &impl EpilogSteps, exit: &mut Exit) {
+/// A domain this node cannot return to idle is this node's fault: the
+/// epilog fails (Slurm drains the node, "Epilog error") and the standing
+/// keeps our reason, for the next health check to show.
+fn teardown_domain(job: &JobEnv, steps: &impl EpilogSteps, node: &mut NodeState, exit: &mut Exit) {
     match steps.teardown() {
         Ok(TeardownOutcome::LeftToOwner(owner)) => {
             tracing::info!("IMEX domain belongs to job {owner}; left untouched")
         }
         Ok(outcome) => tracing::info!(?outcome, "IMEX domain torn down"),
-        Err(e) => exit.fail(format!(
-            "slurm-imex-epilog on {}: cannot return IMEX to idle: {e}",
-            job.node_name
-        )),
+        Err(e) => {
+            let line = format!("cannot return IMEX to idle: {e}");
+            steps.imex_node_fault(&line).record(node, now_s());
+            exit.fail(format!("slurm-imex-epilog on {}: {line}", job.node_name))
+        }
     }
 }
 

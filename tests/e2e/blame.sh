@@ -43,9 +43,10 @@ test_local_daemon_crash_drains_only_its_node() {
 
 # An IMEX fault on every node of a job with the default set_drain_reason =
 # false: the prologs ask slurmctld nothing, so Slurm shows its own "Prolog
-# error"; each node's next health check (slurm-imex check, as slurmd's
-# HealthCheckProgram runs it) sets our reason with one read and one update;
-# undrain resumes ours, an admin's drain is left alone.
+# error"; each node's next health check (slurm-imex check --drain --undrain,
+# as the shipped HealthCheckProgram runs it) sets our reason with one read and
+# one update, and leaves the node drained (an idle node cannot re-test an IMEX
+# fault); undrain resumes ours, an admin's drain is left alone.
 test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
   sed -i 's/^set_drain_reason = .*/set_drain_reason = false/' "$C/etc-slurm/imex.toml"
   grep -q '^set_drain_reason = false' "$C/etc-slurm/imex.toml" || { fail "imex.toml has no set_drain_reason key"; return; }
@@ -70,7 +71,7 @@ test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
   # An admin takes the last node for their own reason meanwhile.
   scontrol update nodename="n$n" state=drain reason="manual: cable swap"
   sdiag -r >/dev/null 2>&1
-  for i in $(seq 1 "$n"); do rm -f "$C/nodes/n$i/run-imex/fake-fault"; cli "$i" check --node "n$i" >/dev/null; done
+  for i in $(seq 1 "$n"); do rm -f "$C/nodes/n$i/run-imex/fake-fault"; cli "$i" check --drain --undrain --node "n$i" >/dev/null; done
   rpcs=$(rpc_counts)
   echo "    figure: the next health check on each of the $n nodes: $(grep -E "$HOOK_RPCS" <<<"$rpcs" | tr '\n' ' ')"
   expect_eq "$(grep '^REQUEST_UPDATE_NODE ' <<<"$rpcs" | rpc_total)" $((n - 1)) "one reason update per node of ours, none for the admin's"
@@ -80,10 +81,14 @@ test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm() {
   done
   expect_contains "$(sinfo -R -h -o '%n %E' -n n1)" "imex-health: imex n1" "sinfo -R shows our reason"
   expect_contains "$(node_reason "n$n")" "manual: cable swap" "the admin's reason stays"
-  # The health check a second time: nothing asked.
+  # The health check a second time: nothing asked, and the nodes stay
+  # drained for the admin.
   sdiag -r >/dev/null 2>&1
-  for i in $ours; do cli "$i" check --node "n$i" >/dev/null; done
+  for i in $ours; do
+    expect_contains "$(cli "$i" check --drain --undrain --node "n$i")" "stays drained until an admin runs slurm-imex undrain" "n$i: a second check"
+  done
   expect_eq "$(rpc_counts | grep -E "$HOOK_RPCS" | rpc_total)" 0 "a second check asks nothing"
+  for i in $ours; do expect_contains "$(node_state "n$i")" drain "n$i stays drained after its health checks"; done
   for i in $ours; do expect_contains "$(cli "$i" undrain --node "n$i")" "resumed n$i" "undrain n$i"; done
   local out rc
   out=$(cli "$n" undrain --node "n$n"); rc=$?
