@@ -7,6 +7,7 @@
 mod check;
 mod imex_node;
 mod node_state;
+mod pattern;
 mod plugin_stamp;
 mod plugstack;
 mod slurm_view;
@@ -130,6 +131,7 @@ fn slurm_side(p: &Patient) -> Vec<Check> {
         &slurm,
         Path::new("/etc/pam.d"),
     ));
+    found.push(slurm_wiring::private_data(&slurm));
     found.push(slurm_wiring::rack_channels(p.config));
     found.push(node_state::topology(
         p.config,

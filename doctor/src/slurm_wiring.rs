@@ -177,6 +177,26 @@ pub fn adopted_processes(slurm: &SlurmView, pam_dir: &Path) -> Check {
         "launch every rank with srun (mpirun through Slurm's PMIx, DeepSpeed --launcher slurm), or use SwitchType=switch/nvidia_imex with a tmpfs job container (docs/guide.md)")
 }
 
+/// Who may read a job's summary (`slurm-imex job`: the AdminComment
+/// through sacct, docs/guide.md) is Slurm's `PrivateData` to decide: the
+/// CLI runs as the user, so its own refusal is no control. WARN unless it
+/// names `jobs`.
+pub fn private_data(slurm: &SlurmView) -> Check {
+    let value = slurm.get("PrivateData").unwrap_or("none");
+    let jobs_private = value
+        .split(',')
+        .any(|flag| flag.trim().eq_ignore_ascii_case("jobs"));
+    if jobs_private {
+        return Check::pass(
+            "private-data",
+            format!("PrivateData={value}: sacct shows a user only their own jobs' summaries"),
+        );
+    }
+    Check::warn("private-data",
+        format!("PrivateData={value}: any user can read any job's slurm-imex summary (sacct -o AdminComment) and so its nodes' GPU health"),
+        "add jobs to PrivateData in slurm.conf and slurmdbd.conf, unless your users may see each other's jobs")
+}
+
 /// `[imex] domain = "rack"`: two running jobs of a rack never share a
 /// channel (`imex::rack_channels`), or every --imex job fails.
 pub fn rack_channels(config: &Config) -> Check {
@@ -372,6 +392,23 @@ mod tests {
             "{}",
             f.found
         );
+    }
+
+    #[test]
+    fn private_data_without_jobs_warns() {
+        for (conf, verdict) in [
+            ("PrivateData = none\n", Status::Warn),
+            ("", Status::Warn),
+            ("PrivateData = accounts,usage\n", Status::Warn),
+            ("PrivateData = usage,jobs\n", Status::Pass),
+            ("PrivateData = Jobs\n", Status::Pass),
+        ] {
+            let check = private_data(&view(conf));
+            assert_eq!(check.verdict, verdict, "{conf:?}: {}", check.line());
+        }
+        assert!(private_data(&view(""))
+            .line()
+            .contains("any user can read any job's slurm-imex summary"));
     }
 
     #[test]
