@@ -26,6 +26,14 @@ pub fn config_file(path: &Path, loaded: &Result<(), Error>, config: &Config) -> 
             "make what it names root's and writable by root only",
         );
     }
+    // The address map: every --imex job fails on a bad one (docs/blame.md).
+    if let Err(e) = slurm_imex_domain::addresses::Resolver::new(&config.imex.addresses) {
+        return Check::fail(
+            "config",
+            e.to_string(),
+            "fix the address map (root's, writable by root only, node = \"address\" lines): every --imex job fails until then",
+        );
+    }
     if std::fs::symlink_metadata(path).is_err() {
         return Check::warn("config", format!("no {}: every key at its default", path.display()),
             "install imex.toml beside slurm.conf (or set $SLURM_IMEX_CONFIG) if this node needs other values");

@@ -10,6 +10,7 @@
 //! (a visited set), and the number of files and the time spent are bounded.
 
 use crate::check::Check;
+use crate::pattern;
 use crate::slurm_view::{major_minor, SlurmView};
 use slurm_imex_core::fsutil::read_bounded_text;
 use std::collections::HashSet;
@@ -102,30 +103,11 @@ impl Walk {
 
 /// The files an `include` names, relative to the including file.
 fn glob(from: &Path, pattern: &str) -> Vec<PathBuf> {
-    glob_from_dir(from.parent().unwrap_or(Path::new("/")), pattern)
-}
-
-/// The files `pattern` names with glob(3)'s rules (`*`, `?`, `[...]` in any
-/// component; sorted, as glob(3) sorts), relative to `dir` unless absolute
-/// (slurm.conf's `Prolog=` takes the same kind of pattern). A pattern with
-/// no special character names its path whether or not it exists, so a
-/// missing file is reported by whoever reads it.
-pub(crate) fn glob_from_dir(dir: &Path, pattern: &str) -> Vec<PathBuf> {
-    let pattern = if Path::new(pattern).is_absolute() {
-        PathBuf::from(pattern)
-    } else {
-        dir.join(pattern)
-    };
-    let text = pattern.to_string_lossy();
-    if !text.contains(['*', '?', '[']) {
-        return vec![pattern.clone()];
-    }
-    let mut found: Vec<PathBuf> = match glob::glob(&text) {
-        Ok(paths) => paths.flatten().take(MAX_FILES + 1).collect(),
-        Err(_) => Vec::new(),
-    };
-    found.sort();
-    found
+    pattern::expand(
+        from.parent().unwrap_or(Path::new("/")),
+        pattern,
+        MAX_FILES + 1,
+    )
 }
 
 /// Where Slurm finds the plugin a line names: an absolute path as is, a

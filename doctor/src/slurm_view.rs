@@ -15,6 +15,9 @@ use slurm_imex_core::slurm::Scontrol;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Most files one `Prolog=`/`Epilog=` pattern is taken to name.
+const MAX_PROGRAMS: usize = 256;
+
 /// Largest `show config` answer read (real ones are about 10 KB).
 const MAX_ANSWER_BYTES: usize = 1 << 20;
 
@@ -65,7 +68,7 @@ impl SlurmView {
                 .flat_map(|v| v.split(','))
                 .map(str::trim)
                 .filter(|v| !v.is_empty())
-                .flat_map(|v| crate::plugstack::glob_from_dir(dir, v));
+                .flat_map(|v| crate::pattern::expand(dir, v, MAX_PROGRAMS));
             for (i, path) in programs.enumerate() {
                 values.insert(
                     format!("{}[{i}]", key.to_ascii_lowercase()),

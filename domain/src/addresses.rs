@@ -80,15 +80,21 @@ fn resolve_dns(name: &str) -> Option<IpAddr> {
         .copied()
 }
 
+/// Largest address map read: 1 MiB is about 30,000 `node = "address"` lines.
+const MAX_MAP_BYTES: u64 = 1 << 20;
+
 /// The map file: TOML, `node = "address"` at top level or under `[nodes]`.
 /// Every value must be an IP literal, so a typo cannot reach the daemon.
+/// It decides where a job's daemon connects, so it is held to the trust
+/// boundary (root's, writable by root only) and read bounded.
 pub fn load_map(path: &Path) -> Result<HashMap<String, IpAddr>> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Error::new(format!(
-            "cannot read the address map {} ([imex.addresses] map_file): {e}",
-            path.display()
-        ))
-    })?;
+    slurm_imex_core::trust::check(
+        path,
+        slurm_imex_core::trust::Expect::File,
+        "[imex.addresses] map_file",
+    )?;
+    let text = slurm_imex_core::fsutil::read_bounded_text(path, MAX_MAP_BYTES)
+        .map_err(|e| e.context("the address map ([imex.addresses] map_file)"))?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| {
         let line = e
             .span()

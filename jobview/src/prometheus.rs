@@ -85,14 +85,17 @@ pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec
                 ))
             },
         )?;
-    samples_of(answer).map_err(|why| Error::new(format!("Prometheus at {base}: {why}")))
+    samples_of(answer, base)
 }
 
-fn samples_of(answer: Answer) -> std::result::Result<Vec<Sample>, String> {
+/// The samples of an API answer from `base`; an error answer is the
+/// command's failure, naming the server and Prometheus's own words.
+fn samples_of(answer: Answer, base: &str) -> Result<Vec<Sample>> {
     if answer.status != "success" {
-        return Err(answer
+        let why = answer
             .error
-            .unwrap_or_else(|| format!("status {}", answer.status)));
+            .unwrap_or_else(|| format!("status {}", answer.status));
+        return Err(Error::new(format!("Prometheus at {base}: {why}")));
     }
     let series = answer.data.map(|d| d.result).unwrap_or_default();
     Ok(series
@@ -126,7 +129,7 @@ mod tests {
         let text = r#"{"status":"success","data":{"resultType":"vector","result":[
             {"metric":{"__name__":"slurm_imex_job_gpu_energy_joules","jobid":"7","node":"n1","gpu":"0","serial":"S"},"value":[1790000000.5,"12.5"]},
             {"metric":{"jobid":"7"},"value":[1790000000.5,"1"]}]}}"#;
-        let s = samples_of(serde_json::from_str(text).unwrap()).unwrap();
+        let s = samples_of(serde_json::from_str(text).unwrap(), "http://p").unwrap();
         assert_eq!(s.len(), 1, "a series without its name is dropped");
         assert_eq!(
             (s[0].name.as_str(), s[0].value),
@@ -134,8 +137,10 @@ mod tests {
         );
         let err = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
         assert_eq!(
-            samples_of(serde_json::from_str(err).unwrap()).unwrap_err(),
-            "parse error"
+            samples_of(serde_json::from_str(err).unwrap(), "http://p")
+                .unwrap_err()
+                .to_string(),
+            "Prometheus at http://p: parse error"
         );
     }
 }

@@ -759,7 +759,6 @@ impl Config {
         }
         let files = [
             ("[imex.daemon] base_config", &d.base_config),
-            ("[imex.addresses] map_file", &self.imex.addresses.map_file),
             ("[gpu] nvml_library", &self.gpu.nvml_library),
         ];
         for (what, file) in files {

@@ -515,9 +515,9 @@ fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
     assert!(state.read_record(701).unwrap().is_some());
 
     // A job that needs n2, whose daemon never connects: the job's failure, naming it.
-    let Err(Fault::Job(msg)) = setup(&node.job(702, "n[1-2]"), &HookContext::new(&node.config))
-    else {
-        panic!("a peer that is not ready is the job's problem");
+    let outcome = setup(&node.job(702, "n[1-2]"), &HookContext::new(&node.config));
+    let Err(Fault::Job(msg)) = outcome else {
+        panic!("a peer that is not ready is the job's problem: {outcome:?}");
     };
     assert!(
         msg.contains("n2 (127.0.0.2)") && msg.contains("rack7"),
