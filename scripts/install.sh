@@ -462,12 +462,23 @@ imex_warn_slurm_lines() { # sysconfdir
 }
 # --- END maintainer-lib.sh ---
 
+# The tarball's CPU (its CPU file, written by scripts/release.sh) must be
+# this machine's: an aarch64 Grace tray needs the aarch64-linux tarball.
+check_cpu() {
+  local want have
+  [ -f "$PAYLOAD/CPU" ] || return 0
+  want=$(cat "$PAYLOAD/CPU"); have=$(uname -m)
+  [ "$want" = "$have" ] ||
+    die "this tarball is for $want CPUs, and this machine is $have: use slurm-imex-$(cat "$PAYLOAD/VERSION")-$have-linux.tar.gz"
+}
+
 main() {
   parse_args "$@"
   [ "$(id -u)" = 0 ] || [ "$dry_run" = 1 ] || die "run as root (it writes under $prefix and into Slurm's PluginDir)"
   if [ "$uninstall" = 1 ]; then do_uninstall; return; fi
   [ -x "$PAYLOAD/bin/slurm-imex-prolog" ] && [ -d "$PAYLOAD/plugins" ] ||
     die "run me from an unpacked release tarball (scripts/release.sh makes one)"
+  check_cpu
   local version header mm
   version=$(slurm_version)
   header=$(header_version)

@@ -54,6 +54,7 @@ cp -r conf-examples docs "$stage/"
 cp README.md "$stage/"
 install -m 0755 scripts/install.sh "$stage/install.sh"
 echo "$version" > "$stage/VERSION"
+echo "$cpu" > "$stage/CPU"
 # Only this version's tarball for this CPU is left there (the e2e harness
 # installs it).
 mkdir -p target/release-tarball

@@ -1,15 +1,16 @@
 #!/bin/bash
 # What ships runs where we say it runs (docs/install.md, "Which machines"):
-# every ELF file in every release tarball and .deb we built is for the
+# every ELF file in every release tarball, .deb and RPM we built is for the
 # architecture its name says (file(1)), and needs no glibc symbol version
 # newer than the floor, GLIBC_2.34 (RHEL/Rocky 9; readelf, which reads any
 # architecture's ELF). Fails on any newer symbol, naming the file and the
 # symbols, and when a named architecture has no artifact at all.
 #
 #   tests/glibc-floor.sh [--require=amd64,arm64] [ARTIFACT...]
-#       ARTIFACT: a .deb, a release .tar.gz, or an ELF file with its
-#       architecture after a colon (target/x:arm64). Default: every
-#       target/debian/*.deb and target/release-tarball/*.tar.gz.
+#       ARTIFACT: a .deb, an .rpm, a release .tar.gz, or an ELF file with
+#       its architecture after a colon (target/x:arm64). Default: every
+#       target/debian/*.deb, target/rpm/*.rpm and
+#       target/release-tarball/*.tar.gz.
 # Prints one line per ELF file and "glibc-floor: N files checked, M failed".
 set -uo pipefail
 FLOOR=${GLIBC_FLOOR:-2.34}
@@ -18,7 +19,7 @@ require=
 case ${1:-} in --require=*) require=${1#--require=}; shift;; esac
 if [ $# -eq 0 ]; then
   shopt -s nullglob
-  set -- "$REPO"/target/debian/*.deb "$REPO"/target/release-tarball/*.tar.gz
+  set -- "$REPO"/target/debian/*.deb "$REPO"/target/rpm/*.rpm "$REPO"/target/release-tarball/*.tar.gz
 fi
 work=$(mktemp -d /tmp/glibc-floor.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -63,6 +64,15 @@ check_elf() { # file arch label
   echo "ok   $label: $arch, needs GLIBC_${newest:-none}"
 }
 
+# The Debian architecture of an RPM's (x86_64, aarch64).
+rpm_arch() {
+  case $(rpm -qp --qf '%{ARCH}' "$1" 2>/dev/null) in
+    x86_64) echo amd64;;
+    aarch64) echo arm64;;
+    *) echo unknown;;
+  esac
+}
+
 # Every ELF file under a directory.
 check_tree() { # dir arch label-prefix
   local f
@@ -80,6 +90,11 @@ for artifact in "$@"; do
       arch=$(dpkg-deb -f "$artifact" Architecture)
       dpkg-deb -x "$artifact" "$dir" || { echo "FAIL $artifact: dpkg-deb -x failed"; failed=$((failed + 1)); continue; }
       check_tree "$dir" "$arch" "$(basename "$artifact"):";;
+    *.rpm)
+      arch=$(rpm_arch "$artifact")
+      rpm2archive -n < "$artifact" | tar -x -C "$dir" ||
+        { echo "FAIL $artifact: rpm2archive failed"; failed=$((failed + 1)); continue; }
+      check_tree "$dir" "$arch" "$(basename "$artifact"):";;
     *.tar.gz)
       arch=$(tarball_arch "$artifact")
       tar -xzf "$artifact" -C "$dir" || { echo "FAIL $artifact: tar failed"; failed=$((failed + 1)); continue; }
@@ -87,7 +102,7 @@ for artifact in "$@"; do
     *:*)
       arch=${artifact##*:}
       check_elf "${artifact%:*}" "$arch" "${artifact%:*}";;
-    *) echo "glibc-floor: what is $artifact? (a .deb, a .tar.gz, or FILE:ARCH)" >&2; exit 2;;
+    *) echo "glibc-floor: what is $artifact? (a .deb, an .rpm, a .tar.gz, or FILE:ARCH)" >&2; exit 2;;
   esac
   seen="$seen $arch"
 done

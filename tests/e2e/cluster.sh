@@ -264,8 +264,9 @@ REPORT
     # paths it installed them at (Slurm's default PlugStackConfig).
     echo "required $(grep '/spank_imex\.so$' "$C/rpm-files") config=$(grep '/imex\.toml$' "$C/rpm-files")" > "$C/etc-slurm/plugstack.conf"
   else
-    # The example names one architecture's PluginDir: any path is replaced.
-    sed -e "s#^required [^ ]*/spank_imex.so#required $C/bin/spank_imex.so#" \
+    # The example names the plugin by name (found in PluginDir): the build
+    # tree's is named by its path instead.
+    sed -e "s#^required [^ ]*spank_imex.so#required $C/bin/spank_imex.so#" \
         -e "s#config=/etc/slurm/imex.toml#config=$C/etc-slurm/imex.toml#" \
         "$REPO/conf-examples/plugstack.conf" > "$C/etc-slurm/plugstack.conf"
   fi

@@ -16,17 +16,18 @@ if [ -z "$old" ]; then
   echo "previous-release: no commit before the last version bump in this checkout (shallow clone?)" >&2
   exit 3
 fi
+arch=$(dpkg --print-architecture)
 cache=${SLURM_IMEX_PREVIOUS_CACHE:-/var/cache/slurm-imex/previous}/$old
 mm=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-fA-F]\{4\}\).*/\1/p' "$root/usr/include/slurm/slurm_version.h")
 mm=$(printf '%d.%02d' "$((16#${mm:0:2}))" "$((16#${mm:2:2}))")
 # The cached .deb, copied where a rootfs sees the checkout.
 publish() {
-  local deb; deb=$(ls "$cache"/slurm-imex_*+slurm"$mm"_amd64.deb)
+  local deb; deb=$(ls "$cache"/slurm-imex_*+slurm"$mm"_"$arch".deb)
   mkdir -p "$REPO/target/previous-release"
   cp "$deb" "$REPO/target/previous-release/"
   echo "$REPO/target/previous-release/$(basename "$deb")"
 }
-if ls "$cache"/slurm-imex_*+slurm"$mm"_amd64.deb >/dev/null 2>&1; then publish; exit 0; fi
+if ls "$cache"/slurm-imex_*+slurm"$mm"_"$arch".deb >/dev/null 2>&1; then publish; exit 0; fi
 wt=$cache.worktree
 rm -rf "$wt"; git -C "$REPO" worktree prune
 git -C "$REPO" worktree add --detach -f "$wt" "$old" >/dev/null 2>&1
@@ -38,7 +39,7 @@ if ! (cd "$wt" && scripts/build-plugins.sh "$root" && scripts/package.sh) > "$ca
   exit 1
 fi
 mkdir -p "$cache"
-cp "$wt"/target/debian/slurm-imex_*+slurm"$mm"_amd64.deb "$cache/"
+cp "$wt"/target/debian/slurm-imex_*+slurm"$mm"_"$arch".deb "$cache/"
 git -C "$REPO" worktree remove --force "$wt"
 echo "previous-release: built in $((SECONDS - start)) s" >&2
 publish

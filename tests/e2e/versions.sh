@@ -187,7 +187,7 @@ package_tests() { # trixie sid
   echo "== packages: lintian and installs (Slurm $(upstream_version "$trixie") rootfs)"
   for deb in "$REPO"/target/debian/slurm-imex_*_"$NATIVE_ARCH".deb; do run_package_test lintian_clean "$deb"; done
   local d2205 d2311 d2405 d2411 d2505 d2511
-  d2205=$(ls "$REPO"/target/debian/*+slurm22.05_amd64.deb); d2411=$(ls "$REPO"/target/debian/*+slurm24.11_amd64.deb)
+  d2205=$(ls "$REPO"/target/debian/*+slurm22.05_"$NATIVE_ARCH".deb); d2411=$(ls "$REPO"/target/debian/*+slurm24.11_"$NATIVE_ARCH".deb)
   run_package_test test_package_installs_where_slurm_looks_and_purges_clean "$trixie" "$d2411"
   run_package_test test_package_for_another_slurm_is_refused "$trixie" "$d2205"
   run_package_test test_package_for_another_slurm_is_refused "$sid" "$d2411"
@@ -195,12 +195,12 @@ package_tests() { # trixie sid
   run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$d2411" 25.05.3-1
   local mm next deb
   for mm in 23.11 24.05 25.05 25.11; do
-    deb=$(ls "$REPO"/target/debian/*+slurm"$mm"_amd64.deb 2>/dev/null) || { echo "    (no package for Slurm $mm: its plugin was not built)"; continue; }
+    deb=$(ls "$REPO"/target/debian/*+slurm"$mm"_"$NATIVE_ARCH".deb 2>/dev/null) || { echo "    (no package for Slurm $mm: its plugin was not built)"; continue; }
     next=$(printf '%s\n' 23.11 24.05 24.11 25.05 25.11 26.05 | grep -A1 -x "$mm" | tail -1)
     run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$deb" "$mm.1-1"
     run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$deb" "$next.1-1"
   done
-  deb=$(ls "$REPO"/target/debian/*+slurm23.11_amd64.deb 2>/dev/null) &&
+  deb=$(ls "$REPO"/target/debian/*+slurm23.11_"$NATIVE_ARCH".deb 2>/dev/null) &&
     run_package_test test_package_installs_beside_ubuntu_slurm "$trixie" "$deb" 23.11.4-1.2ubuntu5
 }
 
@@ -226,7 +226,7 @@ main() {
   scripts/build-plugins.sh host "$trixie" "$sid" || exit 1
   scripts/package.sh || exit 1
   refresh_release || exit 1
-  local deb2411; deb2411=$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_amd64.deb)
+  local deb2411; deb2411=$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_"$NATIVE_ARCH".deb)
 
   # What needs no source build, while the builds run.
   run_phase / target base
@@ -293,14 +293,14 @@ main() {
     done
     rpm_package_tests "$REPO"/target/rpm/slurm-imex-*.rpm
     echo "== every artifact: its architecture and glibc floor (tests/glibc-floor.sh)"
-    run_package_test test_artifacts_are_for_their_architecture_and_glibc_2_34
+    run_package_test test_artifacts_are_for_their_architecture_and_glibc_2_34 "$trixie"
   fi
 
   echo
   echo "| Slurm    | arch  | phase      | from    | passed | failed | wall    |"
   echo "|----------|-------|------------|---------|--------|--------|---------|"
   printf '%s\n' "${ROWS[@]}"
-  echo "plugins: $(ls target/slurm-plugins | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_amd64.deb/\1/p' | paste -sd ' '); RPMs: $(ls target/rpm | sed -n 's/.*\.slurm\(.*\)\.rpm/\1/p' | paste -sd ' ')"
+  echo "plugins: $(ls target/slurm-plugins | paste -sd ' '); packages: $(ls target/debian | sed -n "s/.*+slurm\(.*\)_$NATIVE_ARCH.deb/\1/p" | paste -sd ' '); RPMs: $(ls target/rpm | sed -n 's/.*\.slurm\(.*\)\.rpm/\1/p' | paste -sd ' ')"
   echo "arm64 plugins: $(ls "target/cross/$ARM64_TARGET/slurm-plugins" | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_arm64.deb/\1/p' | paste -sd ' ')"
   echo "all Slurm versions: $((SECONDS - t0)) s"
   echo "e2e: $TOTAL_PASSED passed, $TOTAL_FAILED failed"

@@ -131,6 +131,23 @@ test_install_sh_refuses_paths_slurm_cannot_read() {
   rm -rf "$p"
 }
 
+# A tarball for another CPU is refused in one line naming the right one;
+# this CPU's is taken.
+test_install_sh_refuses_a_tarball_for_another_cpu() {
+  local p out other
+  p=$(payload)
+  case $(uname -m) in x86_64) other=aarch64;; *) other=x86_64;; esac
+  echo "$other" > "$p/CPU"
+  out=$("$p/install.sh" --slurm-prefix /nonexistent --dry-run 2>&1) && fail "took a tarball for $other"
+  expect_eq "$(grep -c . <<<"$out")" 1 "refused in one line"
+  expect_contains "$out" "this tarball is for $other CPUs, and this machine is $(uname -m): use slurm-imex-test-$(uname -m)-linux.tar.gz" "the line names the tarball to use"
+  echo "    says: $out"
+  uname -m > "$p/CPU"
+  out=$("$p/install.sh" --slurm-prefix /nonexistent --dry-run 2>&1)
+  expect_contains "$out" "no /nonexistent/bin/scontrol" "this CPU's tarball gets past the check"
+  rm -rf "$p"
+}
+
 # A prefix whose manifest lists a file; ARG: how to spoil it.
 spoiled_manifest() { # prefix
   local x=$1
