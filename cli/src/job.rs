@@ -116,7 +116,7 @@ fn dash<T: ToString>(v: Option<T>) -> String {
 
 fn node_table(nodes: &[NodeReport]) -> Table {
     let mut t = Table::new(&[
-        "NODE", "PROLOG", "EPILOG", "BLAME", "PROLOG_S", "EPILOG_S", "CAUSE",
+        "NODE", "PROLOG", "EPILOG", "BLAME", "PROLOG_S", "EPILOG_S", "DOMAIN", "CAUSE",
     ]);
     let secs = |ms: Option<u64>| ms.map_or("-".into(), |ms| format!("{:.2}", ms as f64 / 1000.0));
     for n in nodes {
@@ -127,6 +127,7 @@ fn node_table(nodes: &[NodeReport]) -> Table {
             n.blame.as_str().to_string(),
             secs(n.prolog_ms),
             secs(n.epilog_ms),
+            dash(n.domain_name()),
             dash(n.cause.as_deref()),
         ]);
     }
@@ -162,7 +163,7 @@ fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
     let xids: Vec<String> = g
         .xids
         .iter()
-        .map(|x| format!("{}x{}", x.xid, x.count))
+        .map(|x| format!("{}({})x{}", x.xid, x.class, x.count))
         .collect();
     vec![
         n.node.clone(),

@@ -122,6 +122,15 @@ pub struct XidCount {
     pub count: u64,
 }
 
+impl NodeReport {
+    /// The IMEX domain this node was in: its rack's (block's) name, `job`
+    /// for one domain of the whole job; None without `--imex`.
+    pub fn domain_name(&self) -> Option<String> {
+        self.imex
+            .then(|| self.domain.clone().unwrap_or_else(|| "job".into()))
+    }
+}
+
 impl XidCount {
     /// RESTART_APP XIDs are the application's (its code or its input):
     /// everything else points at the GPU, the driver or the fabric.
@@ -161,8 +170,10 @@ impl JobSummary {
     /// The job's IMEX domains: (block or "job", channel, slowest readiness).
     pub fn domains(&self) -> Vec<(String, Option<u32>, Option<u64>)> {
         let mut by: BTreeMap<String, (Option<u32>, Option<u64>)> = BTreeMap::new();
-        for n in self.nodes.iter().filter(|n| n.imex) {
-            let name = n.domain.clone().unwrap_or_else(|| "job".into());
+        for n in &self.nodes {
+            let Some(name) = n.domain_name() else {
+                continue;
+            };
             let e = by.entry(name).or_insert((n.channel, None));
             e.0 = e.0.or(n.channel);
             e.1 = e.1.max(n.imex_ready_ms);

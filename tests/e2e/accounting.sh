@@ -112,6 +112,8 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   expect_eq "$(grep -cE '^n[0-9]+ +PASS +(PASS|WARN) +none' <<<"$out")" "$n" "a row for each of the $n nodes"
   expect_contains "$(awk '$1 == "n1" && $2 == "0" { print "procs=" $6 " util=" $7 " peak=" $9 }' <<<"$out")" "procs=1 util=70 peak=2.0" "n1 gpu0's use"
   expect_contains "$out" "XIDs your code caused (application errors, restart it): 13 RESTART_APP on n2/gpu1" "the XID, blamed on the code"
+  expect_eq "$(awk '$1 == "n2" && $2 == "1" { print $10 }' <<<"$out")" "13(RESTART_APP)x1" "n2 gpu1's XID with its class"
+  expect_eq "$(awk '$1 == "n1" && $2 == "PASS" { print $7 }' <<<"$out")" job "n1's IMEX domain"
   expect_contains "$out" "GPUs were never used" "idle GPUs are called out"
   expect_contains "$out" "summary: $n nodes, $((n * E2E_GPUS)) GPUs, mean GPU utilization" "the summary line"
   json=$(as_user "$C/bin/slurm-imex" --json job "$id" 2>/dev/null)
@@ -140,6 +142,7 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   sdiag -r >/dev/null 2>&1
   out=$(as_user "$C/bin/slurm-imex" job "$id" 2>&1)
   expect_contains "$out" "source: stored summary (AdminComment)" "owner reads the stored summary: $out"
+  echo "    figure: the owner's slurm-imex job $id after the nodes forgot it:"; sed 's/^/      /' <<<"$out"
   expect_contains "$(awk '$1 == "n1" && $2 == "0" { print "procs=" $6 " util=" $7 }' <<<"$out")" "procs=1 util=70" "the same numbers"
   expect_contains "$out" "13 RESTART_APP on n2/gpu1" "the same XID"
   expect_contains "$out" "summary: $n nodes, $((n * E2E_GPUS)) GPUs" "the same summary line"
