@@ -14,66 +14,34 @@ use std::path::{Path, PathBuf};
 const A: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.1";
 const B: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
 
+/// A node whose imex.toml names a rack map; no GPU gate, no topology file.
 struct Site {
-    dir: tempfile::TempDir,
+    node: ImexNode,
 }
 
 impl Site {
     fn new() -> Site {
-        let site = Site { dir: scratch() };
-        write_mode(
-            &site.path("proc-devices"),
-            b"Character devices:\n507 nvidia-caps-imex-channels\n",
-            0o644,
-        );
-        site
+        Site {
+            node: ImexNode::new(),
+        }
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// A config naming `map` as the rack map; no GPU gate, no topology file.
-    fn config(&self, map: &Path) -> PathBuf {
-        let p = self.path("imex.toml");
-        let text = format!(
-            "[node]\nstate_dir = \"{}\"\n[imex]\nproc_devices = \"{}\"\nrack_map = \"{}\"\nchannels = \"plugin\"\n\
-             [slurm]\ntopology = \"none\"\n[health]\nenabled = false\n",
-            self.path("state").display(),
-            self.path("proc-devices").display(),
-            map.display()
-        );
-        write_mode(&p, text.as_bytes(), 0o644);
-        p
+        self.node.path(name)
     }
 
     /// The prolog of an --imex job on n1 of n[1-2], with `map`.
     fn prolog(&self, map: &Path) -> Ran {
-        let cfg = self.config(map);
-        run(
-            &bin("slurm-imex-prolog"),
-            &[],
-            &[
-                ("SLURM_IMEX_CONFIG", os(cfg.to_str().unwrap())),
-                ("SLURM_JOB_ID", os("7")),
-                ("SLURMD_NODENAME", os("n1")),
-                ("SLURM_JOB_NODELIST", os("n[1-2]")),
-                ("SPANK_IMEX", os("1")),
-            ],
-        )
+        let config = self.node.config(
+            &format!("rack_map = \"{}\"\n", map.display()),
+            "[slurm]\ntopology = \"none\"\n",
+        );
+        self.node.prolog(&config)
     }
 
     fn refuses(&self, map: &Path, needles: &[&str], case: &str) {
-        let path = map.display().to_string();
-        let mut all = vec![path.as_str(), "job 7 cannot use IMEX"];
-        all.extend_from_slice(needles);
-        self.prolog(map).one_line_error(0, &all, case);
-        let record = std::fs::read_to_string(self.path("state/jobs/7.json")).unwrap_or_default();
-        assert!(
-            record.contains("\"node_fault\": false") && record.contains(&path),
-            "{case}: the job's record must hold the cause as the job's fault: {record}"
-        );
-        let _ = std::fs::remove_file(self.path("state/jobs/7.json"));
+        self.node
+            .assert_jobs_fault(&self.prolog(map), map, needles, case);
     }
 }
 

@@ -166,6 +166,74 @@ impl Ran {
     }
 }
 
+/// A node for the prolog of an `--imex` job: a scratch directory holding
+/// a `/proc/devices` with the channel major, and the state directory.
+pub struct ImexNode {
+    pub dir: tempfile::TempDir,
+}
+
+impl ImexNode {
+    pub fn new() -> ImexNode {
+        let node = ImexNode { dir: scratch() };
+        write_mode(
+            &node.path("proc-devices"),
+            b"Character devices:\n507 nvidia-caps-imex-channels\n",
+            0o644,
+        );
+        node
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// imex.toml with no GPU gate and `tables` appended (its `[imex]`
+    /// keys first, as `imex_keys`).
+    pub fn config(&self, imex_keys: &str, tables: &str) -> PathBuf {
+        let p = self.path("imex.toml");
+        let text = format!(
+            "[node]\nstate_dir = \"{}\"\n[imex]\nproc_devices = \"{}\"\nchannels = \"plugin\"\n{imex_keys}\
+             [health]\nenabled = false\n{tables}",
+            self.path("state").display(),
+            self.path("proc-devices").display(),
+        );
+        write_mode(&p, text.as_bytes(), 0o644);
+        p
+    }
+
+    /// The prolog of --imex job 7 on n1 of n[1-2] under `config`.
+    pub fn prolog(&self, config: &Path) -> Ran {
+        run(
+            &bin("slurm-imex-prolog"),
+            &[],
+            &[
+                ("SLURM_IMEX_CONFIG", os(config.to_str().unwrap())),
+                ("SLURM_JOB_ID", os("7")),
+                ("SLURMD_NODENAME", os("n1")),
+                ("SLURM_JOB_NODELIST", os("n[1-2]")),
+                ("SPANK_IMEX", os("1")),
+            ],
+        )
+    }
+
+    /// Job 7 failed, not the node: the prolog exited 0 with one line
+    /// holding `needles`, and the job's record holds the cause (with
+    /// `file`, the file it names) as the job's fault, for the SPANK plugin
+    /// to fail the job with.
+    pub fn assert_jobs_fault(&self, ran: &Ran, file: &Path, needles: &[&str], case: &str) {
+        let file = file.display().to_string();
+        let mut all = vec![file.as_str(), "job 7 cannot use IMEX"];
+        all.extend_from_slice(needles);
+        ran.one_line_error(0, &all, case);
+        let record = std::fs::read_to_string(self.path("state/jobs/7.json")).unwrap_or_default();
+        assert!(
+            record.contains("\"node_fault\": false") && record.contains(&file),
+            "{case}: the job's record must hold the cause as the job's fault: {record}"
+        );
+        let _ = std::fs::remove_file(self.path("state/jobs/7.json"));
+    }
+}
+
 /// A root-owned private scratch directory (mode 0755), as a real /etc is.
 pub fn scratch() -> tempfile::TempDir {
     use std::os::unix::fs::PermissionsExt;
