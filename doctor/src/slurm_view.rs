@@ -56,6 +56,9 @@ impl SlurmView {
             "PlugStackConfig",
             "PluginDir",
             "TopologyPlugin",
+            "PrivateData",
+            "NamespaceType",
+            "JobContainerType",
         ] {
             if let Some(v) = conf.get(key) {
                 values.insert(key.to_ascii_lowercase(), v.to_string());
@@ -248,13 +251,16 @@ mod tests {
         std::fs::write(d.path().join("prolog.d/20-imex.sh"), "").unwrap();
         std::fs::write(
             &conf,
-            "PrologFlags=Contain\nProlog=/usr/sbin/slurm-imex-prolog,prolog.d/*\nEpilog=/e\nPluginDir=/p\n",
+            "PrologFlags=Contain\nProlog=/usr/sbin/slurm-imex-prolog,prolog.d/*\nEpilog=/e\nPluginDir=/p\n\
+             PrivateData=jobs,usage\nJobContainerType=job_container/tmpfs\n",
         )
         .unwrap();
         let scontrol = Scontrol::new(Path::new("/nonexistent"), std::time::Duration::from_secs(1));
         let v = SlurmView::from_file(&SlurmConf::read(&conf).unwrap(), &scontrol);
         assert_eq!(v.from_file.as_deref(), Some(conf.as_path()));
         assert_eq!(v.get("PrologFlags"), Some("Contain"));
+        assert_eq!(v.get("PrivateData"), Some("jobs,usage"));
+        assert_eq!(v.get("JobContainerType"), Some("job_container/tmpfs"));
         let prologs = v.get_all("Prolog");
         assert_eq!(prologs.len(), 3, "{prologs:?}");
         assert_eq!(prologs[0], "/usr/sbin/slurm-imex-prolog");

@@ -13,6 +13,7 @@ test_doctor_passes_then_names_each_break() {
   expect_not_contains "$out" "FAIL  " "no FAIL on a healthy node"
   expect_contains "$out" "PASS  plugin          " "the plugin loads and is stamped for this Slurm"
   expect_contains "$out" "PASS  prolog-flags    PrologFlags=Alloc" "PrologFlags"
+  expect_contains "$out" "WARN  private-data    PrivateData=none: any user can read any job's slurm-imex summary" "no PrivateData=jobs on the test cluster: said"
   out=$(cli 1 --json doctor 2>&1)
   expect_contains "$out" '"fail": 0' "doctor --json counts no FAIL"
   expect_contains "$out" '"check": "plugin"' "doctor --json names each check"
