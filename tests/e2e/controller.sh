@@ -30,8 +30,13 @@ wait_recorded_quietly() { # id nodes
     poll_until 30 job_is_recorded "$i" "$id" || { echo "    waited 30 s for job $id's row in n$i's database" >&2; return 1; }
   done
   poll_until 10 not pgrep -f slurm-imex-epilog >/dev/null || { echo "    waited 10 s for every epilog to exit" >&2; return 1; }
+  # slurmd reports each epilog's end to slurmctld after it exits: on a busy
+  # machine that can take seconds. sdiag's own request is not counted, so
+  # asking it changes nothing.
+  poll_until 30 epilogs_reported "$n" || { echo "    waited 30 s for slurmctld to hear of $n epilogs" >&2; return 1; }
   sleep 2
 }
+epilogs_reported() { [ "$(rpc_counts | awk '$1 == "MESSAGE_EPILOG_COMPLETE" { print $2 }')" -ge "$1" ] 2>/dev/null; }
 
 # The RPCs slurmctld received for one N-node job (sbatch ARGS), start to
 # the end of its epilogs, as rpc_counts lines. Run inside $(...): says what
