@@ -159,7 +159,13 @@ fn gpu_table(s: &JobSummary) -> Table {
 }
 
 fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
-    let pct = |p: Option<f64>| p.map_or("-".into(), |p| format!("{p:.0}"));
+    // A GPU the job held but never used: 0 %, as the summary counts it.
+    let idle = g.processes == Some(0);
+    let pct = |p: Option<f64>| match (p, idle) {
+        (Some(p), _) => format!("{p:.0}"),
+        (None, true) => "0".into(),
+        (None, false) => "-".into(),
+    };
     let xids: Vec<String> = g
         .xids
         .iter()
@@ -186,7 +192,8 @@ fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
         dash(g.ecc_sbe),
         dash(g.ecc_dbe),
         dash(g.remapped_rows),
-        format!("{:.1}", g.throttle_s.values().sum::<f64>()),
+        // (fold from +0.0: an empty f64 sum is -0.0, printed "-0.0")
+        format!("{:.1}", g.throttle_s.values().fold(0.0, |a, b| a + b)),
         g.nvlink_errors.values().sum::<u64>().to_string(),
     ]
 }

@@ -111,6 +111,7 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   expect_contains "$(grep -E '^n2 +PASS +(PASS|WARN) +none' <<<"$out")" "n2" "n2's verdicts"
   expect_eq "$(grep -cE '^n[0-9]+ +PASS +(PASS|WARN) +none' <<<"$out")" "$n" "a row for each of the $n nodes"
   expect_contains "$(awk '$1 == "n1" && $2 == "0" { print "procs=" $6 " util=" $7 " peak=" $9 }' <<<"$out")" "procs=1 util=70 peak=2.0" "n1 gpu0's use"
+  expect_eq "$(awk '$1 == "n1" && $2 == "1" { print "procs=" $6 " util=" $7 " throttle=" $14 }' <<<"$out")" "procs=0 util=0 throttle=0.0" "n1 gpu1, held and never used"
   expect_contains "$out" "XIDs your code caused (application errors, restart it): 13 RESTART_APP on n2/gpu1" "the XID, blamed on the code"
   expect_eq "$(awk '$1 == "n2" && $2 == "1" { print $10 }' <<<"$out")" "13(RESTART_APP)x1" "n2 gpu1's XID with its class"
   expect_eq "$(awk '$1 == "n1" && $2 == "PASS" { print $7 }' <<<"$out")" job "n1's IMEX domain"
