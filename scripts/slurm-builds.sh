@@ -19,6 +19,13 @@ state=$REPO/target/slurm-builds
 # Most needed first: the releases with the most phases.
 QUEUE=(25.11 25.11-rhel previous 24.05 23.11 25.05 23.02)
 
+# A process and every process below it, at normal priority (root may).
+renice_tree() { # pid
+  local pid=$1 child
+  [ -n "$pid" ] && renice -n 0 -p "$pid" >/dev/null 2>&1 || return 0
+  for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do renice_tree "$child"; done
+}
+
 build_one() { # name
   local name=$1 rc=0
   case $name in
@@ -56,10 +63,18 @@ case ${1:-} in
     [ -d "$state" ] || { echo "slurm-builds: no queue was started (scripts/slurm-builds.sh start)" >&2; exit 1; }
     case " ${QUEUE[*]} " in *" $name "*) ;; *) echo "slurm-builds: $name is not in the queue (${QUEUE[*]})" >&2; exit 2;; esac
     # Until its status is written, as long as the queue runs (a queue that
-    # died, killed or out of disk, never writes it).
+    # died, killed or out of disk, never writes it), and for at most
+    # E2E_BUILD_WAIT seconds (3600). Someone waits on the queue now: it runs
+    # at normal priority from here on, so that a busy machine (another
+    # nice 0 load) does not starve it.
+    [ -f "$state/$name.rc" ] || renice_tree "$(cat "$state/queue.pid" 2>/dev/null)"
+    limit=$((SECONDS + ${E2E_BUILD_WAIT:-3600}))
     until [ -f "$state/$name.rc" ]; do
       if ! kill -0 "$(cat "$state/queue.pid" 2>/dev/null)" 2>/dev/null && [ ! -f "$state/$name.rc" ]; then
         echo "slurm-builds: the queue stopped before building $name; see $state/queue.log" >&2; exit 1
+      fi
+      if [ "$SECONDS" -ge "$limit" ]; then
+        echo "slurm-builds: waited ${E2E_BUILD_WAIT:-3600} s for $name (E2E_BUILD_WAIT); it is still building, see $state/queue.log" >&2; exit 1
       fi
       sleep 2
     done
