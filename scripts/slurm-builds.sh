@@ -53,7 +53,7 @@ case ${1:-} in
     mkdir -p "$state"
     # Once per run: a queue that is still going is left to finish.
     if [ -f "$state/queue.pid" ] && kill -0 "$(cat "$state/queue.pid")" 2>/dev/null; then exit 0; fi
-    rm -f "$state"/*.rc "$state"/*.out "$state"/*.err
+    rm -f "$state"/*.rc "$state"/*.out "$state"/*.err "$state/gave-up"
     nohup nice -n 19 "$0" queue > "$state/queue.log" 2>&1 &
     echo $! > "$state/queue.pid"
     echo "slurm-builds: started (${QUEUE[*]}); logs in $state" >&2;;
@@ -64,7 +64,8 @@ case ${1:-} in
     case " ${QUEUE[*]} " in *" $name "*) ;; *) echo "slurm-builds: $name is not in the queue (${QUEUE[*]})" >&2; exit 2;; esac
     # Until its status is written, as long as the queue runs (a queue that
     # died, killed or out of disk, never writes it), and for at most
-    # E2E_BUILD_WAIT seconds (3600). Someone waits on the queue now: it runs
+    # E2E_BUILD_WAIT seconds (3600), once per run: after one wait gives up,
+    # every later one fails at once. Someone waits on the queue now: it runs
     # at normal priority from here on, so that a busy machine (another
     # nice 0 load) does not starve it.
     [ -f "$state/$name.rc" ] || renice_tree "$(cat "$state/queue.pid" 2>/dev/null)"
@@ -73,8 +74,12 @@ case ${1:-} in
       if ! kill -0 "$(cat "$state/queue.pid" 2>/dev/null)" 2>/dev/null && [ ! -f "$state/$name.rc" ]; then
         echo "slurm-builds: the queue stopped before building $name; see $state/queue.log" >&2; exit 1
       fi
+      if [ -f "$state/gave-up" ]; then
+        echo "slurm-builds: an earlier wait gave up on the queue ($(cat "$state/gave-up")); $name is not built" >&2; exit 1
+      fi
       if [ "$SECONDS" -ge "$limit" ]; then
-        echo "slurm-builds: waited ${E2E_BUILD_WAIT:-3600} s for $name (E2E_BUILD_WAIT); it is still building, see $state/queue.log" >&2; exit 1
+        echo "waited ${E2E_BUILD_WAIT:-3600} s for $name" > "$state/gave-up"
+        echo "slurm-builds: waited ${E2E_BUILD_WAIT:-3600} s for $name (E2E_BUILD_WAIT); it is still building, see $state/queue.log; the builds after it are given up too" >&2; exit 1
       fi
       sleep 2
     done

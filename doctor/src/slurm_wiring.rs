@@ -180,16 +180,15 @@ pub fn adopted_processes(slurm: &SlurmView, pam_dir: &Path) -> Check {
 /// Who may read a job's summary (`slurm-imex job`: the AdminComment
 /// through sacct, docs/guide.md) is Slurm's `PrivateData` to decide: the
 /// CLI runs as the user, so its own refusal is no control. WARN unless it
-/// names `jobs`.
+/// names `jobs`. Matched as Slurm matches it: any word holding "job"
+/// (src/common/read_config.c). sacct answers from slurmdbd, whose own
+/// slurmdbd.conf PrivateData the doctor cannot see: the PASS line says so.
 pub fn private_data(slurm: &SlurmView) -> Check {
     let value = slurm.get("PrivateData").unwrap_or("none");
-    let jobs_private = value
-        .split(',')
-        .any(|flag| flag.trim().eq_ignore_ascii_case("jobs"));
-    if jobs_private {
+    if value.to_ascii_lowercase().contains("job") {
         return Check::pass(
             "private-data",
-            format!("PrivateData={value}: sacct shows a user only their own jobs' summaries"),
+            format!("PrivateData={value}: squeue and scontrol show a user only their own jobs; slurmdbd.conf's PrivateData must say jobs too for sacct and the slurm-imex summaries"),
         );
     }
     Check::warn("private-data",
@@ -402,6 +401,7 @@ mod tests {
             ("PrivateData = accounts,usage\n", Status::Warn),
             ("PrivateData = usage,jobs\n", Status::Pass),
             ("PrivateData = Jobs\n", Status::Pass),
+            ("PrivateData = job\n", Status::Pass),
         ] {
             let check = private_data(&view(conf));
             assert_eq!(check.verdict, verdict, "{conf:?}: {}", check.line());

@@ -36,6 +36,7 @@ use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::node::{NodeRead, NodeStatus};
 use slurm_imex_core::slurm::Scontrol;
 use slurm_imex_core::state::NodeState;
+use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::health::DRAIN_PREFIX;
 
 /// What `slurm-imex check` was asked to do beyond reporting (`--drain`,
@@ -86,9 +87,22 @@ impl DrainAction {
     /// in service, or unchanged.
     pub fn record(&self, node: &mut NodeState, now: i64) {
         match self {
-            DrainAction::Drain { reason, shown } => {
+            // Slurm shows this reason now: whatever the standing held
+            // before (a drain lifted by hand since) is over.
+            DrainAction::Drain {
+                reason,
+                shown: true,
+            } => {
+                node.set_drained(None);
                 node.set_drained(Some(now));
-                node.note_drain_reason(reason, *shown);
+                node.note_drain_reason(reason, true);
+            }
+            DrainAction::Drain {
+                reason,
+                shown: false,
+            } => {
+                node.set_drained(Some(now));
+                node.note_drain_reason(reason, false);
             }
             DrainAction::StillDrained { .. } | DrainAction::AwaitsAdmin { .. } => {
                 node.set_drained(Some(now))
@@ -169,7 +183,10 @@ pub fn act(
 /// by the caller) fails the prolog: the same drain as a GPU finding, under
 /// the check name `imex`.
 pub fn imex_node_fault(cfg: &Config, node: &str, job_id: u32, line: &str) -> DrainAction {
-    let reason = for_job(&format!("{DRAIN_PREFIX}{IMEX_CHECK}{node}: {line}"), job_id);
+    let reason = for_job(
+        &format!("{DRAIN_PREFIX}{IMEX_CHECK} {node}: {line}"),
+        job_id,
+    );
     hook_drain(cfg, node, reason)
 }
 
@@ -193,16 +210,18 @@ pub fn act_on_check(
     }
 }
 
-/// `check --drain` with a drain finding: drain the node with our reason,
-/// unless it is ours already (then Slurm is asked only while it does not
-/// show our reason yet, and drained again if resumed meanwhile).
+/// `check --drain` with a drain finding: drain the node with our reason.
+/// Nothing is asked when the standing says the drain is ours and Slurm
+/// shows it; otherwise Slurm is read first, so that a node someone else
+/// drained keeps their reason, a drain of ours gets our reason, and a node
+/// resumed meanwhile is drained again.
 fn drain_for_check(slurm: &NodeRead, standing: &NodeState, reason: String) -> Result<DrainAction> {
-    if standing.drained_since.is_some() {
-        match explain_our_drain(slurm, standing)? {
-            DrainAction::Nothing => return Ok(DrainAction::StillDrained { reason }),
-            DrainAction::NotDrained => {}
-            explained => return Ok(explained),
-        }
+    if standing.drained_since.is_some() && standing.reason_shown {
+        return Ok(DrainAction::StillDrained { reason });
+    }
+    let status = slurm.get()?;
+    if status.is_drained() {
+        return show_our_reason(slurm, status, standing);
     }
     slurm.scontrol().drain(slurm.node(), &reason)?;
     Ok(DrainAction::Drain {
@@ -213,67 +232,100 @@ fn drain_for_check(slurm: &NodeRead, standing: &NodeState, reason: String) -> Re
 
 /// `check --undrain` on a node with no drain finding: resume our drain,
 /// unless its cause is one the check cannot re-test, which stays drained
-/// (with our reason shown) until an admin runs `slurm-imex undrain`.
+/// (with our reason shown) until an admin runs `slurm-imex undrain`. Such
+/// a drain is read again at most once an hour ([`RECHECK_S`]), so that one
+/// lifted by hand is noticed.
 fn undrain_for_check(slurm: &NodeRead, standing: &NodeState) -> Result<DrainAction> {
     let known_in_service = standing.drained_since.is_none() && standing.slurm_read_at.is_some();
     if known_in_service {
         return Ok(DrainAction::Nothing);
     }
-    if let Some(reason) = awaits_admin(standing) {
-        return match explain_our_drain(slurm, standing)? {
-            DrainAction::Nothing => Ok(DrainAction::AwaitsAdmin {
-                reason: reason.to_string(),
-            }),
-            explained => Ok(explained),
-        };
+    let Some(reason) = awaits_admin(standing) else {
+        return resume_if_ours(slurm.scontrol(), slurm.node(), slurm.get()?, standing);
+    };
+    let read_lately = standing
+        .slurm_read_at
+        .is_some_and(|at| now_s().saturating_sub(at) < RECHECK_S);
+    let awaiting = DrainAction::AwaitsAdmin {
+        reason: reason.to_string(),
+    };
+    if standing.reason_shown && read_lately {
+        return Ok(awaiting);
     }
-    resume_if_ours(slurm.scontrol(), slurm.node(), slurm.get()?, standing)
+    let status = slurm.get()?;
+    if !status.is_drained() {
+        return Ok(DrainAction::NotDrained); // lifted by hand: ours no more
+    }
+    // Our reason shown before and still: waiting, as without the read.
+    Ok(match show_our_reason(slurm, status, standing)? {
+        DrainAction::StillDrained { .. } => awaiting,
+        DrainAction::ReasonShown { .. } if standing.reason_shown => awaiting,
+        newly_shown_or_not_ours => newly_shown_or_not_ours,
+    })
 }
 
+/// How long `check --undrain` trusts the standing of a drain that awaits
+/// an admin before reading Slurm again: one read an hour per such node.
+const RECHECK_S: i64 = 3600;
+
 /// Our drain reason, when the standing says we drained the node for a
-/// fault of its IMEX daemon or channel ([`imex_node_fault`]). The health
-/// check cannot re-test those: the daemon runs only for a job, so an idle
-/// node passes whether or not it is fixed, and resuming it would fail (and
-/// hold) the next `--imex` job. Such a drain is lifted by `slurm-imex
-/// undrain` alone.
+/// fault of its IMEX daemon or channel ([`imex_node_fault`], or the
+/// check's own `imex` finding). The health check cannot re-test those: the
+/// daemon runs only for a job, so an idle node passes whether or not it is
+/// fixed, and resuming it would fail (and hold) the next `--imex` job.
+/// Such a drain is lifted by `slurm-imex undrain` alone.
 pub fn awaits_admin(standing: &NodeState) -> Option<&str> {
     let reason = standing.drained_for.as_deref()?;
     let imex_fault = reason
         .strip_prefix(DRAIN_PREFIX)
-        .is_some_and(|rest| rest.starts_with(IMEX_CHECK));
+        .and_then(|rest| rest.strip_prefix(IMEX_CHECK))
+        .is_some_and(|rest| rest.starts_with([' ', ':']));
     (standing.drained_since.is_some() && imex_fault).then_some(reason)
 }
 
-/// The check name an IMEX node fault's reason carries after the prefix.
-const IMEX_CHECK: &str = " imex ";
+/// The check name an IMEX fault's reason carries after the prefix
+/// (`imex-health: imex <node>: …` from a hook, `imex-health: imex: …` from
+/// the check).
+const IMEX_CHECK: &str = " imex";
 
 /// The standing says we drained the node, and Slurm does not show our
 /// reason yet (a failed hook: Slurm wrote its own "Prolog error"): set
 /// ours. One read and one update, once per drain, at this node's next
 /// health check; nothing asked otherwise.
 fn explain_our_drain(slurm: &NodeRead, standing: &NodeState) -> Result<DrainAction> {
-    let (Some(ours), false) = (&standing.drained_for, standing.reason_shown) else {
+    if standing.drained_for.is_none() || standing.reason_shown {
         return Ok(DrainAction::Nothing);
-    };
+    }
     let status = slurm.get()?;
     if !status.is_drained() {
         return Ok(DrainAction::NotDrained); // resumed meanwhile: not ours any more
     }
-    match whose(status.reason.as_deref(), standing) {
-        Whose::Ours if status.reason.as_deref() == Some(ours.as_str()) => {
+    show_our_reason(slurm, status, standing)
+}
+
+/// A drained node, as Slurm holds it (`status`): someone else's drain is
+/// left as it is; ours gets the reason the standing keeps, when Slurm does
+/// not show it yet (one update).
+fn show_our_reason(
+    slurm: &NodeRead,
+    status: &NodeStatus,
+    standing: &NodeState,
+) -> Result<DrainAction> {
+    let shown = status.reason.clone().unwrap_or_default();
+    match (
+        whose(status.reason.as_deref(), standing),
+        &standing.drained_for,
+    ) {
+        (Whose::Admins, _) => Ok(DrainAction::LeftDrained { reason: shown }),
+        (Whose::Ours, Some(ours)) => {
+            if shown != *ours {
+                slurm.scontrol().drain(slurm.node(), ours)?;
+            }
             Ok(DrainAction::ReasonShown {
                 reason: ours.clone(),
             })
         }
-        Whose::Ours => {
-            slurm.scontrol().drain(slurm.node(), ours)?;
-            Ok(DrainAction::ReasonShown {
-                reason: ours.clone(),
-            })
-        }
-        Whose::Admins => Ok(DrainAction::LeftDrained {
-            reason: status.reason.clone().unwrap_or_default(),
-        }),
+        (Whose::Ours, None) => Ok(DrainAction::StillDrained { reason: shown }),
     }
 }
 
@@ -346,6 +398,14 @@ mod tests {
     use slurm_imex_gpu::health::{drain_reason, Finding, Severity};
     use std::os::unix::fs::PermissionsExt;
 
+    /// The tests here write stand-in scripts and run them. A script one
+    /// test is writing while another forks can be "Text file busy"
+    /// (ETXTBSY) for the second: they take turns.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn finding(severity: Severity) -> Finding {
         Finding {
             check: "xid".into(),
@@ -384,6 +444,7 @@ mod tests {
 
     #[test]
     fn each_hook_follows_its_rule() {
+        let _serial = serial();
         let d = tempfile::tempdir().unwrap();
         let mut cfg = scontrol(d.path(), "IDLE", "");
         let findings = [finding(Severity::Warn), finding(Severity::Drain)];
@@ -412,6 +473,7 @@ mod tests {
 
     #[test]
     fn check_drains_once_when_asked_and_never_for_a_warning() {
+        let _serial = serial();
         let d = tempfile::tempdir().unwrap();
         let cfg = handle(&scontrol(d.path(), "IDLE", ""));
         let slurm = NodeRead::new(&cfg, "n1");
@@ -430,17 +492,55 @@ mod tests {
         let a = act_on_check(&slurm, &standing, drain_reason(&findings), drain).unwrap();
         let reason = findings[1].reason();
         assert_eq!(a.describe("n1").unwrap(), format!("drained n1: {reason}"));
-        assert_eq!(calls(d.path()).lines().count(), 1, "one update, no read");
+        assert_eq!(
+            calls(d.path()).lines().collect::<Vec<_>>(),
+            [
+                "show node n1 -o".to_string(),
+                format!("update NodeName=n1 State=DRAIN Reason={reason}")
+            ],
+            "read first (never over someone else's drain), then one update"
+        );
         a.record(&mut standing, 100);
-        // The next run with the same finding: already ours, Slurm not asked.
+        // The next run with the same finding: ours and shown, Slurm not asked.
+        let slurm = NodeRead::new(&cfg, "n1");
         let a = act_on_check(&slurm, &standing, drain_reason(&findings), drain).unwrap();
         assert!(matches!(a, DrainAction::StillDrained { .. }));
-        assert_eq!(calls(d.path()).lines().count(), 1);
+        assert_eq!(calls(d.path()).lines().count(), 2);
         assert!(!slurm.asked());
     }
 
     #[test]
+    fn check_drain_never_takes_over_an_admins_drain() {
+        let _serial = serial();
+        let d = tempfile::tempdir().unwrap();
+        let cfg = scontrol(d.path(), "IDLE+DRAIN", "manual: cable swap");
+        let findings = [finding(Severity::Drain)];
+        // Drained by our prolog, then re-drained by an admin: the finding
+        // stands, the admin's reason stays, run after run.
+        let mut standing = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
+        for _ in 0..2 {
+            let sc = handle(&cfg);
+            let a = act_on_check(
+                &NodeRead::new(&sc, "n1"),
+                &standing,
+                drain_reason(&findings),
+                WRAPPER,
+            )
+            .unwrap();
+            assert!(matches!(a, DrainAction::LeftDrained { .. }), "{a:?}");
+            a.record(&mut standing, 200);
+        }
+        assert!(!calls(d.path()).contains("update"), "{}", calls(d.path()));
+        // The finding clears: nothing of the admin's is resumed.
+        let sc = handle(&cfg);
+        let a = act_on_check(&NodeRead::new(&sc, "n1"), &standing, None, WRAPPER).unwrap();
+        assert!(!matches!(a, DrainAction::Resumed { .. }), "{a:?}");
+        assert!(!calls(d.path()).contains("RESUME"));
+    }
+
+    #[test]
     fn only_our_drains_are_resumed_and_a_known_standing_asks_nothing() {
+        let _serial = serial();
         let d = tempfile::tempdir().unwrap();
         let undrain = CheckFlags {
             drain: false,
@@ -508,6 +608,7 @@ mod tests {
 
     #[test]
     fn a_failed_hooks_prolog_error_gets_our_reason_once_and_is_ours_to_resume() {
+        let _serial = serial();
         let d = tempfile::tempdir().unwrap();
         let cfg = scontrol(d.path(), "IDLE+DRAIN", "Prolog error");
         // The prolog failed on an IMEX fault: Slurm drained with its reason.
@@ -571,6 +672,7 @@ mod tests {
 
     #[test]
     fn the_shipped_health_check_shows_our_reason_for_a_gpu_fault_that_persists() {
+        let _serial = serial();
         let d = tempfile::tempdir().unwrap();
         let cfg = scontrol(d.path(), "IDLE+DRAIN", "Prolog error");
         let findings = [finding(Severity::Drain)];
@@ -594,7 +696,7 @@ mod tests {
         // Resumed by hand meanwhile while the finding stands: drained again.
         let d = tempfile::tempdir().unwrap();
         let idle = handle(&scontrol(d.path(), "IDLE", ""));
-        let fresh = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
+        let mut fresh = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
         let a = act_on_check(
             &NodeRead::new(&idle, "n1"),
             &fresh,
@@ -603,10 +705,17 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(a, DrainAction::Drain { shown: true, .. }), "{a:?}");
+        // The standing now keeps the check's drain, as Slurm shows it.
+        a.record(&mut fresh, 300);
+        assert_eq!(fresh.drained_since, Some(300));
+        let check_reason = findings[0].reason();
+        assert_eq!(fresh.drained_for.as_deref(), Some(check_reason.as_str()));
+        assert!(fresh.reason_shown);
     }
 
     #[test]
     fn the_shipped_health_check_never_resumes_an_imex_fault_it_cannot_retest() {
+        let _serial = serial();
         let d = tempfile::tempdir().unwrap();
         let cfg = scontrol(d.path(), "IDLE+DRAIN", "Prolog error");
         let fault = imex_node_fault(&cfg, "n1", 7, "nvidia-imex on n1 exited with status 1");
@@ -618,7 +727,8 @@ mod tests {
         assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
         assert!(!calls(d.path()).contains("RESUME"));
         a.record(&mut standing, 200);
-        // Every later check: nothing asked, nothing resumed.
+        standing.slurm_read_at = Some(now_s()); // as the check's refresh keeps it
+                                                // Every later check within the hour: nothing asked, nothing resumed.
         let slurm = NodeRead::new(&sc, "n1");
         let a = act_on_check(&slurm, &standing, None, WRAPPER).unwrap();
         assert!(a
@@ -628,6 +738,24 @@ mod tests {
         assert!(!slurm.asked());
         a.record(&mut standing, 300);
         assert_eq!(standing.drained_since, Some(1), "drained since the fault");
+        // An hour on: read again; still drained with our reason, still waiting.
+        let mut hour_on = standing.clone();
+        hour_on.slurm_read_at = Some(now_s() - RECHECK_S);
+        let d2 = tempfile::tempdir().unwrap();
+        let ours_shown = handle(&scontrol(
+            d2.path(),
+            "IDLE+DRAIN",
+            "imex-health: imex n1: nvidia-imex on n1 exited with status 1 (job 7)",
+        ));
+        let slurm = NodeRead::new(&ours_shown, "n1");
+        let a = act_on_check(&slurm, &hour_on, None, WRAPPER).unwrap();
+        assert!(matches!(a, DrainAction::AwaitsAdmin { .. }), "{a:?}");
+        assert!(slurm.asked() && !calls(d2.path()).contains("update"));
+        // ... or lifted by hand: the standing forgets it.
+        let d3 = tempfile::tempdir().unwrap();
+        let idle = handle(&scontrol(d3.path(), "IDLE", ""));
+        let a = act_on_check(&NodeRead::new(&idle, "n1"), &hour_on, None, WRAPPER).unwrap();
+        assert_eq!(a, DrainAction::NotDrained);
         // The admin's undrain lifts it.
         let a = super::undrain(&sc, "n1", &standing).unwrap();
         assert!(matches!(a, DrainAction::Resumed { .. }), "{a:?}");
@@ -640,6 +768,12 @@ mod tests {
             Hook::Prolog,
         ));
         assert_eq!(awaits_admin(&gpu), None);
+        // The check's own IMEX finding (a daemon serving a job, broken) too.
+        let check_imex = standing_of(&DrainAction::Drain {
+            reason: "imex-health: imex: nvidia-imex serving job 7 is not READY".into(),
+            shown: true,
+        });
+        assert!(awaits_admin(&check_imex).is_some());
     }
 
     fn standing_of(action: &DrainAction) -> NodeState {
@@ -650,6 +784,7 @@ mod tests {
 
     #[test]
     fn our_reasons_name_the_job_and_stay_bounded() {
+        let _serial = serial();
         assert_eq!(
             for_job("imex-health: xid gpu0 S: XID 79", 42),
             "imex-health: xid gpu0 S: XID 79 (job 42)"

@@ -62,12 +62,10 @@ pub trait PrologSteps: Sync {
     fn act_on_gate(&self, drain_reason: Option<String>) -> DrainAction;
     /// What a fault of this node's IMEX side does (`drain::imex_node_fault`).
     fn imex_node_fault(&self, line: &str) -> DrainAction;
-    /// Keep a drain in the node's standing (best effort).
+    /// Keep this prolog's drain in the node's standing, in place of any
+    /// drain it held before: Slurm gave the node a job, so that one was
+    /// lifted, by hand if not by us (best effort).
     fn note_drained(&self, action: &DrainAction);
-    /// The node took a job and its gate passed, so it is in service: forget
-    /// a drain the standing noted before `prolog_started` (Unix seconds),
-    /// which someone lifted outside slurm-imex (best effort).
-    fn note_in_service(&self, prolog_started: i64);
     /// Return IMEX on this node to idle (`domain::teardown`).
     fn teardown(&self) -> Result<TeardownOutcome>;
 }
@@ -144,20 +142,10 @@ impl PrologSteps for Live<'_> {
     fn note_drained(&self, action: &DrainAction) {
         let state = StateDir::of(self.cfg);
         let mut node = NodeState::load(&state);
+        node.set_drained(None);
         action.record(&mut node, now_s());
         if let Err(e) = node.save(&state) {
             tracing::warn!("cannot note the drain in the node's standing: {e}");
-        }
-    }
-    fn note_in_service(&self, prolog_started: i64) {
-        let state = StateDir::of(self.cfg);
-        let mut node = NodeState::load(&state);
-        if node.drained_since.is_none_or(|at| at >= prolog_started) {
-            return; // nothing noted, or a drain of this very second (a concurrent prolog's)
-        }
-        node.set_drained(None);
-        if let Err(e) = node.save(&state) {
-            tracing::warn!("cannot note the node back in service: {e}");
         }
     }
     fn teardown(&self) -> Result<TeardownOutcome> {
@@ -216,7 +204,6 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
 /// domain it may have built, so the node is left idle.
 pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
     let started = std::time::Instant::now();
-    let started_at = now_s();
     let mut exit = Exit::ok();
     let (gate, domain) = if job.imex_requested {
         std::thread::scope(|scope| {
@@ -244,7 +231,6 @@ pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
         return exit;
     }
     log_gate(&gate, Hook::Prolog);
-    steps.note_in_service(started_at);
     let Some((mut record, domain)) = domain else {
         return exit;
     };

@@ -60,21 +60,16 @@ impl RackSources {
 
     fn read_with(cfg: &Config, map: Option<RackMap>) -> Result<RackSources> {
         let slurm_conf = slurm_imex_core::slurm::conf::locate(&cfg.slurm);
-        let blocks = match topology::locate(&cfg.slurm, slurm_conf.as_deref()) {
-            Some(path) => {
-                // It decides which of the job's nodes share a domain, as
-                // the rack map does: held to the same trust boundary.
-                slurm_imex_core::trust::check(
-                    &path,
-                    slurm_imex_core::trust::Expect::File,
-                    "[slurm] topology",
-                )?;
-                Some(Blocks::load(&path, cfg.imex.max_nodes).map_err(|e| {
+        let blocks =
+            match topology::locate(&cfg.slurm, slurm_conf.as_deref()) {
+                // Slurm's own file, read as Slurm reads it (its owner and mode
+                // are Slurm's business; the rack map, ours, is held to the
+                // trust boundary).
+                Some(path) => Some(Blocks::load(&path, cfg.imex.max_nodes).map_err(|e| {
                     e.context("cannot read Slurm's block topology ([slurm] topology)")
-                })?)
-            }
-            None => None,
-        };
+                })?),
+                None => None,
+            };
         Ok(RackSources { blocks, map })
     }
 

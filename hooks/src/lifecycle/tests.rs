@@ -72,8 +72,6 @@ struct Prolog {
     teardown: Result<TeardownOutcome>,
     records: Mutex<Vec<JobRecord>>,
     drains: Mutex<Vec<DrainAction>>,
-    /// Each `note_in_service` call's prolog start.
-    in_service: Mutex<Vec<i64>>,
     teardowns: Mutex<usize>,
 }
 
@@ -88,7 +86,6 @@ impl Prolog {
             teardown: Ok(TeardownOutcome::TornDown),
             records: Mutex::default(),
             drains: Mutex::default(),
-            in_service: Mutex::default(),
             teardowns: Mutex::default(),
         }
     }
@@ -160,9 +157,6 @@ impl PrologSteps for Prolog {
     }
     fn note_drained(&self, action: &DrainAction) {
         self.drains.lock().unwrap().push(action.clone());
-    }
-    fn note_in_service(&self, prolog_started: i64) {
-        self.in_service.lock().unwrap().push(prolog_started);
     }
     fn teardown(&self) -> Result<TeardownOutcome> {
         *self.teardowns.lock().unwrap() += 1;
@@ -468,33 +462,6 @@ fn job_without_imex_and_a_passing_gate_runs() {
     assert_eq!(prolog_with(&job(false), &steps), Exit::ok());
     assert_eq!(steps.records(), []);
     assert_eq!(steps.drains(), []);
-}
-
-#[test]
-fn a_passing_gate_notes_the_node_in_service_and_a_drain_does_not() {
-    // Slurm gave the node a job and its GPUs pass: a drain the standing
-    // still holds was lifted outside slurm-imex.
-    let before = now_s();
-    let steps = Prolog::new(
-        Gate::Pass { clique: None },
-        node_fault("nvidia-imex exited"),
-    );
-    prolog_with(&job(false), &steps);
-    let noted = steps.in_service.lock().unwrap().clone();
-    assert_eq!(noted.len(), 1);
-    assert!(noted[0] >= before && noted[0] <= now_s());
-    // The gate passes, then this node's IMEX fails: in service first, then
-    // drained again (the order the standing must see).
-    let steps = Prolog::new(
-        Gate::Pass { clique: None },
-        node_fault("nvidia-imex exited"),
-    );
-    assert_eq!(prolog_with(&job(true), &steps).code, 1);
-    assert_eq!(steps.in_service.lock().unwrap().len(), 1);
-    assert_eq!(steps.drains().len(), 1);
-    let steps = Prolog::new(Gate::Drain("imex-health: xid gpu0 S: XID 79"), up());
-    assert_eq!(prolog_with(&job(true), &steps).code, 1);
-    assert!(steps.in_service.lock().unwrap().is_empty());
 }
 
 /// An epilog's steps, as a row has them turn out, and what the lifecycle
