@@ -129,6 +129,12 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
   # scontrol would look for a configless controller through DNS.
   local pid i prolog_env=(env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=888888 SLURMD_NODENAME=n1
     SLURM_JOB_NODELIST='n[1-2]' SPANK_IMEX=1 "$C/bin/slurm-imex-prolog")
+  # Waiting for the domain at most the phase's ready_timeout (seconds), the
+  # prolog could give up on its own before it is killed on a busy machine
+  # (the unit's start counts too): here it waits longer than this test can.
+  # reset_nodes restores the phase's config.
+  sed -i 's/^ready_timeout = .*/ready_timeout = "600s"/' "$C/etc-slurm/imex.toml"
+  grep -q '^ready_timeout = "600s"' "$C/etc-slurm/imex.toml" || { fail "imex.toml has no ready_timeout key"; return; }
   if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then
     # A booted node: its systemctl must be in its pid namespace, so nsenter
     # forks; the prolog is nsenter's child. It is mid-start once the unit is up.

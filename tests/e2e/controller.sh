@@ -50,18 +50,38 @@ job_rpcs() { # nodes sbatch-args...
   echo "JOB $id"
 }
 
+# The RPCs slurmd and slurmstepd send slurmctld on their own about a job's
+# life (prolog and epilog done, step and batch script done) and about the
+# node (registration). slurm-imex's hooks run under slurmd but send none of
+# these themselves; their count varies with Slurm's own retries and with a
+# registration that falls into the window on a busy machine (a loaded 24.11
+# CI run counted 14 RPCs for the --imex job and 13 for the plain one, its
+# log not kept), so they are shown but not counted against us.
+DAEMON_RPCS='^(MESSAGE_EPILOG_COMPLETE|REQUEST_COMPLETE_PROLOG|REQUEST_STEP_COMPLETE|REQUEST_COMPLETE_BATCH_SCRIPT|MESSAGE_NODE_REGISTRATION_STATUS|REQUEST_STEP_COMPLETE_AGGR|MESSAGE_COMPOSITE) '
+
+# The RPC types of COUNTS (rpc_counts lines) with more in the second than in
+# the first, as "TYPE plain->imex" words.
+rpcs_above() { # first second
+  join -a2 -e0 -o 0,1.2,2.2 <(grep -v '^JOB' <<<"$1") <(grep -v '^JOB' <<<"$2") |
+    awk '$3 > $2 { printf "%s %s->%s; ", $1, $2, $3 }'
+}
+
 # Print two jobs' RPCs side by side, and hold the --imex job to the plain
-# job's count, with none of the types our hooks' calls would be.
+# job's count of every RPC a client (a command, a library call) sends, with
+# none of the types our hooks' calls would be.
 expect_no_more_rpcs_than_plain() { # label plain-counts imex-counts
   local label=$1 plain=$2 imex=$3
   echo "      $label: RPC type, plain job, --imex job"
   join -a1 -a2 -e0 -o 0,1.2,2.2 <(grep -v '^JOB' <<<"$plain") <(grep -v '^JOB' <<<"$imex") | sed 's/^/        /'
-  local p i
+  local p i pc ic above
   p=$(grep -v '^JOB' <<<"$plain" | rpc_total); i=$(grep -v '^JOB' <<<"$imex" | rpc_total)
-  echo "      $label: plain $p RPCs, --imex $i RPCs"
-  [ "$i" -le "$p" ] || fail "$label: the --imex job made $i RPCs, a plain job $p"
+  pc=$(grep -v '^JOB' <<<"$plain" | grep -Ev "$DAEMON_RPCS" | rpc_total)
+  ic=$(grep -v '^JOB' <<<"$imex" | grep -Ev "$DAEMON_RPCS" | rpc_total)
+  echo "      $label: plain $p RPCs ($pc from clients), --imex $i RPCs ($ic from clients)"
+  above=$(rpcs_above "$(grep -Ev "$DAEMON_RPCS" <<<"$plain")" "$(grep -Ev "$DAEMON_RPCS" <<<"$imex")")
+  [ -z "$above" ] || fail "$label: the --imex job's clients made more RPCs than a plain job's: $above"
   expect_eq "$(grep -E "$HOOK_RPCS" <<<"$imex" | rpc_total)" 0 "$label: node, partition, job or config reads and node updates during the --imex job"
-  [ "$p" -gt 0 ] || fail "$label: sdiag counted no RPC at all for a plain job"
+  [ "$pc" -gt 0 ] || fail "$label: sdiag counted no client RPC at all for a plain job"
 }
 
 # A plain job, then an --imex job of every kind this phase has: per-job and
