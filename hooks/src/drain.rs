@@ -87,22 +87,14 @@ impl DrainAction {
     /// in service, or unchanged.
     pub fn record(&self, node: &mut NodeState, now: i64) {
         match self {
-            // Slurm shows this reason now: whatever the standing held
-            // before (a drain lifted by hand since) is over.
-            DrainAction::Drain {
-                reason,
-                shown: true,
-            } => {
-                node.set_drained(None);
+            DrainAction::Drain { reason, shown } => {
+                if *shown {
+                    // Slurm shows this reason now: whatever the standing
+                    // held before (a drain lifted by hand since) is over.
+                    node.set_drained(None);
+                }
                 node.set_drained(Some(now));
-                node.note_drain_reason(reason, true);
-            }
-            DrainAction::Drain {
-                reason,
-                shown: false,
-            } => {
-                node.set_drained(Some(now));
-                node.note_drain_reason(reason, false);
+                node.note_drain_reason(reason, *shown);
             }
             DrainAction::StillDrained { .. } | DrainAction::AwaitsAdmin { .. } => {
                 node.set_drained(Some(now))
@@ -438,6 +430,16 @@ mod tests {
         Scontrol::of(&cfg.slurm)
     }
 
+    /// One health check on n1 through scontrol SC.
+    fn check_n1(
+        sc: &Scontrol,
+        standing: &NodeState,
+        drain_reason: Option<String>,
+        flags: CheckFlags,
+    ) -> DrainAction {
+        act_on_check(&NodeRead::new(sc, "n1"), standing, drain_reason, flags).unwrap()
+    }
+
     fn calls(dir: &std::path::Path) -> String {
         std::fs::read_to_string(dir.join("calls")).unwrap_or_default()
     }
@@ -520,20 +522,14 @@ mod tests {
         let mut standing = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
         for _ in 0..2 {
             let sc = handle(&cfg);
-            let a = act_on_check(
-                &NodeRead::new(&sc, "n1"),
-                &standing,
-                drain_reason(&findings),
-                WRAPPER,
-            )
-            .unwrap();
+            let a = check_n1(&sc, &standing, drain_reason(&findings), WRAPPER);
             assert!(matches!(a, DrainAction::LeftDrained { .. }), "{a:?}");
             a.record(&mut standing, 200);
         }
         assert!(!calls(d.path()).contains("update"), "{}", calls(d.path()));
         // The finding clears: nothing of the admin's is resumed.
         let sc = handle(&cfg);
-        let a = act_on_check(&NodeRead::new(&sc, "n1"), &standing, None, WRAPPER).unwrap();
+        let a = check_n1(&sc, &standing, None, WRAPPER);
         assert!(!matches!(a, DrainAction::Resumed { .. }), "{a:?}");
         assert!(!calls(d.path()).contains("RESUME"));
     }
@@ -553,7 +549,7 @@ mod tests {
         ));
         // Not read since boot: one read, then the resume.
         let mut standing = NodeState::default();
-        let a = act_on_check(&NodeRead::new(&ours, "n1"), &standing, None, undrain).unwrap();
+        let a = check_n1(&ours, &standing, None, undrain);
         assert_eq!(
             a,
             DrainAction::Resumed {
@@ -585,12 +581,12 @@ mod tests {
         }
         .record(&mut standing, 500);
         assert_eq!(standing.drained_since, Some(400));
-        let a = act_on_check(&NodeRead::new(&ours, "n1"), &standing, None, undrain).unwrap();
+        let a = check_n1(&ours, &standing, None, undrain);
         assert!(matches!(a, DrainAction::Resumed { .. }));
 
         let d = tempfile::tempdir().unwrap();
         let admins = handle(&scontrol(d.path(), "IDLE+DRAIN", "bad fan"));
-        let a = act_on_check(&NodeRead::new(&admins, "n1"), &standing, None, undrain).unwrap();
+        let a = check_n1(&admins, &standing, None, undrain);
         assert_eq!(
             a.describe("n1").unwrap(),
             "n1 left drained: its reason is not ours (bad fan)"
@@ -623,13 +619,7 @@ mod tests {
         assert!(standing.drained_for.is_some() && !standing.reason_shown);
         // The next health check: one read, one update with our reason.
         let sc = handle(&cfg);
-        let a = act_on_check(
-            &NodeRead::new(&sc, "n1"),
-            &standing,
-            None,
-            CheckFlags::default(),
-        )
-        .unwrap();
+        let a = check_n1(&sc, &standing, None, CheckFlags::default());
         assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
         assert_eq!(
             calls(d.path()),
@@ -653,13 +643,7 @@ mod tests {
             .contains("run slurm-imex undrain on n1"));
         let d2 = tempfile::tempdir().unwrap();
         let admin = handle(&scontrol(d2.path(), "IDLE+DRAIN", "bad fan"));
-        let a = act_on_check(
-            &NodeRead::new(&admin, "n1"),
-            &standing_of(&fault),
-            None,
-            CheckFlags::default(),
-        )
-        .unwrap();
+        let a = check_n1(&admin, &standing_of(&fault), None, CheckFlags::default());
         assert!(matches!(a, DrainAction::LeftDrained { .. }), "{a:?}");
         assert!(!calls(d2.path()).contains("update"));
     }
@@ -679,13 +663,7 @@ mod tests {
         let mut standing = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
         let sc = handle(&cfg);
         // The finding stands: our reason replaces Slurm's, once.
-        let a = act_on_check(
-            &NodeRead::new(&sc, "n1"),
-            &standing,
-            drain_reason(&findings),
-            WRAPPER,
-        )
-        .unwrap();
+        let a = check_n1(&sc, &standing, drain_reason(&findings), WRAPPER);
         assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
         assert!(calls(d.path()).contains("State=DRAIN Reason=imex-health: xid: XID 79 (job 7)"));
         a.record(&mut standing, 200);
@@ -697,13 +675,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let idle = handle(&scontrol(d.path(), "IDLE", ""));
         let mut fresh = standing_of(&act(&cfg, "n1", 7, drain_reason(&findings), Hook::Prolog));
-        let a = act_on_check(
-            &NodeRead::new(&idle, "n1"),
-            &fresh,
-            drain_reason(&findings),
-            WRAPPER,
-        )
-        .unwrap();
+        let a = check_n1(&idle, &fresh, drain_reason(&findings), WRAPPER);
         assert!(matches!(a, DrainAction::Drain { shown: true, .. }), "{a:?}");
         // The standing now keeps the check's drain, as Slurm shows it.
         a.record(&mut fresh, 300);
@@ -723,12 +695,13 @@ mod tests {
         assert!(awaits_admin(&standing).is_some());
         let sc = handle(&cfg);
         // The idle node passes: our reason is shown, the node stays drained.
-        let a = act_on_check(&NodeRead::new(&sc, "n1"), &standing, None, WRAPPER).unwrap();
+        let a = check_n1(&sc, &standing, None, WRAPPER);
         assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
         assert!(!calls(d.path()).contains("RESUME"));
         a.record(&mut standing, 200);
-        standing.slurm_read_at = Some(now_s()); // as the check's refresh keeps it
-                                                // Every later check within the hour: nothing asked, nothing resumed.
+        // As the check's refresh keeps it. Every later check within the
+        // hour: nothing asked, nothing resumed.
+        standing.slurm_read_at = Some(now_s());
         let slurm = NodeRead::new(&sc, "n1");
         let a = act_on_check(&slurm, &standing, None, WRAPPER).unwrap();
         assert!(a
@@ -754,7 +727,7 @@ mod tests {
         // ... or lifted by hand: the standing forgets it.
         let d3 = tempfile::tempdir().unwrap();
         let idle = handle(&scontrol(d3.path(), "IDLE", ""));
-        let a = act_on_check(&NodeRead::new(&idle, "n1"), &hour_on, None, WRAPPER).unwrap();
+        let a = check_n1(&idle, &hour_on, None, WRAPPER);
         assert_eq!(a, DrainAction::NotDrained);
         // The admin's undrain lifts it.
         let a = super::undrain(&sc, "n1", &standing).unwrap();
