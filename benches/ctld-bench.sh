@@ -161,7 +161,7 @@ main() {
   "$BIN/slurm-imex" --config "$D/new/imex.toml" topology --map -o "$D/new/imex-racks.toml" || exit 1
   local map_ms=$(( ($(date +%s%N) - t0) / 1000000 )) map_cpu
   map_cpu=$(awk -v t=$(( $(cpu_ticks) - c0 )) -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz}')
-  : > "$D/idle"; local i; for i in $(seq 1 20); do
+  : > "$D/idle"; for _ in $(seq 1 20); do
     t0=$(date +%s%N); sinfo -h -o %D >/dev/null; echo $(( ($(date +%s%N) - t0) / 1000000 )) >> "$D/idle"; sleep 0.1
   done
   echo "ctld-bench: slurmctld $(slurmctld -V | awk '{print $2}') with $((RACKS * 18)) nodes ($RACKS racks of 18, cliques in Extra), no slurmd;"

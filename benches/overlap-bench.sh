@@ -34,11 +34,11 @@ printf 'MODE=slow-start\nDELAY_MS=%d\n' "$DOMAIN_MS" > "$C/nodes/n1/run-imex/fak
 echo "slurm-imex prolog overlap benchmark: nvmlInit $GATE_MS ms, daemon READY after $DOMAIN_MS ms, $ROUNDS rounds, $(nproc) cores"
 
 time_pair() { # label prolog imex(0/1) config [epilog]
-  local label=$1 prolog=$2 imex=$3 config=$4 epilog=${5:-$BIN/slurm-imex-epilog} r job t0 rc
+  local label=$1 prolog=$2 imex=$3 config=$4 epilog=${5:-$BIN/slurm-imex-epilog} job t0 rc
   : > "$C/out/overlap"
-  for r in $(seq 1 "$ROUNDS"); do
+  for _ in $(seq 1 "$ROUNDS"); do
     job=$((800000 + RANDOM))
-    local env=(env -i SLURM_JOB_ID=$job SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_GPUS=0 SLURM_IMEX_CONFIG=$config)
+    local env=(env -i "SLURM_JOB_ID=$job" SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_GPUS=0 "SLURM_IMEX_CONFIG=$config")
     [ "$imex" = 1 ] && env+=(SPANK_IMEX=1)
     t0=$(date +%s%N)
     in_node 1 "${env[@]}" "$prolog" >/dev/null 2>&1; rc=$?

@@ -22,8 +22,8 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 stats() { # prints min/median/p90/max of numbers on stdin
   sort -n | awk '{a[NR]=$1} END {printf "min %s  median %s  p90 %s  max %s  (n=%d)", a[1], a[int((NR+1)/2)], a[int(NR*0.9+0.999)], a[NR], NR}'
 }
-prolog_env() { # job nodelist node
-  echo "SLURM_JOB_ID=$1 SLURMD_NODENAME=$3 SLURM_JOB_NODELIST=$2 SLURM_JOB_UID=0 SPANK_IMEX=1"
+hook_on() { # node job nodelist hook: run a hook on node N with an --imex job's environment
+  in_node "$1" env -i SLURM_JOB_ID="$2" SLURMD_NODENAME="n$1" SLURM_JOB_NODELIST="$3" SLURM_JOB_UID=0 SPANK_IMEX=1 "$4"
 }
 
 [ "$(id -u)" = 0 ] || { echo "must run as root" >&2; exit 1; }
@@ -64,7 +64,7 @@ for r in $(seq 1 "$ROUNDS"); do
   for n in 1 2 3; do : > "$C/nodes/n$n/run-imex/fake-events"; done
   start=$(now_ms)
   for n in 1 2 3; do
-    ( in_node $n env -i $(prolog_env $job 'n[1-3]' n$n) "$C/bin/slurm-imex-prolog" 2>/dev/null; echo "$? $(now_ms)" > "$C/run/bench-n$n" ) &
+    ( hook_on "$n" "$job" 'n[1-3]' "$C/bin/slurm-imex-prolog" 2>/dev/null; echo "$? $(now_ms)" > "$C/run/bench-n$n" ) &
   done
   wait
   ends=(); ok=1
@@ -82,7 +82,7 @@ for r in $(seq 1 "$ROUNDS"); do
   echo $(( last_end - start )) >> /tmp/bench.wall
   e0=$(now_ms)
   for n in 1 2 3; do
-    ( in_node $n env -i $(prolog_env $job 'n[1-3]' n$n) "$C/bin/slurm-imex-epilog" 2>/dev/null || echo "epilog failed" >&2; echo $(( $(now_ms) - e0 )) >> /tmp/bench.epi ) &
+    ( hook_on "$n" "$job" 'n[1-3]' "$C/bin/slurm-imex-epilog" 2>/dev/null || echo "epilog failed" >&2; echo $(( $(now_ms) - e0 )) >> /tmp/bench.epi ) &
   done
   wait
 done

@@ -43,20 +43,20 @@ if [ "$RACKS" = 2 ] && [ "$ONE_DOMAIN" != 1 ]; then
 fi
 echo "slurm-imex rack benchmark: $RACKS rack(s)$([ "$ONE_DOMAIN" = 1 ] && echo ", one domain"), $E2E_NODES namespaced nodes up in $((SECONDS - start)) s, $(sinfo -V), $(nproc) cores, $JOBS jobs per size"
 
-job_is_queued() { squeue -h -j "$1" 2>/dev/null | grep -q .; }
-node_is_idle() { [ "$(sinfo -h -N -n "$1" -o %T | head -1)" = idle ]; }
+job_is_queued() { squeue -h -j "$1" 2>/dev/null | grep . >/dev/null; }
+node_is_idle() { [ "$(sinfo -h -N -n "$1" -o %T | sed -n 1p)" = idle ]; }
 
 failed=0
 for size in $SIZES; do
   : > "$C/out/prolog-$size"; : > "$C/out/ready-$size"
-  for j in $(seq 1 "$JOBS"); do
+  for _ in $(seq 1 "$JOBS"); do
     script=$(mktemp "$C/out/rack.XXXXXX.sh")
     printf '#!/bin/bash\nsrun -N%d true && touch %s/out/started-$SLURM_JOB_ID\nfor i in $(seq 1 600); do [ -e %s/out/release-$SLURM_JOB_ID ] && break; sleep 0.1; done\n' \
       "$size" "$C" "$C" > "$script"
     chmod 755 "$script"
     id=$(as_user sbatch --parsable --imex -N"$size" -o "$C/out/%j.out" -e "$C/out/%j.err" "$script") || { failed=$((failed + 1)); continue; }
     if ! poll_until 60 test -e "$C/out/started-$id"; then
-      echo "job $id ($size nodes) never started: $(cat "$C/out/$id.err" 2>/dev/null | head -2)"; failed=$((failed + 1))
+      echo "job $id ($size nodes) never started: $(cat "$C/out/$id.err" 2>/dev/null | sed -n 1,2p)"; failed=$((failed + 1))
     else
       for rec in "$C"/nodes/n*/run-slurm-imex/jobs/"$id".json; do
         sed -n 's/.*"prolog_ms": \([0-9]*\).*/\1/p' "$rec" >> "$C/out/prolog-$size"

@@ -60,7 +60,7 @@ prolog_ms() { # prolog_ms MAP NODELIST: one prolog's wall time
 echo "slurm-imex rack map benchmark: $(nproc) cores, $(uname -m), $ROUNDS rounds, medians"
 # The baseline: a one-rack map, the job on its 18 nodes.
 printf '[[rack]]\nname = "rack1"\nclique = "%s.1"\nnodes = "gb[000001-000018]"\n' "$UUID" > "$D/one-rack.toml"
-base=$(for r in $(seq "$ROUNDS"); do prolog_ms "$D/one-rack.toml" "gb[000001-000018]" gb000001; done | median)
+base=$(for _ in $(seq "$ROUNDS"); do prolog_ms "$D/one-rack.toml" "gb[000001-000018]" gb000001; done | median)
 if grep -q "rack map" "$D/prolog.err"; then echo "the prolog refused the one-rack map: $(cat "$D/prolog.err")" >&2; exit 1; fi
 printf '%-8s %-40s %s\n' "1 rack" "prolog, job on 18 nodes" "${base} ms"
 echo "         (where it stops: $(tail -1 "$D/prolog.err" | cut -c1-160))"
@@ -68,10 +68,10 @@ echo "         (where it stops: $(tail -1 "$D/prolog.err" | cut -c1-160))"
 for n in $SIZES; do
   fake_scontrol "$n"
   config "$D/imex-racks.toml"
-  fake=$(for r in $(seq "$ROUNDS"); do t=$(date +%s%N); "$D/scontrol" show node -o > /dev/null; ms "$t"; done | median)
+  fake=$(for _ in $(seq "$ROUNDS"); do t=$(date +%s%N); "$D/scontrol" show node -o > /dev/null; ms "$t"; done | median)
   bytes=$("$D/scontrol" show node -o | wc -c)
   walls=(); rss=()
-  for r in $(seq "$ROUNDS"); do
+  for _ in $(seq "$ROUNDS"); do
     rm -f "$D/imex-racks.toml"
     t=$(date +%s%N)
     /usr/bin/time -f %M -o "$D/rss" env -i PATH=/usr/bin:/bin SLURM_IMEX_CONFIG="$D/imex.toml" \
@@ -87,7 +87,7 @@ for n in $SIZES; do
   last=$(( (n + 17) / 18 ))
   first_node=$(( (last - 1) * 18 + 1 ))
   list=$(printf 'gb[%06d-%06d]' "$first_node" "$n")
-  p=$(for r in $(seq "$ROUNDS"); do prolog_ms "$D/imex-racks.toml" "$list" "$(printf gb%06d "$first_node")"; done | median)
+  p=$(for _ in $(seq "$ROUNDS"); do prolog_ms "$D/imex-racks.toml" "$list" "$(printf gb%06d "$first_node")"; done | median)
   if grep -q "rack map" "$D/prolog.err"; then echo "the prolog refused the map: $(cat "$D/prolog.err")" >&2; exit 1; fi
   echo "         (where it stops: $(tail -1 "$D/prolog.err" | cut -c1-160))"
   extra=$((p - base))

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC3043 # local: Debian policy 10.4 allows it in /bin/sh; dash and RHEL's sh (bash) have it
 # maintainer-lib.sh: what installing and removing slurm-imex does to the
 # system beyond its own files, the same in every way it is installed:
 #  * the per-job IMEX port span in net.ipv4.ip_local_reserved_ports, added to

@@ -32,7 +32,7 @@ if [ -n "$cross" ]; then
 else
   out_root=$REPO/target/slurm-plugins
   run() { "$@"; }
-  target_flag=(); release_dir=release; strip_tool=strip
+  target_flag=(); release_dir=release; strip_tool='strip'
   cargo_root=$REPO/target
 fi
 [ $# -gt 0 ] || set -- host

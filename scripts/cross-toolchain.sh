@@ -41,8 +41,8 @@ mirror() { # main|security
   uris=$(awk '/^URIs:/{print $2}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
   [ -n "$uris" ] || uris=$(awk '$1=="deb"{print $2}' /etc/apt/sources.list 2>/dev/null || true)
   case $1 in
-    main) grep -v -- '-security' <<<"$uris" | head -1;;
-    security) grep -- '-security' <<<"$uris" | head -1;;
+    main) grep -v -- '-security' <<<"$uris" | sed -n 1p;;
+    security) grep -- '-security' <<<"$uris" | sed -n 1p;;
   esac
 }
 

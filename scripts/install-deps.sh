@@ -15,15 +15,16 @@ set -euo pipefail
 # binutils-aarch64-linux-gnu for its aarch64-linux-gnu-strip.
 # qemu-user-static and binfmt-support run the arm64 root filesystem's
 # programs (Slurm, our arm64 build) under emulation; file and binutils
-# (readelf) check each artifact's architecture and glibc floor.
+# (readelf) check each artifact's architecture and glibc floor; shellcheck
+# checks every shell file (tests/lint/shell.sh).
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
       strace sqlite3 python3 prometheus-node-exporter prometheus
       equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev gcc make pkg-config xz-utils
-      rpm rpmlint binutils-aarch64-linux-gnu qemu-user-static binfmt-support file)
+      rpm rpmlint binutils-aarch64-linux-gnu qemu-user-static binfmt-support file shellcheck)
 missing=()
 for p in "${need[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}"

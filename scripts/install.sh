@@ -32,7 +32,7 @@
 # manifest that root owns, in directories only root can change.
 set -euo pipefail
 PAYLOAD=$(cd "$(dirname "$0")" && pwd)
-slurm_prefix= prefix=/usr/local sysconfdir= plugin_dir= plugstack= dry_run=0 uninstall=0
+slurm_prefix='' prefix=/usr/local sysconfdir='' plugin_dir='' plugstack='' dry_run=0 uninstall=0
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-0}"; }

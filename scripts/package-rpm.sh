@@ -48,7 +48,7 @@ done
 runner=target/release/slurm-imex; [ -x "$runner" ] || runner=$bindir/slurm-imex
 # The target's strip: this machine's for its own architecture, else
 # <arch>-linux-gnu-strip (Debian: binutils-aarch64-linux-gnu).
-strip_tool=strip
+strip_tool='strip'
 [ "$arch" = "$(uname -m)" ] || strip_tool=$arch-linux-gnu-strip
 command -v "$strip_tool" >/dev/null || die "$strip_tool is missing (apt-get install binutils-$arch-linux-gnu)"
 

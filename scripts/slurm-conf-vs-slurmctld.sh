@@ -49,10 +49,10 @@ case_() { # case_ LABEL TEXT [INCLUDE_NAME INCLUDE_TEXT]
     timeout 40 slurmctld -D -c -f '$d/slurm.conf' > '$d/ctld.out' 2>&1 &
     for i in \$(seq 1 120); do SLURM_CONF='$d/slurm.conf' scontrol show config > '$d/show' 2>'$d/show.err' && break; kill -0 \$! 2>/dev/null || break; sleep 0.25; done
     kill %1 2>/dev/null; wait 2>/dev/null
-    grep -o 'Resetting MaxJobCount from [0-9]* to [0-9]*' '$d/ctld.out' | head -1 | tr '\n' ';'
+    grep -o 'Resetting MaxJobCount from [0-9]* to [0-9]*' '$d/ctld.out' | sed -n 1p | tr '\n' ';'
     if [ -s '$d/show' ]; then grep -E '^(FirstJobId|MaxJobId|SwitchType) ' '$d/show' | tr -s ' ' | tr '\n' ';'
     elif grep -q 'Running as primary controller' '$d/ctld.out'; then echo -n \"started (scontrol: \$(head -c 150 '$d/show.err'))\"
-    else echo -n 'REFUSED: '; grep -E 'fatal|error' '$d/ctld.out' '$d/slurmctld.log' 2>/dev/null | grep -v 'Unable to open\|Address already' | head -2 | sed 's/^[^:]*://' | tr '\n' ' '; fi")
+    else echo -n 'REFUSED: '; grep -E 'fatal|error' '$d/ctld.out' '$d/slurmctld.log' 2>/dev/null | grep -v 'Unable to open\|Address already' | sed -n 1,2p | sed 's/^[^:]*://' | tr '\n' ' '; fi")
   local ours
   ours=$(env -i PATH=/usr/bin:/bin "$CLI" --config "$d/imex.toml" doctor --cluster 2>&1 | grep -E '^(PASS|WARN|FAIL) +(switch|rack-channels)' | sed 's/  */ /g' | tr '\n' ';')
   printf '### %s\n```\n%s```\n- scontrol show config: %s\n- slurm-imex reads:     %s\n\n' "$1" "$(printf '%b' "$2" | sed 's/\t/<TAB>/g')$([ $# -ge 4 ] && printf '\n# %s:\n%s' "$3" "$(printf '%b' "$4")")

@@ -28,7 +28,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 vendor=${SLURM_IMEX_VENDOR:-$REPO/../shared/vendor}
 cache=${SLURM_IMEX_PREFIX_CACHE:-/var/cache/slurm-imex/prefix}
-release= layout=prefix
+release='' layout=prefix
 while [ $# -gt 0 ]; do
   case $1 in
     --layout) layout=${2:?--layout needs prefix or rhel}; shift 2;;
@@ -61,7 +61,7 @@ esac
 # The source tarball of the release: the vendored snapshot, its checksum
 # checked.
 tarball_of() {
-  local file; file=$(cd "$vendor/slurm" 2>/dev/null && ls slurm-"$release"*.tar.xz 2>/dev/null | head -1 || true)
+  local file; file=$(cd "$vendor/slurm" 2>/dev/null && ls slurm-"$release"*.tar.xz 2>/dev/null | sed -n 1p || true)
   if [ -z "$file" ]; then
     echo "slurm-prefix: no source snapshot of Slurm $release in $vendor/slurm (set SLURM_IMEX_VENDOR)" >&2
     exit 3
@@ -92,7 +92,7 @@ build=$cache/build-$version-$layout
 rm -rf "$build" "$tree"
 mkdir -p "$build"
 tar -xf "$tarball" -C "$build"
-src=$(find "$build" -mindepth 1 -maxdepth 1 -type d | head -1)
+src=$(find "$build" -mindepth 1 -maxdepth 1 -type d | sed -n 1p)
 start=$SECONDS
 echo "slurm-prefix: building $name ($layout layout; log: $log)" >&2
 # shellcheck disable=SC2086

@@ -78,7 +78,7 @@ YML
 }
 
 prometheus_query() { curl -sf --max-time 5 "http://127.0.0.1:$PROM_PORT/api/v1/query" --data-urlencode "query=$1"; }
-prometheus_has_targets_up() { prometheus_query 'sum(up)' | grep -q "\"$E2E_NODES\"\]"; }
+prometheus_has_targets_up() { prometheus_query 'sum(up)' | grep "\"$E2E_NODES\"\]" >/dev/null; }
 
 test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forget_it() {
   id "$SECOND_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$SECOND_USER"
@@ -88,7 +88,7 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   local id out json n=$E2E_NODES
   # Every node (4), one IMEX domain; gpu0 of n1 busy at 70 %, every other
   # GPU held but idle; an application XID on n2 while it runs.
-  id=$(submit -N"$n" --imex "srun -N1 -w n1 $C/bin/fake-gpu-job --gpu 0 --util 70 --memory-mib 2048 --seconds 1; $started_marker; $hold_until_released") ||
+  id=$(submit -N"$n" --imex "srun -N1 -w n1 $C/bin/fake-gpu-job --gpu 0 --util 70 --memory-mib 2048 --seconds 1; $STARTED_MARKER; $HOLD_UNTIL_RELEASED") ||
     { fail "sbatch"; return; }
   wait_started "$id" || { fail "job $id never started"; return; }
   kmsg_append 2 "NVRM: Xid (PCI:0000:1b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception"
@@ -154,8 +154,8 @@ test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forge
   expect_eq "$(rpc_total <<<"$rpcs")" 0 "slurm-imex job asks slurmctld nothing"
 }
 
-sacct_has_ended() { sacct -X -n -P -j "$1" --format=State,End,NodeList | grep -q "^COMPLETED|2.*|n\\[1-$E2E_NODES\\]\$"; }
-prometheus_knows_job() { prometheus_query "count(slurm_imex_job_node_info{jobid=\"$1\"})" | grep -q "\"$E2E_NODES\"\]"; }
+sacct_has_ended() { sacct -X -n -P -j "$1" --format=State,End,NodeList | grep "^COMPLETED|2.*|n\\[1-$E2E_NODES\\]\$" >/dev/null; }
+prometheus_knows_job() { prometheus_query "count(slurm_imex_job_node_info{jobid=\"$1\"})" | grep "\"$E2E_NODES\"\]" >/dev/null; }
 
 accounting_down() {
   local f

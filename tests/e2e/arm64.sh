@@ -34,7 +34,7 @@ arm64_start() { # plugin-source...
 # stopped, and the arm64 steps fail, naming why, while the rest go on.
 arm64_wait() {
   wait_bounded "${E2E_BUILD_WAIT:-3600}" "the arm64 build" "$ARM64_BUILD_PID" &&
-    grep -qx done "$LOGS/arm64-build.log" || {
+    grep -qx 'done' "$LOGS/arm64-build.log" || {
     echo "versions: the arm64 build failed or did not finish; last lines of $LOGS/arm64-build.log:" >&2
     tail -5 "$LOGS/arm64-build.log" >&2; return 1; }
   sed 's/^/   /' "$LOGS/arm64-build.log" | grep -v 'done$'
@@ -43,6 +43,7 @@ arm64_wait() {
 # The arm64 plugins for the Slurms whose headers are given (build-plugins.sh's
 # sources; none: those built so far), then the arm64 .debs and the
 # aarch64-linux tarball of every arm64 plugin built.
+# shellcheck disable=SC2120 # versions.sh passes the sources; arm64_phases none
 arm64_artifacts() { # plugin-source...
   local t=$SECONDS
   if [ $# -gt 0 ]; then

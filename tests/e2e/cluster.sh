@@ -39,7 +39,7 @@ E2E_SWITCH=${E2E_SWITCH:-0}
 E2E_TOPOLOGY=${E2E_TOPOLOGY:-}
 # Debian's Slurm's PluginDir on this machine's (or rootfs's) architecture:
 # where its own plugins are (aarch64-linux-gnu in the arm64 rootfs).
-PLUGIN_DIR=$(dpkg-query -L slurm-wlm-basic-plugins 2>/dev/null | grep '/slurm-wlm/[^/]*\.so$' | head -1)
+PLUGIN_DIR=$(dpkg-query -L slurm-wlm-basic-plugins 2>/dev/null | grep '/slurm-wlm/[^/]*\.so$' | sed -n 1p)
 PLUGIN_DIR=${PLUGIN_DIR%/*}
 PLUGIN_DIR=${PLUGIN_DIR:-/usr/lib/$(uname -m)-linux-gnu/slurm-wlm}
 REPO=${REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -183,7 +183,7 @@ rpm_install() {
 rpm_for_this_slurm() {
   local mm rpm=${E2E_RPM:-}
   mm=$(slurmctld -V | awk '{print $2}'); mm=${mm%.*}
-  [ -n "$rpm" ] || rpm=$(ls "$REPO"/target/rpm/slurm-imex-*-1.slurm"$mm.$(uname -m)".rpm 2>/dev/null | head -1)
+  [ -n "$rpm" ] || rpm=$(ls "$REPO"/target/rpm/slurm-imex-*-1.slurm"$mm.$(uname -m)".rpm 2>/dev/null | sed -n 1p)
   [ -f "$rpm" ] || { echo "cluster_install: no RPM for Slurm $mm (set E2E_RPM, or run scripts/package-rpm.sh)" >&2; return 1; }
   echo "$rpm"
 }
@@ -613,7 +613,7 @@ UNIT
 # The child of nspawn PID that runs systemd, in $init (the caller's local).
 systemd_child_of() {
   local c
-  init=$(for c in $(pgrep -P "$1"); do [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && echo "$c"; done | head -1)
+  init=$(for c in $(pgrep -P "$1"); do [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && echo "$c"; done | sed -n 1p)
   [ -n "$init" ]
 }
 

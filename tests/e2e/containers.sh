@@ -75,7 +75,7 @@ set_restricted_dev() { # yes | no
   if [ "$1" = yes ]; then echo "ENROOT_RESTRICT_DEV y" > "$f"; else rm -f "$f"; fi
 }
 set_shipped_fstab() { # yes | no
-  local f=$C/etc-enroot/mounts.d/$(basename "$SHIPPED_FSTAB")
+  local f; f=$C/etc-enroot/mounts.d/$(basename "$SHIPPED_FSTAB")
   if [ "$1" = yes ]; then install -m 644 "$SHIPPED_FSTAB" "$f"; else rm -f "$f"; fi
 }
 

@@ -23,7 +23,7 @@ HOOK_RPCS='^(REQUEST_NODE_INFO|REQUEST_NODE_INFO_SINGLE|REQUEST_PARTITION_INFO|R
 # Wait, without asking Slurm, until job ID's epilogs are over on nodes
 # n1..nN: each node's database holds the job's row (written at the end of
 # the epilog), no epilog runs any more, and slurmd has had time to report.
-job_is_recorded() { cli "$1" --json history --job "$2" 2>/dev/null | grep -q "\"job_id\": $2"; }
+job_is_recorded() { cli "$1" --json history --job "$2" 2>/dev/null | grep "\"job_id\": $2" >/dev/null; }
 wait_recorded_quietly() { # id nodes
   local id=$1 n=$2 i
   for i in $(seq 1 "$n"); do
@@ -144,8 +144,8 @@ test_a_slow_controller_changes_no_rack() {
     [ "$source" = map ] && sed -i 's/^topology = .*/topology = "none"/' "$C/etc-slurm/imex.toml"
     start=$SECONDS
     id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
     wait_started "$id" || fail "job $id never started its step"
     expect_rack_nodes_configs
     release "$id"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Fault figures on the real multi-node Slurm (E2E_PHASE=faults, sourced by
 # run.sh): kill -9 of the --imex prolog after each file or state change,
 # 64 concurrent prolog+epilog pairs on one node, the job database on a full,
@@ -25,8 +26,10 @@ PROBE
   chmod 755 "$C/bin/try-open"
 }
 
-imex_env() { # job nodelist -> env -i arguments of an --imex job on n1
-  echo "env -i SLURM_JOB_ID=$1 SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=$2 SLURM_JOB_USER=$TEST_USER SPANK_IMEX=1 SLURM_JOB_GPUS=0 SLURM_CONF=$SLURM_CONF"
+in_imex_job_on_n1() { # job nodelist command... : run on n1 with an --imex job's hook environment
+  local job=$1 list=$2; shift 2
+  in_node 1 env -i SLURM_JOB_ID="$job" SLURMD_NODENAME=n1 SLURM_JOB_NODELIST="$list" SLURM_JOB_USER="$TEST_USER" \
+    SPANK_IMEX=1 SLURM_JOB_GPUS=0 SLURM_CONF="$SLURM_CONF" "$@"
 }
 
 # Nothing of job $2 is left on node $1: files, records, and no daemon
@@ -49,18 +52,18 @@ test_prolog_kill_9_at_every_state_change() {
   for sc in rename renameat renameat2 fsync unlink unlinkat mkdir fchmod fchmodat flock kill clone clone3 write; do
     for n in $(seq 1 8); do
       job=$((job + 1))
-      in_node 1 $(imex_env "$job" n1) strace -o /dev/null -qq \
+      in_imex_job_on_n1 "$job" n1 strace -o /dev/null -qq \
         -e trace="$sc" -e inject="$sc:signal=KILL:when=$n" "$C/bin/slurm-imex-prolog" >/dev/null 2>&1
       rc=$?
       if [ "$rc" != 137 ]; then
         # The prolog made fewer than $n such calls and finished.
-        in_node 1 $(imex_env "$job" n1) "$C/bin/slurm-imex-epilog" >/dev/null 2>&1
+        in_imex_job_on_n1 "$job" n1 "$C/bin/slurm-imex-epilog" >/dev/null 2>&1
         break
       fi
       [ "$n" = 1 ] && per+=("$sc")
       per[${#per[@]}-1]="$sc:$n"
       points=$((points + 1))
-      out=$(in_node 1 $(imex_env "$job" n1) "$C/bin/slurm-imex-epilog" 2>&1)
+      out=$(in_imex_job_on_n1 "$job" n1 "$C/bin/slurm-imex-epilog" 2>&1)
       rc=$?
       [ "$rc" = 0 ] || { fail "epilog after kill at $sc #$n: rc $rc: $out"; continue; }
       local before=$CURRENT_OK
@@ -137,7 +140,7 @@ test_second_user_cannot_open_the_channel() {
   install_open_probe
   id "$SECOND_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$SECOND_USER"
   local a b ch dev pid out
-  a=$(submit -N1 -w n1 -p shared --imex "srun bash -c 'echo \$\$ > $C/out/task-\$SLURM_JOB_ID.pid; $C/bin/try-open /dev/nvidia-caps-imex-channels/channel\$SLURM_IMEX_CHANNEL > $C/out/own-\$SLURM_JOB_ID.txt; $started_marker; $hold_until_released'") \
+  a=$(submit -N1 -w n1 -p shared --imex "srun bash -c 'echo \$\$ > $C/out/task-\$SLURM_JOB_ID.pid; $C/bin/try-open /dev/nvidia-caps-imex-channels/channel\$SLURM_IMEX_CHANNEL > $C/out/own-\$SLURM_JOB_ID.txt; $STARTED_MARKER; $HOLD_UNTIL_RELEASED'") \
     || { fail "sbatch A"; return; }
   wait_started "$a" || { fail "job $a never started"; return; }
   ch=$(channel_for "$a"); dev=/dev/nvidia-caps-imex-channels/channel$ch

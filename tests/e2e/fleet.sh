@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Fleet-wide health (E2E_PHASE=fleet, sourced by run.sh; host only, needs
 # prometheus-node-exporter, promtool and python3): the Prometheus textfile
 # the epilog and `slurm-imex check` write, scraped through the real
@@ -12,11 +13,11 @@ test_node_exporter_serves_what_the_cli_reports() {
   id=$(submit -N1 -w n1 "srun true") || { fail "sbatch"; return; }
   expect_eq "$(wait_done "$id")" COMPLETED "job $id"
   wait_node_free n1
-  id=$(submit -N1 -w n1 "srun true; $started_marker; $hold_until_released") || { fail "sbatch"; return; }
+  id=$(submit -N1 -w n1 "srun true; $STARTED_MARKER; $HOLD_UNTIL_RELEASED") || { fail "sbatch"; return; }
   wait_started "$id" || fail "job $id never started"
   kmsg_append 1 "NVRM: Xid (PCI:0000:1b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception"
   release "$id"; wait_done "$id" >/dev/null; wait_node_free n1
-  id=$(submit -N1 -w n1 "srun true; $started_marker; $hold_until_released") || { fail "sbatch"; return; }
+  id=$(submit -N1 -w n1 "srun true; $STARTED_MARKER; $HOLD_UNTIL_RELEASED") || { fail "sbatch"; return; }
   wait_started "$id" || fail "job $id never started"
   kmsg_append 1 "NVRM: Xid (PCI:0000:1a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
   release "$id"; wait_done "$id" >/dev/null; wait_node_free n1
@@ -29,7 +30,7 @@ test_node_exporter_serves_what_the_cli_reports() {
   prometheus-node-exporter --web.listen-address="127.0.0.1:$NODE_EXPORTER_PORT" \
     --collector.disable-defaults --collector.textfile \
     --collector.textfile.directory="$C/nodes/n1/hw/textfile" > "$C/out/node-exporter.log" 2>&1 &
-  local ne=$! i
+  local ne=$!
   wait_until 5 "node_exporter to serve /metrics" python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$NODE_EXPORTER_PORT/metrics', timeout=1)" 2>/dev/null
   cli 1 --json gpus > "$C/out/gpus.json"
   out=$(python3 "$REPO/tests/e2e/metrics-compare.py" "http://127.0.0.1:$NODE_EXPORTER_PORT/metrics" "$C/out/gpus.json" 2>&1)

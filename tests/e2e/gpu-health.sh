@@ -27,7 +27,7 @@ test_gpu_history_recorded_on_every_node() {
 
 test_pending_row_remap_drains_with_our_reason_and_requeues() {
   write_scenario 2 "1:remap_pending = true"
-  local id i s
+  local id i
   id=$(submit -N3 "srun -N3 true") || { fail "sbatch failed"; return; }
   wait_until 20 "n2 to drain" node_is_drained n2
   case "$(node_state n2)" in drain*) ;; *) fail "n2 not drained: $(node_state n2)";; esac
@@ -71,7 +71,7 @@ test_xid_79_before_a_job_drains_the_node() {
 
 test_xid_during_job_is_recorded_with_its_class() {
   local id out
-  id=$(submit -N1 -w n1 "srun true; $started_marker; $hold_until_released") || { fail "sbatch failed"; return; }
+  id=$(submit -N1 -w n1 "srun true; $STARTED_MARKER; $HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started"
   kmsg_append 1 "NVRM: Xid (PCI:0000:1b:00): 13, pid=4242, name=python3, Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0): Out Of Range Address"
   release "$id"
@@ -87,7 +87,7 @@ test_xid_during_job_is_recorded_with_its_class() {
 }
 
 test_64_concurrent_epilogs_lose_no_rows() {
-  local j envs
+  local j
   for j in $(seq 1 64); do
     in_node 1 env -i SLURM_CONF="$SLURM_CONF" SLURM_JOB_ID=$((60000 + j)) SLURMD_NODENAME=n1 SLURM_JOB_NODELIST=n1 SLURM_JOB_USER=load \
       SLURM_JOB_GPUS=$((j % E2E_GPUS)) "$C/bin/slurm-imex-prolog" 2>/dev/null || fail "prolog $j"

@@ -25,8 +25,8 @@ test_plugin_is_accepted_by_this_slurm() {
 test_imex_job_gets_private_channel_and_domain() {
   local id
   id=$(submit -N3 --imex "srun -N3 --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started its step"
   local ch; ch=$(channel_for "$id")
   # While the job runs: identical nodes_config with exactly the job's 3 addresses, domain UP.
@@ -96,7 +96,7 @@ test_srun_imex_inside_salloc() {
 
 test_second_imex_job_on_busy_node_is_refused() {
   local a b
-  a=$(submit -p shared -w n1 -N1 -n1 --imex "srun true; $started_marker; $hold_until_released; srun true && echo A-OK") || { fail "sbatch A"; return; }
+  a=$(submit -p shared -w n1 -N1 -n1 --imex "srun true; $STARTED_MARKER; $HOLD_UNTIL_RELEASED; srun true && echo A-OK") || { fail "sbatch A"; return; }
   wait_started "$a" || fail "job A never started its step"
   b=$(submit -p shared -w n1 -N1 -n1 --imex "echo SHOULD-NOT-RUN") || { fail "sbatch B"; return; }
   expect_eq "$(wait_done "$b" 60)" FAILED "job B final state"

@@ -7,6 +7,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/assert.sh"
 # One test: reset_nodes first, and a dump of the cluster when it fails,
 # unless the phase's cluster is down already (CLUSTER_IS_DOWN=1, run.sh).
 run_test() {
+  # shellcheck disable=SC2034 # the test a failed assertion belongs to, for the runner
   CURRENT_TEST=$1
   CURRENT_OK=1
   echo "--- $1"
@@ -36,7 +37,7 @@ dump_cluster_state() {
   done
 }
 
-job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+job_field() { scontrol show job -o "$1" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$2=//p" | sed -n 1p; }
 job_state() { job_field "$1" JobState; }
 
 # Wait until the job reaches one of the given states; prints the state it
@@ -56,8 +57,8 @@ job_state_is() { # id state...
 }
 wait_done() { wait_job "$1" "${2:-60}" COMPLETED FAILED CANCELLED TIMEOUT NODE_FAIL OUT_OF_MEMORY BOOT_FAIL DEADLINE PREEMPTED; }
 
-node_state() { sinfo -h -N -n "$1" -o %T | head -1; }
-node_reason() { scontrol show node "$1" | sed -n 's/.*Reason=\(.*\)/\1/p' | head -1; }
+node_state() { sinfo -h -N -n "$1" -o %T | sed -n 1p; }
+node_reason() { scontrol show node "$1" | sed -n 's/.*Reason=\(.*\)/\1/p' | sed -n 1p; }
 
 node_is_free() { case "$(node_state "$1")" in idle|drained|down|"drained*"|"down*") return 0;; esac; return 1; }
 node_is_drained() { case "$(node_state "$1")" in drain*) return 0;; esac; return 1; }
@@ -114,6 +115,7 @@ json_count() { grep -o "$1" | wc -l; }
 
 # Jobs as the test user. The script every test task runs prints one line of
 # facts (cluster.sh).
+# shellcheck disable=SC2034 # read by the feature files run.sh sources after this one
 REPORT=$C/bin/imex-report
 submit() { # extra sbatch args..., last arg is the script body
   local body=${*: -1}
@@ -124,11 +126,13 @@ submit() { # extra sbatch args..., last arg is the script body
   as_user sbatch --parsable -o "$C/out/%j.out" -e "$C/out/%j.err" "${args[@]}" "$script"
 }
 # A job script line that holds the job until the test calls release.
-hold_until_released='for i in $(seq 1 600); do [ -e '"$C"'/out/release-$SLURM_JOB_ID ] && break; sleep 0.1; done'
+# shellcheck disable=SC2034 # read by the feature files run.sh sources after this one
+HOLD_UNTIL_RELEASED='for i in $(seq 1 600); do [ -e '"$C"'/out/release-$SLURM_JOB_ID ] && break; sleep 0.1; done'
 release() { touch "$C/out/release-$1"; }
 # Slurm marks a job RUNNING at allocation while prologs may still run on
 # other nodes; a step (srun) starts only once every prolog is done. Test jobs
 # touch this marker after their first step.
-started_marker='touch '"$C"'/out/started-$SLURM_JOB_ID'
+# shellcheck disable=SC2034 # read by the feature files run.sh sources after this one
+STARTED_MARKER='touch '"$C"'/out/started-$SLURM_JOB_ID'
 # Quiet: every caller fails the test in its own words.
 wait_started() { poll_until 30 test -e "$C/out/started-$1"; }

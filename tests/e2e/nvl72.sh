@@ -5,8 +5,8 @@
 test_rack_of_18_nodes_forms_one_domain() {
   local id i n=$E2E_NODES
   id=$(submit -N"$n" --imex "srun -N$n --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   wait_started "$id" || { fail "job $id never started its step"; return; }
   local ch; ch=$(channel_for "$id") ms=()
   for i in $(seq 1 "$n"); do

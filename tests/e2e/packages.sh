@@ -52,7 +52,7 @@ test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
   done
   expect_eq "$(stat -c '%a %U' "$root/var/lib/slurm-imex")" "700 root" "state directory mode and owner"
   expect_contains "$(cat "$root/var/lib/dpkg/info/slurm-imex.conffiles")" "/etc/slurm/imex.toml" "imex.toml is a conffile"
-  expect_eq "$(in_rootfs_own_net "$root" slurm-imex --help 2>&1 | head -1 | grep -c .)" 1 "installed CLI runs"
+  expect_eq "$(in_rootfs_own_net "$root" slurm-imex --help 2>&1 | sed -n 1p | grep -c .)" 1 "installed CLI runs"
   # Nothing is enabled behind the admin's back.
   expect_not_contains "$(cat "$root"/etc/slurm/plugstack.conf "$root"/etc/slurm/plugstack.conf.d/* 2>/dev/null)" "spank_imex" "plugin not enabled by the package"
   out=$(in_rootfs_own_net "$root" dpkg --purge slurm-imex 2>&1) || { fail "dpkg --purge: $out"; return; }

@@ -7,6 +7,7 @@
 # systemd.sh, prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks
 # the phases per Slurm.
 
+# shellcheck disable=SC2034 # read by run.sh, which sources this file
 PHASES="base switch topology segments faults fleet accounting rack containers upgrade systemd"
 
 # The cluster a phase needs, exported before cluster.sh is sourced.

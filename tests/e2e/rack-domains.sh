@@ -24,8 +24,8 @@ test_rack_wide_domains_outlive_jobs_and_share_a_node_by_channel() {
   # Two jobs on one node at once (the shared partition): one daemon, two channels.
   local a b
   a=$(submit -p shared -n1 -w n1 --imex "srun -n1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch a failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch a failed"; return; }
   wait_started "$a" || fail "job $a never started its step"
   b=$(submit -p shared -n1 -w n1 --imex "srun -n1 $REPORT") || { fail "sbatch b failed"; return; }
   expect_eq "$(wait_done "$b")" COMPLETED "job $b, beside job $a on n1"
@@ -91,8 +91,8 @@ test_rack_wide_channels_never_collide() {
   sed -i 's/^channel_count = .*/channel_count = 2048/' "$C/etc-slurm/imex.toml"
   local a b
   a=$(submit -p shared -n1 -w n1 --imex "srun -n1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch a"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch a"; return; }
   wait_started "$a" || fail "job $a never started its step"
   b=$(submit -p shared -n1 -w n2 --imex "srun -n1 $REPORT") || { fail "sbatch b"; release "$a"; return; }
   expect_eq "$(wait_done "$b")" COMPLETED "job $b beside job $a in rack b1"

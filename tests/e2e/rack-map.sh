@@ -28,8 +28,8 @@ test_rack_map_splits_a_job_without_a_topology_file() {
   expect_contains "$(cat "$C/etc-slurm/imex-racks.toml")" "nodes = \"n[3-4]\"" "the map holds the second rack"
   local id i want line out
   id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started its step"
   expect_rack_nodes_configs
   release "$id"

@@ -104,7 +104,7 @@ e2e_listeners() { # port...
   ss -ltnpH 2>/dev/null | while read -r line; do
     port=$(awk '{print $4}' <<<"$line"); port=${port##*:}
     [[ "$want" == *" $port "* ]] || [ "$want" = "  " ] || continue
-    pid=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' <<<"$line" | head -1)
+    pid=$(sed -n 's/.*pid=\([0-9]*\).*/\1/p' <<<"$line" | sed -n 1p)
     echo "$port $pid"
   done
 }
@@ -115,7 +115,8 @@ e2e_listeners() { # port...
 # something listened.
 e2e_ports_free() { # who [netns-path]
   local who=$1 ns=${2:-} port pid found=0 where="the host's network namespace"
-  local -a enter=() ports=($E2E_HOST_PORTS)
+  local -a enter=() ports
+  read -ra ports <<<"$E2E_HOST_PORTS"
   if [ -n "$ns" ]; then enter=(nsenter --net="$ns" --); ports=(); where=${ns##*/}; fi
   while read -r port pid; do
     [ -n "$port" ] || continue

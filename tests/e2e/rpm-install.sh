@@ -44,7 +44,7 @@ test_rpm_installs_where_this_slurm_looks_and_verifies() {
 test_rpm_erase_names_slurms_lines_first_and_keeps_only_an_edited_config() {
   local out rc edited slurm_plugins f left="" prolog_line
   edited=$(cat /etc/slurm/imex.toml)
-  slurm_plugins=$(ls /usr/lib64/slurm | grep -vx spank_imex.so)
+  slurm_plugins=$(find /usr/lib64/slurm -mindepth 1 -maxdepth 1 ! -name spank_imex.so -printf '%f\n' | sort)
   prolog_line=$(grep -n '^Prolog=' /etc/slurm/slurm.conf | cut -d: -f1)
   out=$(e2e_rpm -e slurm-imex); rc=$?
   expect_eq "$rc" 0 "rpm -e: $out"

@@ -17,6 +17,7 @@ source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
 for feature in jobs blame doctor prefix-install rpm-install gpu-health switch topology rack-map rack-domains \
   controller segments faults fleet accounting nvl72 containers upgrade systemd; do
+  # shellcheck disable=SC1090 # the feature files, each checked on its own
   source "$HERE/$feature.sh"
 done
 
@@ -70,6 +71,7 @@ main() {
   run_phase_tests phase_tests
   CLUSTER_STARTED=0
   cluster_down || { FAILED=$((FAILED + 1)); FAILED_NAMES+=(cluster_down_leftovers); }
+  # shellcheck disable=SC2034 # read by run_test (lib.sh)
   CLUSTER_IS_DOWN=1
   run_phase_tests phase_tests_after_down
   echo "e2e run time: $((SECONDS - t0)) s"

@@ -21,8 +21,8 @@ srun -N4 --ntasks-per-node=1 $REPORT") || { fail "$label: sbatch failed"; return
   expect_eq "$(wait_done "$id")" COMPLETED "$label: job $id final state"
   out=$(cat "$C/out/$id.out" "$C/out/$id.err")
   expect_eq "$(grep -c '^NODE=' <<<"$out")" 9 "$label: the batch step and two srun steps on four nodes: $out"
-  ch1=$(grep '^NODE=n1 ' <<<"$out" | grep -v STEP=batch | head -1 | sed -n 's/.* CH=\([^ ]*\) .*/\1/p')
-  ch3=$(grep '^NODE=n3 ' <<<"$out" | head -1 | sed -n 's/.* CH=\([^ ]*\) .*/\1/p')
+  ch1=$(grep '^NODE=n1 ' <<<"$out" | grep -v STEP=batch | sed -n 1p | sed -n 's/.* CH=\([^ ]*\) .*/\1/p')
+  ch3=$(grep '^NODE=n3 ' <<<"$out" | sed -n 1p | sed -n 's/.* CH=\([^ ]*\) .*/\1/p')
   case "$ch1$ch3" in *none*|"") fail "$label: a segment got no channel: $out"; return;; esac
   [ "$ch1" != "$ch3" ] || fail "$label: both segments got channel $ch1"
   for i in 1 2 3 4; do

@@ -11,8 +11,8 @@ test_switch_imex_job_gets_slurms_channel_for_its_user() {
   id=$(submit -N3 --imex "$REPORT
 srun -N3 --ntasks-per-node=1 $REPORT
 srun -N3 --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started its step"
   local i; for i in 1 2 3; do
     expect_contains "$(in_node "$i" "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)" '"status":"UP"' "n$i domain UP beside the switch plugin"

@@ -18,8 +18,8 @@ test_systemd_starts_the_unit_on_the_job_config_and_stops_it() {
   expect_contains "$(cli 1 doctor 2>&1)" "PASS  systemd         nvidia-imex.service starts the daemon with -c /run/slurm-imex/nvidia-imex.cfg, no start limit" \
     "doctor: the unit runs the per-job config, start limit off"
   id=$(submit -N2 --imex "srun -N2 true
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   wait_started "$id" || { fail "job $id never started"; return; }
   port=$((33792 + id % 16384))
   for i in 1 2; do

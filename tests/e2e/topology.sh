@@ -45,8 +45,8 @@ expect_rack_nodes_configs() {
 test_imex_job_across_two_blocks_forms_one_domain_per_block() {
   local id
   id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released") || { fail "sbatch failed"; return; }
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   wait_started "$id" || fail "job $id never started its step"
   local ch; ch=$(channel_for "$id")
   expect_rack_nodes_configs
@@ -87,12 +87,12 @@ test_peer_fault_in_one_rack_names_the_peer_and_its_rack_and_drains_nothing() {
   expect_nodes_up_and_idle
 }
 
-slurm_topology_holds() { scontrol show topology 2>&1 | grep -q "$1"; }
+slurm_topology_holds() { scontrol show topology 2>&1 | grep "$1" >/dev/null; }
 
 test_slurm_accepts_the_topology_the_fabric_describes() {
   publish_cliques
   local f ext out
-  f=$(ls "$C"/etc-slurm/topology.yaml "$C"/etc-slurm/topology.conf 2>/dev/null | head -1)
+  f=$(ls "$C"/etc-slurm/topology.yaml "$C"/etc-slurm/topology.conf 2>/dev/null | sed -n 1p)
   ext=${f##*.}
   cp "$f" "$C/out/topology.saved"
   if [ "$ext" = yaml ]; then cli 1 topology --yaml > "$f.new"; else cli 1 topology > "$f.new"; fi

@@ -20,8 +20,8 @@ test_upgrade_with_a_running_imex_job() {
   echo "# edited by the admin before the upgrade" >> /etc/slurm/imex.toml
   # The job that keeps running through the upgrade.
   id=$(submit -N2 --imex "srun -N2 --ntasks-per-node=1 $REPORT
-$started_marker
-$hold_until_released
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED
 srun -N2 --ntasks-per-node=1 $REPORT") || { fail "sbatch --imex failed"; return; }
   wait_started "$id" || { fail "job $id never started"; return; }
   ch=$(channel_for "$id")

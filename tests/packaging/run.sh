@@ -10,7 +10,7 @@
 #   bash tests/packaging/run.sh     # prints "packaging: N passed, M failed"
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$REPO"
+cd "$REPO" || exit 1
 source tests/e2e/assert.sh
 [ "$(id -u)" = 0 ] || { echo "packaging tests: run as root" >&2; exit 1; }
 OURS=$(sed -n 's/^net\.ipv4\.ip_local_reserved_ports = //p' conf-examples/sysctl.d/90-slurm-imex.conf)
