@@ -4,45 +4,103 @@
 # COMPLETED, and in each of its 3 nodes' tasks the job's private channel:
 # exactly one device in /dev/nvidia-caps-imex-channels, channel<N> for the
 # job's SLURM_IMEX_CHANNEL=N, a character device owned by the job's user at
-# mode 0600 (crw-------). tests/run-all.sh runs it; it needs what the demo
-# needs (root, Debian 12) and the cluster's ports, so no other cluster may
-# run beside it.
-#   bash tests/demo-check.sh     # "demo: ok ..." or one FAIL line per miss; exit 1
+# mode 0600 (crw-------); and a job without --imex sees none.
+# tests/run-all.sh runs it; it needs what the demo needs (root, Debian 12)
+# and the cluster's ports, so no other cluster may run beside it.
+#   bash tests/demo-check.sh               # run the demo and check it; exit 1 on a miss
+#   bash tests/demo-check.sh --log FILE    # check a demo's saved output (exit status 0 assumed)
+#   bash tests/demo-check.sh --self-test   # the checks on a good output and on each way to break it
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-mkdir -p target
-log=target/demo.log
-start=$SECONDS
-bash scripts/demo.sh 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-wall=$((SECONDS - start))
-misses=()
-miss() { misses+=("$*"); }
 
-[ "$rc" = 0 ] || miss "scripts/demo.sh exited $rc"
-job_line=$(sed -n 's/^job \([0-9][0-9]*\) on \([^ ]*\) as \([^ ]*\)$/\1 \2 \3/p' "$log" | sed -n 1p)
-read -r job nodelist user <<<"$job_line"
-[ -n "${user:-}" ] || miss "no 'job N on NODES as USER' line from the job"
-grep -qx "job ${job:-?}: COMPLETED" "$log" || miss "no 'job ${job:-N}: COMPLETED' line"
+# Every way LOG falls short of the README's promise, one line each, on stdout.
+demo_misses() { # log rc
+  local log=$1 rc=$2 job_line job user node plain
+  [ "$rc" = 0 ] || echo "scripts/demo.sh exited $rc"
+  job_line=$(sed -n 's/^job \([0-9][0-9]*\) on \([^ ]*\) as \([^ ]*\)$/\1 \2 \3/p' "$log" | sed -n 1p)
+  read -r job _ user <<<"$job_line"
+  [ -n "${user:-}" ] || echo "no 'job N on NODES as USER' line from the job"
+  grep -qx "job ${job:-?}: COMPLETED" "$log" || echo "no 'job ${job:-N}: COMPLETED' line"
+  for node in n1 n2 n3; do node_misses "$log" "$node" "${user:-?}"; done
+  # A job without --imex: its listing (up to the next blank line) holds no channel.
+  plain=$(sed -n '/^and a job without --imex sees an empty channel directory:$/,/^$/p' "$log")
+  [ -n "$plain" ] || echo "no listing from the job without --imex"
+  [[ $plain != *channel[0-9]* ]] || echo "a job without --imex sees a channel: ${plain//$'\n'/ | }"
+}
 
 # One node's task line: "  nK: SLURM_IMEX_CHANNEL=N NVIDIA_IMEX_CHANNELS=N; <ls -l entries, ';'-joined>".
-check_node() { # node
-  local line channel entries
-  line=$(grep "^  $1: SLURM_IMEX_CHANNEL=" "$log" | sed -n 1p)
-  [ -n "$line" ] || { miss "$1: no task line (the job's step did not run there)"; return; }
+node_misses() { # log node user
+  local line channel entries re
+  line=$(grep "^  $2: SLURM_IMEX_CHANNEL=" "$1" | sed -n 1p)
+  [ -n "$line" ] || { echo "$2: no task line (the job's step did not run there)"; return; }
   channel=$(sed -n 's/.*SLURM_IMEX_CHANNEL=\([0-9][0-9]*\) .*/\1/p' <<<"$line")
-  [ -n "$channel" ] || { miss "$1: SLURM_IMEX_CHANNEL is not a channel number: $line"; return; }
+  [ -n "$channel" ] || { echo "$2: SLURM_IMEX_CHANNEL is not a channel number: $line"; return; }
   entries=${line#*; }
-  local re="^crw------- +[0-9]+ +${user:-?} +[^ ]+ +[0-9]+, +$channel .* channel$channel\$"
-  [[ $entries != *";"* ]] || { miss "$1: more than the job's channel is visible: $entries"; return; }
-  [[ $entries =~ $re ]] || { miss "$1: want channel$channel, a character device of user '${user:-?}' at mode 0600; got: $entries"; return; }
-  echo "demo-check: $1 shows channel$channel, crw------- ${user}"
+  re="^crw------- +[0-9]+ +$3 +[^ ]+ +[0-9]+, +$channel .* channel$channel\$"
+  [[ $entries != *";"* ]] || { echo "$2: more than the job's channel is visible: $entries"; return; }
+  [[ $entries =~ $re ]] || echo "$2: want channel$channel, a character device of user '$3' at mode 0600; got: $entries"
 }
-for node in n1 n2 n3; do check_node "$node"; done
 
-if [ ${#misses[@]} -gt 0 ]; then
-  printf 'demo-check: FAIL: %s\n' "${misses[@]}"
-  echo "demo-check: the demo does not show what the README promises (exit $rc, $wall s; its output: $log)"
-  exit 1
-fi
-echo "demo-check: ok: job $job on $nodelist COMPLETED, each node's task sees only its private channel (demo exit 0, $wall s)"
+# What the demo printed when it kept its promise (the lines the checks read).
+good_demo_output() {
+  cat <<'OUT'
+job 1: COMPLETED
+job 1 on n[1-3] as imexuser
+  n3: SLURM_IMEX_CHANNEL=2 NVIDIA_IMEX_CHANNELS=2; crw------- 1 imexuser imexuser 507, 2 Nov 27 05:45 channel2
+  n2: SLURM_IMEX_CHANNEL=2 NVIDIA_IMEX_CHANNELS=2; crw------- 1 imexuser imexuser 507, 2 Nov 27 05:45 channel2
+  n1: SLURM_IMEX_CHANNEL=2 NVIDIA_IMEX_CHANNELS=2; crw------- 1 imexuser imexuser 507, 2 Nov 27 05:45 channel2
+and a job without --imex sees an empty channel directory:
+total 0
+drwxr-xr-x 2 root root   40 Nov 27 05:45 .
+drwxr-xr-x 7 root root 2220 Nov 27 05:45 ..
+
+OUT
+}
+
+# The good output passes; each way of breaking the promise is caught.
+self_test() {
+  local dir bad=0 sed_script out
+  dir=$(mktemp -d); trap 'rm -rf "$dir"' RETURN
+  good_demo_output > "$dir/good"
+  out=$(demo_misses "$dir/good" 0)
+  [ -z "$out" ] || { echo "demo-check self-test: the good output fails: $out"; bad=1; }
+  [ -n "$(demo_misses "$dir/good" 3)" ] || { echo "demo-check self-test: exit 3 not caught"; bad=1; }
+  while IFS= read -r sed_script; do
+    sed "$sed_script" "$dir/good" > "$dir/bad"
+    [ -n "$(demo_misses "$dir/bad" 0)" ] || { echo "demo-check self-test: not caught: sed '$sed_script'"; bad=1; }
+  done <<'BREAKS'
+s/^job 1: COMPLETED/job 1: FAILED/
+/^  n2: /d
+s/^\(  n1: .*\)crw-------/\1crw-rw-rw-/
+s/^\(  n3: .*\) 1 imexuser imexuser/\1 1 root root/
+s/^\(  n1: .*channel2\)$/\1;crw-rw-rw- 1 root root 507, 0 Nov 27 05:45 channel0/
+s/^\(  n2: .*\)channel2$/\1channel7/
+s/^total 0$/crw-rw-rw- 1 root root 507, 0 Nov 27 05:45 channel0/
+BREAKS
+  [ $bad = 0 ] && echo "demo-check self-test: the good output passes; exit 3 and 7 broken outputs are caught"
+  return $bad
+}
+
+report() { # log rc wall
+  local misses
+  misses=$(demo_misses "$1" "$2")
+  if [ -n "$misses" ]; then
+    sed 's/^/demo-check: FAIL: /' <<<"$misses"
+    echo "demo-check: the demo does not show what the README promises (exit $2, $3 s; its output: $1)"
+    return 1
+  fi
+  echo "demo-check: ok: the --imex job COMPLETED and each of its nodes' tasks sees only its private channel, owned by its user, mode 0600 (demo exit 0, $3 s)"
+}
+
+case ${1:-} in
+  --self-test) self_test; exit;;
+  --log) [ -f "${2:-}" ] || { echo "demo-check: --log needs a file" >&2; exit 2; }
+    report "$2" 0 "?"; exit;;
+  "") ;;
+  *) echo "demo-check: unknown argument $1 (--log FILE, --self-test)" >&2; exit 2;;
+esac
+mkdir -p target
+start=$SECONDS
+bash scripts/demo.sh 2>&1 | tee target/demo.log
+rc=${PIPESTATUS[0]}
+report target/demo.log "$rc" "$((SECONDS - start))"

@@ -24,5 +24,7 @@ echo "== Prometheus alert rules (promtool check rules, promtool test rules)"
 promtool check rules conf-examples/prometheus/slurm-imex.rules.yml
 promtool test rules tests/prometheus/slurm-imex.rules.test.yml
 echo "== packaging scripts (port reservation, install.sh refusals; tests/packaging/run.sh)"; bash tests/packaging/run.sh
-echo "== the README's demo, in full, as a user runs it (tests/demo-check.sh)"; bash tests/demo-check.sh
+echo "== the README's demo, in full, as a user runs it (tests/demo-check.sh)"
+bash tests/demo-check.sh --self-test
+bash tests/demo-check.sh
 echo "== end-to-end on real Slurm, every release from 22.05 to 26.05"; bash tests/e2e/versions.sh
