@@ -1,39 +1,54 @@
 //! The decision table of docs/blame.md, row by row: what the prolog and
 //! epilog do (exit status, stderr lines, the job record written, the
-//! node's standing) with each outcome of their steps. The steps are fakes
-//! (no Slurm, NVML or IMEX daemon); the drain decision (`drain::act`,
-//! `drain::imex_node_fault`) and the record's outcome
+//! node's standing) with each outcome of their steps. The drain decision
+//! (`drain::act`, `drain::imex_node_fault`) and the record's outcome
 //! (`domain::outcome_of`) are the real ones, under a default config
 //! (`set_drain_reason = false`: no scontrol call).
 //!
-//! Which code decides whose fault a row is (`decided in` in docs/blame.md)
-//! has its own tests beside it; here each row's fault, as that code
-//! returns it, meets the lifecycle. Rows of docs/blame.md → tests:
+//! For each row whose fault the IMEX domain decides, the prolog's domain
+//! steps are the real ones (`Live::form_domain`, that is `domain::form`,
+//! with `Live::write_record` and `Live::own_clique_disagreement`) on
+//! node n1's own files in a temporary directory (`node::TestNode`): the
+//! row's condition is put in those files (a rack map, slurm.conf, the
+//! address map, the state directory) or in the answers of the stand-ins
+//! for `nvidia-imex`, `nvidia-imex-ctl` and `scontrol`, and the decision
+//! the code makes from it meets the lifecycle. Only the GPU health gate
+//! is a fake for these rows (it passes, reading the clique a row names).
+//! So making a job fault a node fault, or the reverse, where the row's
+//! decision is made fails the row's test. The other rows' steps are fakes
+//! that hand the lifecycle a canned outcome (no Slurm, NVML or daemon).
 //!
-//! | docs/blame.md row | test |
-//! |---|---|
-//! | this node's daemon cannot start, or is not READY; no channel device; bad local config | `row_this_nodes_daemon_or_channel_fails_the_prolog` (and `row_this_node_cannot_write_the_job_record`) |
-//! | a drain-class GPU health finding | `row_gpu_drain_finding_fails_the_prolog`, `row_gpu_drain_finding_tears_down_the_imex_domain` (and `gate_that_panics_is_a_drain_finding`) |
-//! | a peer never becomes READY or connected | `row_peer_never_ready_is_the_jobs` |
-//! | the node already serves another running job's domain | `row_node_serving_another_jobs_domain_is_the_jobs` |
-//! | the job's nodes span racks, with `span = "refuse"` | `row_job_spanning_racks_is_the_jobs` |
-//! | `domain = "rack"` and nothing places the node in a rack | `row_node_in_no_rack_is_the_jobs` |
-//! | `domain = "rack"` with channels that could collide | `row_rack_channels_that_could_collide_are_the_jobs` |
-//! | the nodes of one domain read different rack files (NODE_MAP_MISMATCH) | `row_node_map_mismatch_is_the_jobs` |
-//! | the rack map puts this node in a clique its own GPUs do not report | `row_rack_map_contradicting_own_gpus_is_the_jobs` |
-//! | `domain = "rack"`: this node's rack daemon is down or never READY | `row_rack_daemon_down_is_this_nodes` |
-//! | the rack map or the topology file cannot be read, is refused, or does not parse | `row_unreadable_rack_files_are_the_jobs` |
-//! | the address map cannot be read or parsed | `row_unreadable_address_map_is_the_jobs` |
-//! | the topology file and the rack map disagree about the job's nodes | `row_rack_files_disagreeing_are_the_jobs` |
-//! | a domain left by a job that has ended | `row_stale_domain_reclaimed_lets_the_job_run` |
-//! | a drain-class finding after the job | `row_drain_finding_after_the_job_fails_the_epilog_with_drain_from_epilog`, `row_drain_finding_after_the_job_is_recorded_without_drain_from_epilog` |
-//! | a finding between jobs (`slurm-imex check`) | not a prolog or epilog: `crate::drain`'s tests `check_drains_once_when_asked_and_never_for_a_warning`, `only_our_drains_are_resumed_and_a_known_standing_asks_nothing` |
-//! | the epilog cannot return IMEX to idle | `row_epilog_that_cannot_return_imex_to_idle_fails` |
-//! | the job database is full, read-only or corrupt | `row_job_database_refusing_the_row_fails_nothing` |
+//! | docs/blame.md row | test | the decision it drives, from |
+//! |---|---|---|
+//! | this node's daemon cannot start, or is not READY; no channel device; bad local config | `row_this_nodes_daemon_or_channel_fails_the_prolog`, `row_bad_local_config_fails_the_prolog`, `row_bad_state_directory_fails_the_prolog` (and `row_this_node_cannot_write_the_job_record`) | `DomainPlan::wait_ready` (`poll_until_ready(…).node()?`), from a daemon that exits at start; `DomainPlan::start` in `job_domain::form`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING; `domain::form` (`channel_major(…).node()?`), from a /proc/devices without the channel device; `DomainPlan::render` and `DomainPlan::write` in `job_domain::form` and `rack_domain::join`, from a base config with IMEX_CMD_ENABLED=0 and a nodes config path whose directory does not exist; `state.lock()` in `job_domain::claim` and `rack_domain::join`, from a state directory whose lock is a directory; `state.owner` in `claim`, from an owner file that is not a job id |
+//! | (the prolog cannot write the job's record) | `row_this_node_cannot_write_the_job_record` | `domain::record_fault` in `setup_domain`, from a record path in the state directory that a directory holds |
+//! | a drain-class GPU health finding | `row_gpu_drain_finding_fails_the_prolog`, `row_gpu_drain_finding_tears_down_the_imex_domain` (and `gate_that_panics_is_a_drain_finding`) | `drain::act`, from a canned gate verdict |
+//! | a peer never becomes READY or connected | `row_peer_never_ready_is_the_jobs` | `DomainPlan::blame_not_ready`, from a ctl that says n1 is READY and n2 UNAVAILABLE, never connected |
+//! | the node already serves another running job's domain | `row_node_serving_another_jobs_domain_is_the_jobs` | `job_domain::claim`, from a state directory that job 4100 owns and an scontrol that says it is RUNNING |
+//! | the job's nodes span racks, with `span = "refuse"` | `row_job_spanning_racks_is_the_jobs` | `domain::nvlink_domain` (`chosen.job()?`), from a rack map, and from a topology file, that put n1 and n2 in two racks |
+//! | `domain = "rack"` and nothing places the node in a rack | `row_node_in_no_rack_is_the_jobs` | `rack_domain::rack_of` in `rack_domain::join`, from no topology file and no rack map |
+//! | `domain = "rack"` with channels that could collide | `row_rack_channels_that_could_collide_are_the_jobs` | `rack_channels::guarantee` in `rack_domain::join`, from a slurm.conf without MaxJobId; `RackChannels::refuses`, from one with MaxJobId=2047 (job 4242 outside) |
+//! | the nodes of one domain read different rack files (NODE_MAP_MISMATCH) | `row_node_map_mismatch_is_the_jobs` | `DomainPlan::blame_not_ready`, from a ctl that says n1's link to n2 is NODE_MAP_MISMATCH |
+//! | the rack map puts this node in a clique its own GPUs do not report | `row_rack_map_contradicting_own_gpus_is_the_jobs` | `RackSources::live_clique_disagreement` (`domain::own_clique_disagreement`), from a rack map that puts n1 in clique 7 and a gate that reads clique 8, then the lifecycle's `check_own_clique` |
+//! | `domain = "rack"`: this node's rack daemon is down or never READY | `row_rack_daemon_down_is_this_nodes` | `DomainPlan::start` in `rack_domain::join`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING |
+//! | the rack map or the topology file cannot be read, is refused, or does not parse | `row_unreadable_rack_files_are_the_jobs` | `domain::nvlink_domain` (`ctx.racks().job()?`), from a group-writable rack map, one that does not parse, and a topology file that does not parse |
+//! | the address map cannot be read or parsed | `row_unreadable_address_map_is_the_jobs` | `plan::domain_addresses` (`Resolver::new(…).job()?`), from a group-writable address map and one that does not parse; its `resolve_all` blame, from one that does not list n2 |
+//! | the topology file and the rack map disagree about the job's nodes | `row_rack_files_disagreeing_are_the_jobs` | `domain::nvlink_domain` (`RackSources::disagreement`), from a block holding n1 and n2 that the rack map puts in two cliques |
+//! | a domain left by a job that has ended | `row_stale_domain_reclaimed_lets_the_job_run` (and `stale_domain_that_will_not_go_is_this_nodes`) | `job_domain::claim`, from a state directory that job 4100 owns and an scontrol that says it COMPLETED; its reclaim (`stop_daemon(…).node()?`), from a command port something still listens on |
+//! | a drain-class finding after the job | `row_drain_finding_after_the_job_fails_the_epilog_with_drain_from_epilog`, `row_drain_finding_after_the_job_is_recorded_without_drain_from_epilog` | `drain::act`, from a canned verdict |
+//! | a finding between jobs (`slurm-imex check`) | not a prolog or epilog: `crate::drain`'s tests `check_drains_once_when_asked_and_never_for_a_warning`, `only_our_drains_are_resumed_and_a_known_standing_asks_nothing` | `drain::act_on_check` |
+//! | the epilog cannot return IMEX to idle | `row_epilog_that_cannot_return_imex_to_idle_fails` | the lifecycle's `teardown_domain`, from a canned teardown error |
+//! | the job database is full, read-only or corrupt | `row_job_database_refusing_the_row_fails_nothing` | the lifecycle's epilog, from a canned database error |
+
+mod node;
 
 use super::*;
+use node::{TestNode, CLIQUE_7, CLIQUE_8};
+use slurm_imex_core::config::{DomainScope, Span};
 use slurm_imex_core::error::Error;
 use slurm_imex_core::state::job_record::Outcome;
+use slurm_imex_core::state::StateDir;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::Mutex;
 
 const JOB: u32 = 4242;
@@ -61,11 +76,12 @@ enum Gate {
 
 /// A prolog's steps, as a row has them turn out, and what the lifecycle
 /// did with them.
-struct Prolog {
+struct Prolog<'a> {
     cfg: Config,
     gate: Gate,
-    domain: Blamed<Duration>,
-    /// What the rack map says against this node's own clique.
+    domain: DomainStep<'a>,
+    /// What the rack map says against this node's own clique (a canned
+    /// domain step only).
     map_disagrees: Option<&'static str>,
     /// How many record writes succeed before the state directory fails.
     writes_ok: usize,
@@ -75,18 +91,50 @@ struct Prolog {
     teardowns: Mutex<usize>,
 }
 
-impl Prolog {
-    fn new(gate: Gate, domain: Blamed<Duration>) -> Prolog {
+/// Where the prolog's domain steps (the domain, its record, the own-clique
+/// check) get their outcome.
+enum DomainStep<'a> {
+    /// The outcome a row hands them.
+    Canned(Blamed<Duration>),
+    /// [`Live`]'s, on a [`TestNode`]'s files: the real decisions.
+    Real {
+        job: &'a JobEnv,
+        ctx: Box<HookContext<'a>>,
+    },
+}
+
+impl<'a> Prolog<'a> {
+    fn new(gate: Gate, domain: Blamed<Duration>) -> Prolog<'a> {
         Prolog {
             cfg: Config::default(),
             gate,
-            domain,
+            domain: DomainStep::Canned(domain),
             map_disagrees: None,
             writes_ok: usize::MAX,
             teardown: Ok(TeardownOutcome::TornDown),
             records: Mutex::default(),
             drains: Mutex::default(),
             teardowns: Mutex::default(),
+        }
+    }
+
+    /// The prolog of `node.job` on `node`, its domain steps the real ones
+    /// over one context, as [`Live`] runs them.
+    fn on(node: &'a TestNode, gate: Gate) -> Prolog<'a> {
+        let mut steps = Prolog::new(gate, up());
+        steps.cfg = node.cfg.clone();
+        steps.domain = DomainStep::Real {
+            job: &node.job,
+            ctx: Box::new(HookContext::new(&node.cfg)),
+        };
+        steps
+    }
+
+    /// The real steps, when the domain step is.
+    fn live(&self) -> Option<Live<'_>> {
+        match &self.domain {
+            DomainStep::Real { job, ctx } => Some(Live::new(job, ctx)),
+            DomainStep::Canned(_) => None,
         }
     }
 
@@ -107,7 +155,7 @@ impl Prolog {
     }
 }
 
-impl PrologSteps for Prolog {
+impl PrologSteps for Prolog<'_> {
     fn gate(&self) -> GpuOutcome {
         match self.gate {
             Gate::Pass { clique } => GpuOutcome::Done {
@@ -126,6 +174,10 @@ impl PrologSteps for Prolog {
         }
     }
     fn form_domain(&self) -> (JobRecord, Blamed<Duration>) {
+        let outcome = match &self.domain {
+            DomainStep::Canned(outcome) => outcome.clone(),
+            DomainStep::Real { job, ctx } => return Live::new(job, ctx).form_domain(),
+        };
         let record = JobRecord {
             job_id: JOB,
             channel: Some(4242),
@@ -133,21 +185,27 @@ impl PrologSteps for Prolog {
             nodes: vec!["n1".into(), "n2".into()],
             domain: Some("rack7".into()),
             rack_source: None,
-            outcome: domain::outcome_of(&self.domain),
+            outcome: domain::outcome_of(&outcome),
             prolog_ms: None,
         };
-        (record, self.domain.clone())
+        (record, outcome)
     }
     fn write_record(&self, record: &JobRecord) -> Result<()> {
         let mut records = self.records.lock().unwrap();
         if records.len() >= self.writes_ok {
             return Err(Error::new("/run/slurm-imex/jobs: No space left on device"));
         }
+        if let Some(live) = self.live() {
+            live.write_record(record)?;
+        }
         records.push(record.clone());
         Ok(())
     }
-    fn own_clique_disagreement(&self, _live: &str) -> Option<String> {
-        self.map_disagrees.map(String::from)
+    fn own_clique_disagreement(&self, live: &str) -> Option<String> {
+        match self.live() {
+            Some(steps) => steps.own_clique_disagreement(live),
+            None => self.map_disagrees.map(String::from),
+        }
     }
     fn act_on_gate(&self, drain_reason: Option<String>) -> DrainAction {
         drain::act(&self.cfg, NODE, JOB, drain_reason, Hook::Prolog)
@@ -172,77 +230,199 @@ fn up() -> Blamed<Duration> {
     Ok(Duration::from_millis(1200))
 }
 
-/// Our drain, as the node's standing keeps it.
+/// Our drain, as the node's standing keeps it (a long reason cut to what
+/// Slurm keeps).
 fn drained(reason: &str) -> DrainAction {
     DrainAction::Drain {
-        reason: format!("{reason} (job {JOB})"),
+        reason: drain::for_job(reason, JOB),
         shown: false,
     }
 }
 
-/// A row whose fault is this node's, from the domain step: the prolog
-/// exits 1 with the one line, the standing says why, the record says it
-/// was the node's.
-fn assert_node_fault(line: &str) {
-    let steps = Prolog::new(Gate::Pass { clique: None }, node_fault(line));
-    let exit = prolog_with(&job(true), &steps);
+/// The outcome n1's record says, on disk, where the SPANK plugin reads it.
+fn recorded(node: &TestNode) -> Option<Outcome> {
+    let record = StateDir::of(&node.cfg).read_record(JOB).unwrap();
+    record.map(|r| r.outcome)
+}
+
+/// The prolog on `node`'s files, its domain steps the real ones, with a
+/// gate that passes (and reads `clique`).
+fn prolog_on<'a>(node: &'a TestNode, clique: Option<&'static str>) -> (Exit, Prolog<'a>) {
+    let steps = Prolog::on(node, Gate::Pass { clique });
+    (prolog_with(&node.job, &steps), steps)
+}
+
+/// A row whose fault the real domain step on `node` finds this node's:
+/// the prolog exits 1 with the one line, the standing says why, the record
+/// says it was the node's. The line.
+fn node_fault_on(node: &TestNode) -> String {
+    let (exit, steps) = prolog_on(node, None);
+    let Some(Outcome::Failed {
+        cause: line,
+        node_fault: true,
+    }) = steps.last_outcome()
+    else {
+        panic!("not this node's fault: {exit:?} {:?}", steps.records());
+    };
     assert_eq!(exit.code, 1);
     assert_eq!(exit.errors, [format!("slurm-imex-prolog: {line}")]);
     assert_eq!(
         steps.drains(),
         [drained(&format!("imex-health: imex {NODE}: {line}"))]
     );
-    assert_eq!(
-        steps.last_outcome(),
-        Some(Outcome::Failed {
-            cause: line.into(),
-            node_fault: true,
-        })
-    );
+    assert_eq!(recorded(node), steps.last_outcome());
     assert_eq!(
         steps.teardowns(),
         0,
         "a failed setup cleans up after itself"
     );
+    line
 }
 
-/// A row whose fault is not this node's: the prolog exits 0 and says
-/// nothing on stderr, nothing is drained, and the record carries the cause
-/// for the plugin, which fails the job with it.
-fn assert_jobs_fault(cause: &str) {
-    let steps = Prolog::new(Gate::Pass { clique: None }, Err(Fault::job(cause)));
-    let exit = prolog_with(&job(true), &steps);
+/// A row whose fault the real domain step on `node` finds not this node's:
+/// the prolog exits 0 and says nothing on stderr, nothing is drained, and
+/// the record carries the cause for the plugin, which fails the job with
+/// it. The cause.
+fn jobs_fault_on(node: &TestNode) -> String {
+    let (exit, steps) = prolog_on(node, None);
+    let Some(Outcome::Failed {
+        cause,
+        node_fault: false,
+    }) = steps.last_outcome()
+    else {
+        panic!("not the job's fault: {exit:?} {:?}", steps.records());
+    };
     assert_eq!(exit, Exit::ok());
     assert_eq!(steps.drains(), []);
     assert_eq!(steps.teardowns(), 0);
-    let records = steps.records();
-    let expected = Outcome::Failed {
-        cause: cause.into(),
-        node_fault: false,
-    };
-    assert!(records.iter().all(|r| r.outcome == expected), "{records:?}");
+    let (records, last) = (steps.records(), steps.last_outcome());
+    assert!(
+        records.iter().all(|r| Some(&r.outcome) == last.as_ref()),
+        "{records:?}"
+    );
     // Written for the plugin, then again with the prolog's time.
     assert_eq!(records.len(), 2);
     assert!(records[1].prolog_ms.is_some());
+    assert_eq!(recorded(node), last);
+    cause
+}
+
+/// [`jobs_fault_on`], for a row whose job fails before any daemon starts.
+fn jobs_fault_before_any_daemon(node: &TestNode) -> String {
+    let cause = jobs_fault_on(node);
+    assert!(!node.daemon_started(), "a daemon was started: {cause}");
+    cause
 }
 
 #[test]
 fn row_this_nodes_daemon_or_channel_fails_the_prolog() {
-    assert_node_fault("nvidia-imex on n1 exited at start: bind 0.0.0.0:50000: Address in use");
-    assert_node_fault("nvidia-imex on n1 is not READY after 30s (state INITIALIZING)");
-    assert_node_fault(
-        "IMEX channel device missing on n1: no nvidia-caps-imex-channels in /proc/devices",
+    // The daemon exits while the prolog waits for it.
+    let node = TestNode::new();
+    node.daemon_exits();
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with("nvidia-imex on n1 exited with status 1 while starting")
+            && line.contains("daemon log: bind 0.0.0.0:24242: Address already in use"),
+        "{line}"
     );
+    // It cannot be started at all.
+    let mut node = TestNode::new();
+    node.cfg.imex.daemon.binary = node.path("no-such-nvidia-imex");
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with("nvidia-imex could not start on n1: "),
+        "{line}"
+    );
+    assert!(line.contains("no-such-nvidia-imex"), "{line}");
+    // It runs but never becomes READY (its peer is).
+    let node = TestNode::new();
+    node.ctl_says("DOWN", "INITIALIZING", "READY", "NEVER_CONNECTED");
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with("nvidia-imex on n1 not READY after 300ms (state: INITIALIZING)"),
+        "{line}"
+    );
+    // The driver has no IMEX channel device.
+    let node = TestNode::new();
+    node.file("proc-devices", "Character devices:\n195 nvidia\n");
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with("IMEX channel device missing on n1: "),
+        "{line}"
+    );
+    assert!(!node.daemon_started());
+}
+
+#[test]
+fn row_bad_local_config_fails_the_prolog() {
+    for scope in [DomainScope::Job, DomainScope::Rack] {
+        // The admin's daemon config: readiness cannot be asked.
+        let node = TestNode::in_scope(scope);
+        node.base_config("IMEX_CMD_ENABLED=0");
+        let line = node_fault_on(&node);
+        assert!(
+            line.contains("base.cfg: IMEX_CMD_ENABLED=0")
+                && line.contains("set IMEX_CMD_ENABLED=1"),
+            "{line}"
+        );
+        // The daemon's nodes config has no directory to be written in.
+        let mut node = TestNode::in_scope(scope);
+        node.cfg.imex.daemon.nodes_config = node.path("no-such-dir/nodes_config.cfg");
+        let line = node_fault_on(&node);
+        assert!(
+            line.starts_with("[imex.daemon] nodes_config = ")
+                && line.contains("its directory does not exist"),
+            "{line}"
+        );
+        assert!(!node.daemon_started());
+    }
+}
+
+#[test]
+fn row_bad_state_directory_fails_the_prolog() {
+    // The domain's lock cannot be taken (its place is a directory).
+    for scope in [DomainScope::Job, DomainScope::Rack] {
+        let node = TestNode::in_scope(scope);
+        let lock = node.path("state/domain.lock");
+        std::fs::create_dir_all(&lock).unwrap();
+        let line = node_fault_on(&node);
+        assert!(
+            line.starts_with(&format!("cannot open {}", lock.display())),
+            "{line}"
+        );
+        assert!(!node.daemon_started());
+    }
+    // A per-job domain's owner is not a job id.
+    let node = TestNode::new();
+    let owner = node.file("state/domain.owner", "garbage\n");
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with(&format!(
+            "{} holds \"garbage\", not a job id",
+            owner.display()
+        )),
+        "{line}"
+    );
+    assert!(!node.daemon_started());
 }
 
 #[test]
 fn row_this_node_cannot_write_the_job_record() {
-    let mut steps = Prolog::new(Gate::Pass { clique: None }, up());
-    steps.writes_ok = 0;
-    let exit = prolog_with(&job(true), &steps);
-    let line = "cannot record the IMEX job state: /run/slurm-imex/jobs: No space left on device";
+    let node = TestNode::new();
+    // The record's place in the state directory is taken.
+    let place = StateDir::of(&node.cfg).record_path(JOB);
+    std::fs::create_dir_all(&place).unwrap();
+    let (exit, steps) = prolog_on(&node, None);
     assert_eq!(exit.code, 1);
-    assert_eq!(exit.errors, [format!("slurm-imex-prolog: {line}")]);
+    let [line] = exit.errors.as_slice() else {
+        panic!("{exit:?}")
+    };
+    let line = line.strip_prefix("slurm-imex-prolog: ").unwrap();
+    assert!(
+        line.starts_with("cannot record the IMEX job state: ")
+            && line.contains(&place.display().to_string()),
+        "{line}"
+    );
     assert_eq!(
         steps.drains(),
         [drained(&format!("imex-health: imex {NODE}: {line}"))]
@@ -324,67 +504,130 @@ fn gate_that_panics_is_a_drain_finding() {
 
 #[test]
 fn row_peer_never_ready_is_the_jobs() {
-    assert_jobs_fault(
-        "IMEX peer n2 (10.0.0.2) never became READY within 30s; this node n1 is READY",
+    // n1 is READY; n2 never answers it.
+    let node = TestNode::new();
+    node.ctl_says("DEGRADED", "READY", "UNAVAILABLE", "NEVER_CONNECTED");
+    let cause = jobs_fault_on(&node);
+    assert!(
+        cause.contains(
+            "not ready after 300ms: peer(s) never became ready or connected: n2 (127.0.0.2)"
+        ) && cause.contains("(this node n1 is READY)"),
+        "{cause}"
     );
 }
 
 #[test]
 fn row_node_serving_another_jobs_domain_is_the_jobs() {
-    assert_jobs_fault("n1 already serves the IMEX domain of running job 4100");
-}
-
-#[test]
-fn row_job_spanning_racks_is_the_jobs() {
-    assert_jobs_fault(
-        "the job's nodes span more than one NVLink rack (the rack map /etc/slurm/imex-racks.toml; \
-         this node n1 is in rack7); one IMEX domain must stay in one rack",
+    // Job 4100, still running, holds n1's daemon.
+    let node = TestNode::new();
+    node.owned_by(4100, "RUNNING");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with(
+            "node n1 already serves the IMEX domain of job 4100; IMEX jobs need whole nodes"
+        ),
+        "{cause}"
     );
 }
 
 #[test]
+fn row_job_spanning_racks_is_the_jobs() {
+    let mut node = TestNode::new();
+    node.cfg.imex.span = Span::Refuse;
+    // By the rack map, then by the topology file's blocks.
+    node.rack_map(&[("r7", CLIQUE_7, "n1"), ("r8", CLIQUE_8, "n2")]);
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with("the job's nodes span more than one NVLink rack")
+            && cause.contains("imex-racks.toml (sha256 ")
+            && cause.contains("this node n1 is in r7"),
+        "{cause}"
+    );
+    let mut node = TestNode::new();
+    node.cfg.imex.span = Span::Refuse;
+    node.topology("BlockName=b1 Nodes=n1\nBlockName=b2 Nodes=n2\n");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(cause.contains("b1 (n1), b2 (n2)"), "{cause}");
+}
+
+#[test]
 fn row_node_in_no_rack_is_the_jobs() {
-    assert_jobs_fault(
-        "[imex] domain = \"rack\": nothing places n1 in a rack: describe it in topology.yaml or \
-         imex-racks.toml",
+    // No topology file, no rack map.
+    let mut node = TestNode::new();
+    node.rack_scope();
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with("[imex] domain = \"rack\", but nothing places n1 in a rack"),
+        "{cause}"
     );
 }
 
 #[test]
 fn row_rack_channels_that_could_collide_are_the_jobs() {
-    assert_jobs_fault(
-        "[imex] domain = \"rack\": MaxJobId - FirstJobId + 1 = 67043328 exceeds the 2047 \
-         channels: set MaxJobId=2047 or SwitchType=switch/nvidia_imex",
+    let node = TestNode::in_scope(DomainScope::Rack);
+    // Slurm's default job ids, 1..67043328, over 2047 channels.
+    node.file("slurm.conf", "ClusterName=c\n");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.contains("job ids 1..67043328") && cause.contains("set MaxJobId=2047 in slurm.conf"),
+        "{cause}"
+    );
+    // Ids that fit, but not the job's (one root requested).
+    node.file("slurm.conf", "MaxJobId=2047\n");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with("job id 4242 lies outside FirstJobId..MaxJobId = 1..2047"),
+        "{cause}"
     );
 }
 
 #[test]
 fn row_node_map_mismatch_is_the_jobs() {
-    assert_jobs_fault(
-        "the IMEX node map of n2 differs from this node's (n1 n2 from /etc/slurm/topology.yaml, \
-         sha256 0f3a…): the rack files are not the same on every node",
+    let mut node = TestNode::new();
+    node.rack_map(&[("r7", CLIQUE_7, "n[1-2]")]);
+    // n2 read other rack files: its daemon holds another node map.
+    node.ctl_says("DEGRADED", "READY", "READY", "NODE_MAP_MISMATCH");
+    let cause = jobs_fault_on(&node);
+    assert!(
+        cause.contains("n2 (127.0.0.2) hold(s) another node map (NODE_MAP_MISMATCH)")
+            && cause.contains("this node n1 put n[1-2] in it from")
+            && cause.contains("imex-racks.toml (sha256 "),
+        "{cause}"
     );
+    assert!(!cause.contains("never became ready"), "{cause}");
 }
 
 #[test]
 fn row_rack_map_contradicting_own_gpus_is_the_jobs() {
-    let cause = "the rack map puts n1 in clique 7 but its GPUs report clique 3 (NVML)";
-    let mut steps = Prolog::new(Gate::Pass { clique: Some("3") }, up());
-    steps.map_disagrees = Some(cause);
-    let exit = prolog_with(&job(true), &steps);
+    let mut node = TestNode::new();
+    node.rack_map(&[("r7", CLIQUE_7, "n[1-2]")]);
+    // The domain forms; n1's GPUs report the other clique.
+    let (exit, steps) = prolog_on(&node, Some(CLIQUE_8));
     assert_eq!(exit, Exit::ok());
     assert_eq!(steps.drains(), []);
     let records = steps.records();
     // UP, then refused, then the prolog's time on the refusal.
-    assert_eq!(records[0].outcome, Outcome::Ready { waited_ms: 1200 });
-    let refused = Outcome::Failed {
-        cause: cause.into(),
+    assert!(matches!(records[0].outcome, Outcome::Ready { .. }));
+    let Outcome::Failed {
+        cause,
         node_fault: false,
+    } = &records[1].outcome
+    else {
+        panic!("{records:?}")
     };
-    assert_eq!(records[1].outcome, refused);
-    assert_eq!(records.last().map(|r| &r.outcome), Some(&refused));
+    assert!(
+        cause.starts_with(&format!("n1's GPUs report NVLink clique {CLIQUE_8}"))
+            && cause.contains("puts n1 in rack r7"),
+        "{cause}"
+    );
+    assert_eq!(
+        records.last().map(|r| &r.outcome),
+        Some(&records[1].outcome)
+    );
+    assert_eq!(recorded(&node).as_ref(), Some(&records[1].outcome));
     // The domain stays for the epilog: stopped now, the peers would blame n1.
     assert_eq!(steps.teardowns(), 0);
+    assert!(node.daemon_started());
 }
 
 #[test]
@@ -418,42 +661,131 @@ fn own_clique_is_not_checked_against_a_gate_without_one() {
 
 #[test]
 fn row_rack_daemon_down_is_this_nodes() {
-    assert_node_fault("the rack's nvidia-imex on n1 is down and did not start: exit status 1");
+    let mut node = TestNode::in_scope(DomainScope::Rack);
+    // The rack's daemon is down and cannot be started.
+    node.cfg.imex.daemon.binary = node.path("no-such-nvidia-imex");
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with("nvidia-imex could not start on n1: "),
+        "{line}"
+    );
+    // It starts, but never becomes READY.
+    node.cfg.imex.daemon.binary = node.path("nvidia-imex");
+    node.ctl_says("DEGRADED", "INITIALIZING", "READY", "NEVER_CONNECTED");
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with("nvidia-imex on n1 not READY after 300ms (state: INITIALIZING)"),
+        "{line}"
+    );
 }
 
 #[test]
 fn row_unreadable_rack_files_are_the_jobs() {
-    assert_jobs_fault(
-        "/etc/slurm/imex-racks.toml is group- or world-writable (mode 0666): refused; make it \
-         root's and 0644",
+    let mut node = TestNode::new();
+    // A group-writable rack map is refused; one that does not parse, and a
+    // topology file that does not, cannot be read.
+    let map = node.rack_map(&[("r7", CLIQUE_7, "n[1-2]")]);
+    std::fs::set_permissions(&map, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with(&format!("refusing [imex] rack_map {}: ", map.display())),
+        "{cause}"
+    );
+    node.file("imex-racks.toml", "[[rack]]\nname = \"r7\"\nclique = 7\n");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with(&format!("bad rack map {}", map.display())),
+        "{cause}"
+    );
+    let mut node = TestNode::new();
+    node.topology("BlockName=b1 Nodes=n[1-\n");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with("cannot read Slurm's block topology ([slurm] topology)")
+            && cause.contains("topology.conf"),
+        "{cause}"
     );
 }
 
 #[test]
 fn row_unreadable_address_map_is_the_jobs() {
-    assert_jobs_fault("/etc/slurm/imex-addresses.toml:3: expected `=`");
+    let node = TestNode::new();
+    // Group-writable: refused. Then one that does not parse.
+    let map = node.path("addresses.toml");
+    std::fs::set_permissions(&map, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with(&format!(
+            "refusing [imex.addresses] map_file {}: ",
+            map.display()
+        )),
+        "{cause}"
+    );
+    node.file("addresses.toml", "n1 = \"127.0.0.1\"\nn2 = 127.0.0.2\n");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with(&format!("bad address map {}:2: ", map.display())),
+        "{cause}"
+    );
+    // One that parses but lists no address for a peer.
+    node.file("addresses.toml", "n1 = \"127.0.0.1\"\n");
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with("no IMEX address for node(s) n2: not listed in")
+            && cause.contains("addresses.toml"),
+        "{cause}"
+    );
 }
 
 #[test]
 fn row_rack_files_disagreeing_are_the_jobs() {
-    assert_jobs_fault(
-        "block b1 of /etc/slurm/topology.yaml holds n1 and n2, which imex-racks.toml puts in \
-         cliques 7 and 8",
+    // One block holding n1 and n2, which the rack map puts in two cliques.
+    let mut node = TestNode::new();
+    let topology = node.topology("BlockName=b1 Nodes=n[1-2]\n");
+    node.rack_map(&[("r7", CLIQUE_7, "n1"), ("r8", CLIQUE_8, "n2")]);
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.contains(&format!(
+            "block b1 holds 2 NVLink cliques: n1 (clique {CLIQUE_7}), n2 (clique {CLIQUE_8})"
+        )) && cause.contains(&topology.display().to_string())
+            && cause.contains("imex-racks.toml (sha256 "),
+        "{cause}"
     );
 }
 
 #[test]
 fn row_stale_domain_reclaimed_lets_the_job_run() {
-    // The claim reclaimed the ended job's domain inside the setup: the job
+    // The claim reclaims the ended job's domain inside the setup: the job
     // sees a domain UP, the node stays up.
-    let steps = Prolog::new(Gate::Pass { clique: Some("7") }, up());
-    let exit = prolog_with(&job(true), &steps);
+    let node = TestNode::new();
+    node.owned_by(4100, "COMPLETED");
+    let (exit, steps) = prolog_on(&node, Some(CLIQUE_7));
     assert_eq!(exit, Exit::ok());
     assert_eq!(steps.drains(), []);
     let records = steps.records();
     assert_eq!(records.len(), 2);
-    assert_eq!(records[1].outcome, Outcome::Ready { waited_ms: 1200 });
+    assert!(matches!(records[1].outcome, Outcome::Ready { .. }));
     assert!(records[1].prolog_ms.is_some());
+    let state = StateDir::of(&node.cfg);
+    assert_eq!(state.read_owner().unwrap(), Some(JOB));
+}
+
+#[test]
+fn stale_domain_that_will_not_go_is_this_nodes() {
+    // The ended job's daemon cannot be proven gone: something still
+    // accepts connections on the command port.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let node = TestNode::new();
+    node.base_config(&format!("IMEX_CMD_ENABLED=1\nIMEX_CMD_PORT={port}"));
+    node.owned_by(4100, "COMPLETED");
+    let line = node_fault_on(&node);
+    assert!(
+        line.starts_with("nvidia-imex is not gone: something still accepts connections on the IMEX command port 127.0.0.1:")
+            && line.contains(&port.to_string()),
+        "{line}"
+    );
+    assert!(!node.daemon_started());
 }
 
 #[test]
