@@ -71,18 +71,13 @@ pub fn job(cfg: &Config, job_id: u32, caller_uid: u32, now: i64) -> Result<JobVi
         )));
     }
     let mut problems = Vec::new();
-    if comment::is_ours(&job.admin_comment) {
-        match comment::decode(&job.admin_comment) {
-            Ok(summary) => {
-                return Ok(JobView {
-                    job,
-                    source: Source::Stored,
-                    summary: Some(summary),
-                    problems,
-                })
-            }
-            Err(e) => problems.push(e.to_string()),
-        }
+    if let Some(summary) = stored_summary(&job, &mut problems) {
+        return Ok(JobView {
+            job,
+            source: Source::Stored,
+            summary: Some(summary),
+            problems,
+        });
     }
     let summary = match from_prometheus(cfg, &job, now) {
         Ok(s) => s,
@@ -102,6 +97,33 @@ pub fn job(cfg: &Config, job_id: u32, caller_uid: u32, now: i64) -> Result<JobVi
         summary,
         problems,
     })
+}
+
+/// The summary stored in the job's AdminComment, when there is one of ours
+/// and it is this job's. One that cannot be read, or that names another job
+/// (an operator's edit, a restored or merged accounting database, job ids
+/// that started again), is never shown: one line in `problems` says why,
+/// and the answer falls back to Prometheus.
+pub fn stored_summary(job: &AccountedJob, problems: &mut Vec<String>) -> Option<JobSummary> {
+    if !comment::is_ours(&job.admin_comment) {
+        return None;
+    }
+    match comment::decode(&job.admin_comment) {
+        Ok(summary) if summary.job_id == job.job_id => Some(summary),
+        Ok(summary) => {
+            problems.push(format!(
+                "job {}'s AdminComment holds a stored summary that belongs to job {} (an edited, restored or \
+                 merged accounting database, or job ids that started again): not shown as this job's; \
+                 the answer falls back to Prometheus",
+                job.job_id, summary.job_id
+            ));
+            None
+        }
+        Err(e) => {
+            problems.push(format!("{e}; the answer falls back to Prometheus"));
+            None
+        }
+    }
 }
 
 /// The job rebuilt from Prometheus; None when no node has reported it.
@@ -150,4 +172,72 @@ pub fn summary_of(
         missing,
         trimmed_gpus: 0,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slurm_imex_jobsummary::report::NodeReport;
+
+    fn job_with_comment(job_id: u32, summary_of: u32) -> AccountedJob {
+        let summary = JobSummary {
+            job_id: summary_of,
+            nodes: vec![NodeReport {
+                node: "n1".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        AccountedJob {
+            job_id,
+            user: "alice".into(),
+            uid: Some(1000),
+            state: "COMPLETED".into(),
+            start: Some(1_790_000_000),
+            end: Some(1_790_000_600),
+            node_list: "n1".into(),
+            admin_comment: comment::encode(&summary).unwrap(),
+        }
+    }
+
+    #[test]
+    fn a_stored_summary_is_the_jobs_only_when_it_names_the_job() {
+        let mut problems = Vec::new();
+        let own = stored_summary(&job_with_comment(4242, 4242), &mut problems);
+        assert_eq!(own.map(|s| s.job_id), Some(4242));
+        assert!(problems.is_empty(), "{problems:?}");
+
+        let other = stored_summary(&job_with_comment(4242, 17), &mut problems);
+        assert!(other.is_none(), "job 17's summary must not be job 4242's");
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].starts_with(
+                "job 4242's AdminComment holds a stored summary that belongs to job 17"
+            ),
+            "{}",
+            problems[0]
+        );
+        assert!(
+            problems[0].ends_with("falls back to Prometheus"),
+            "{}",
+            problems[0]
+        );
+    }
+
+    #[test]
+    fn another_tools_comment_is_not_a_problem_and_a_corrupt_one_is_one_line() {
+        let mut job = job_with_comment(7, 7);
+        let mut problems = Vec::new();
+        job.admin_comment = "JS1:abc".into();
+        assert!(stored_summary(&job, &mut problems).is_none());
+        assert!(problems.is_empty());
+        job.admin_comment = "slurm-imex:1:!!!".into();
+        assert!(stored_summary(&job, &mut problems).is_none());
+        assert_eq!(problems.len(), 1);
+        assert!(
+            problems[0].contains("not a slurm-imex summary"),
+            "{}",
+            problems[0]
+        );
+    }
 }

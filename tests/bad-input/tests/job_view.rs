@@ -1,0 +1,191 @@
+//! `slurm-imex job JOBID` on hostile answers from outside: a fake `sacct`
+//! beside `[slurm] scontrol` plays Slurm's accounting, and a tiny HTTP
+//! server on 127.0.0.1 plays Prometheus. A stored summary is shown only for
+//! the job it names, every piece of outside text is cut to 1 KiB, and the
+//! exit status tells "not found" and "not reported yet" from a bad config
+//! and a service that could not be asked.
+
+mod common;
+use common::*;
+use slurm_imex_jobsummary::comment;
+use slurm_imex_jobsummary::report::{Blame, GpuReport, JobSummary, NodeReport};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+/// The job every case asks for.
+const JOB: u32 = 4242;
+/// An empty, successful Prometheus answer: no node reported the job.
+const NOTHING: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+
+/// A scratch site: imex.toml, a fake sacct printing `sacct.out` (and
+/// `sacct.err`, exiting `sacct.rc`), and Prometheus's URL when one runs.
+struct Site {
+    dir: tempfile::TempDir,
+}
+
+impl Site {
+    fn new() -> Site {
+        let site = Site { dir: scratch() };
+        let bin = site.path("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let d = site.dir.path().display();
+        let script = format!(
+            "#!/bin/sh\ncat {d}/sacct.out\ncat {d}/sacct.err >&2\nexit $(cat {d}/sacct.rc)\n"
+        );
+        write_mode(&bin.join("sacct"), script.as_bytes(), 0o755);
+        site.sacct(0, "", "");
+        site
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// What the fake sacct prints and exits with.
+    fn sacct(&self, rc: i32, out: &str, err: &str) {
+        write_mode(&self.path("sacct.out"), out.as_bytes(), 0o644);
+        write_mode(&self.path("sacct.err"), err.as_bytes(), 0o644);
+        write_mode(&self.path("sacct.rc"), rc.to_string().as_bytes(), 0o644);
+    }
+
+    /// sacct's line for job 4242 of root, ended, on n[1-2].
+    fn accounted(&self, user: &str, admin_comment: &str) {
+        let line =
+            format!("{JOB}|{user}|0|COMPLETED|1790000000|1790000600|n[1-2]|{admin_comment}\n");
+        self.sacct(0, &line, "");
+    }
+
+    /// imex.toml naming the fake sacct's directory and `[job]` `job_keys`.
+    fn config(&self, job_keys: &str) -> PathBuf {
+        let p = self.path("imex.toml");
+        let text = format!(
+            "[slurm]\nscontrol = \"{}\"\n[job]\n{job_keys}",
+            self.path("bin/scontrol").display()
+        );
+        write_mode(&p, text.as_bytes(), 0o644);
+        p
+    }
+
+    /// `slurm-imex job 4242` with Prometheus at `url`.
+    fn job(&self, url: &str) -> Ran {
+        let cfg = self.config(&format!("prometheus_url = \"{url}\"\n"));
+        self.job_with(&cfg)
+    }
+
+    fn job_with(&self, config: &std::path::Path) -> Ran {
+        run(
+            &bin("slurm-imex"),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "job",
+                &JOB.to_string(),
+            ],
+            &[],
+        )
+    }
+}
+
+/// Prometheus played on 127.0.0.1: every request is answered with
+/// `status` and `body`, for as long as the test runs. Its URL.
+fn prometheus(status: u16, body: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+/// A one-node summary of job `job_id` on `node`, one GPU `serial`; the node
+/// blamed the job with `cause` when one is given.
+fn summary(job_id: u32, node: &str, serial: &str, cause: Option<String>) -> String {
+    let s = JobSummary {
+        job_id,
+        nodes: vec![NodeReport {
+            node: node.into(),
+            blame: if cause.is_some() {
+                Blame::Job
+            } else {
+                Blame::None
+            },
+            cause,
+            gpus: vec![GpuReport {
+                index: 0,
+                serial: serial.into(),
+                verdict: "DRAIN".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    comment::encode(&s).unwrap()
+}
+
+#[test]
+fn a_stored_summary_is_shown_only_for_the_job_it_names() {
+    if !is_root() {
+        eprintln!("skipped: the fake sacct must pass the trust check (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    let url = prometheus(200, NOTHING.into());
+    // Its own summary is shown.
+    site.accounted("root", &summary(JOB, "n1", "SERIAL-OF-4242", None));
+    let own = site.job(&url);
+    own.ended_without_panic("own summary");
+    assert_eq!(own.code, Some(0), "own summary: {}", own.stderr);
+    assert!(
+        own.stdout.contains("source: stored summary (AdminComment)"),
+        "{}",
+        own.stdout
+    );
+    assert!(own.stdout.contains("SERIAL-OF-4242"), "{}", own.stdout);
+    // Another job's (an operator's edit, a restored database, ids that
+    // started again): never shown as this job's; one line says whose it
+    // is, and the answer is Prometheus's (here: nothing yet).
+    site.accounted("root", &summary(17, "other-node", "SERIAL-OF-17", None));
+    let other = site.job(&url);
+    other.ended_without_panic("another job's summary");
+    for shown in [
+        "SERIAL-OF-17",
+        "other-node",
+        "stored summary (AdminComment)",
+    ] {
+        assert!(
+            !other.stdout.contains(shown),
+            "job 17's summary shown as job {JOB}'s ({shown}): {}",
+            other.stdout
+        );
+    }
+    other.one_line_error(
+        1,
+        &[
+            &format!("job {JOB}'s AdminComment"),
+            "belongs to job 17",
+            "Prometheus",
+        ],
+        "another job's summary",
+    );
+    assert!(other.stdout.contains("source: none"), "{}", other.stdout);
+}
