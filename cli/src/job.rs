@@ -8,6 +8,7 @@ use crate::Cli;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::text;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobsummary::report::{GpuReport, JobSummary, NodeReport};
 use slurm_imex_jobview::lookup::{self, JobView};
@@ -77,9 +78,10 @@ fn print_view(view: &JobView) -> Result<()> {
         j.user,
         j.state,
         if j.node_list.is_empty() {
-            "-"
+            "-".into()
         } else {
-            &j.node_list
+            // sacct's hostlist, outside text: cut as every piece is.
+            text::cap(&j.node_list, text::PIECE_MAX)
         },
         view.source.as_str()
     );

@@ -15,6 +15,9 @@ use std::path::PathBuf;
 
 /// The job every case asks for.
 const JOB: u32 = 4242;
+/// One piece of outside text may come out this long: 1 KiB, and the few
+/// bytes saying how much was left out.
+const PIECE_OUT: usize = 1024 + 40;
 /// An empty, successful Prometheus answer: no node reported the job.
 const NOTHING: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
 
@@ -116,6 +119,14 @@ fn prometheus(status: u16, body: String) -> String {
     url
 }
 
+/// A URL where nothing listens.
+fn nobody() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
 /// A one-node summary of job `job_id` on `node`, one GPU `serial`; the node
 /// blamed the job with `cause` when one is given.
 fn summary(job_id: u32, node: &str, serial: &str, cause: Option<String>) -> String {
@@ -140,6 +151,11 @@ fn summary(job_id: u32, node: &str, serial: &str, cause: Option<String>) -> Stri
         ..Default::default()
     };
     comment::encode(&s).unwrap()
+}
+
+/// Every line of the run, stdout and stderr.
+fn lines(r: &Ran) -> Vec<&str> {
+    r.stdout.lines().chain(r.stderr.lines()).collect()
 }
 
 #[test]
@@ -188,4 +204,51 @@ fn a_stored_summary_is_shown_only_for_the_job_it_names() {
         "another job's summary",
     );
     assert!(other.stdout.contains("source: none"), "{}", other.stdout);
+}
+
+#[test]
+fn outside_text_is_cut_to_one_kib_a_piece() {
+    if !is_root() {
+        eprintln!("skipped: the fake sacct must pass the trust check (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    let mib = "x".repeat(1 << 20);
+    let mut cases: Vec<(&str, Ran)> = Vec::new();
+    // Prometheus's own error, 1 MiB of it.
+    site.accounted("root", "");
+    let body = format!(r#"{{"status":"error","errorType":"bad_data","error":"{mib}"}}"#);
+    cases.push(("a 1 MiB Prometheus error", site.job(&prometheus(400, body))));
+    // A series whose cause label is 1 MiB: its note and its table cell.
+    let sample = format!(
+        r#"{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"{JOB}","node":"n1","blame":"job","cause":"{mib}"}},"value":[1790000000,"1"]}}"#
+    );
+    let body =
+        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{sample}]}}}}"#);
+    cases.push(("a 1 MiB label", site.job(&prometheus(200, body))));
+    // A stored summary whose cause is 1 MiB (it deflates to little).
+    site.accounted("root", &summary(JOB, "n1", "S", Some(mib.clone())));
+    cases.push(("a 1 MiB stored cause", site.job(&nobody())));
+    // sacct: a 1 MiB user name, and a 1 MiB error.
+    site.accounted(&"u".repeat(1 << 20), "");
+    cases.push(("a 1 MiB user", site.job(&prometheus(200, NOTHING.into()))));
+    site.sacct(1, "", &mib);
+    cases.push(("a 1 MiB sacct error", site.job(&nobody())));
+    for (case, r) in &cases {
+        r.ended_without_panic(case);
+        for l in lines(r) {
+            assert!(
+                l.len() <= PIECE_OUT + 200,
+                "{case}: a line of {} bytes: {}…",
+                l.len(),
+                l.chars().take(200).collect::<String>()
+            );
+        }
+        assert!(
+            r.stdout.len() + r.stderr.len() < 8 * PIECE_OUT,
+            "{case}: {} bytes printed",
+            r.stdout.len() + r.stderr.len()
+        );
+    }
+    eprintln!("bad-input: {} outside-text cases", cases.len());
 }
