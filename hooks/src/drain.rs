@@ -141,12 +141,15 @@ impl DrainAction {
 /// Longest reason we give Slurm (a node's reason shows in `sinfo -R`).
 const REASON_MAX: usize = 256;
 
-/// Our reason for a drain during job `job_id`: `reason` naming the job.
+/// Our reason for a drain during job `job_id`: `reason` naming the job,
+/// printable (a NUL in an argument makes `scontrol` fail to start, so the
+/// node would not be drained) and capped.
 pub fn for_job(reason: &str, job_id: u32) -> String {
+    use slurm_imex_core::text::{cap, printable};
     let suffix = format!(" (job {job_id})");
     // cap() adds "… (N more bytes)" past its limit: room for that too.
     let room = REASON_MAX.saturating_sub(suffix.len() + 32);
-    format!("{}{suffix}", slurm_imex_core::text::cap(reason, room))
+    format!("{}{suffix}", cap(&printable(reason), room))
 }
 
 /// Decide and do what a verdict means for `node` in job `job_id`'s prolog
@@ -767,6 +770,11 @@ mod tests {
             long.len() <= REASON_MAX && long.ends_with("(job 4294967295)"),
             "{}",
             long.len()
+        );
+        // A NUL or a newline would stop scontrol from starting or forge a line.
+        assert_eq!(
+            for_job("imex-health: imex n1: fallen\0 off\nthe bus", 7),
+            "imex-health: imex n1: fallen\\x00 off\\x0athe bus (job 7)"
         );
     }
 }

@@ -13,6 +13,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, Nvml};
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::text::printable;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -190,10 +191,13 @@ impl GpuReader {
     }
 }
 
+/// UUID, serial, name (made printable: they reach drain reasons and
+/// records) and PCI id.
 fn read_identity(device: &Device, snap: &mut GpuSnapshot) {
-    snap.uuid = device.uuid().unwrap_or_default();
-    snap.serial = device.serial().unwrap_or_default();
-    snap.name = device.name().unwrap_or_default();
+    let text = |s: std::result::Result<String, NvmlError>| printable(&s.unwrap_or_default());
+    snap.uuid = text(device.uuid());
+    snap.serial = text(device.serial());
+    snap.name = text(device.name());
     match device.pci_info() {
         Ok(p) => snap.pci = crate::xid::normalise_pci(&p.bus_id),
         Err(NvmlError::GpuLost) => snap.lost = true,

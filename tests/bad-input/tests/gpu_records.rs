@@ -1,0 +1,197 @@
+//! Bad GPU records: hostile or broken text in the kernel log, NVML values
+//! outside their physical range, a reused pid, and state files (the XID
+//! checkpoint) that root did not write or that belong to another boot. The
+//! real prolog, epilog and `slurm-imex` run on a node of one GPU played by
+//! the fake NVML (tests/fake-nvml), with the kernel log a plain file
+//! (`[gpu] kmsg`) and an `scontrol` that only writes down what it is asked.
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+
+/// The fake `libnvidia-ml.so` `cargo build --workspace` put beside the
+/// binaries; else built once into target/bad-input-bins.
+fn fake_nvml() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let name = "libnvidia_ml.so";
+    let beside = [profile_dir.join(name), profile_dir.join("deps").join(name)];
+    if let Some(found) = beside.into_iter().find(|p| p.exists()) {
+        return found;
+    }
+    let target = profile_dir.parent().unwrap().join("bad-input-bins");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    let status = std::process::Command::new(cargo)
+        .args(["build", "--quiet", "-p", "fake-nvml", "--lib"])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("cannot run cargo to build the fake NVML");
+    assert!(status.success(), "building the fake NVML failed");
+    target.join("debug").join(name)
+}
+
+/// The boot id the fake node reports unless a test changes it.
+const BOOT_A: &str = "0b2f6c1e-1d7e-4c41-9d3a-6f0c2a9b7a11\n";
+
+/// One node with one GPU (PCI 0000:1a:00) and everything a hook reads.
+struct GpuNode {
+    dir: tempfile::TempDir,
+}
+
+impl GpuNode {
+    /// `gpu` lines are added to the GPU's scenario table (after its
+    /// identity), e.g. `[[gpu.process]]` tables.
+    fn new(gpu: &str) -> GpuNode {
+        let node = GpuNode { dir: scratch() };
+        node.set_gpu(gpu);
+        write_mode(&node.path("kmsg"), b"[    1.0] Linux version 6.1\n", 0o644);
+        write_mode(&node.path("boot_id"), BOOT_A.as_bytes(), 0o644);
+        let dev = node.path("pci/0000:1a:00.0");
+        std::fs::create_dir_all(&dev).unwrap();
+        write_mode(&dev.join("vendor"), b"0x10de\n", 0o644);
+        write_mode(&dev.join("class"), b"0x030200\n", 0o644);
+        let scontrol = format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\n",
+            node.path("scontrol.log").display()
+        );
+        write_mode(&node.path("scontrol"), scontrol.as_bytes(), 0o755);
+        node.write_config();
+        node
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn set_gpu(&self, extra: &str) {
+        let scenario = format!(
+            "[[gpu]]\nuuid = \"GPU-00000001-aaaa-bbbb-cccc-dddddddddddd\"\nserial = \"1650924060001\"\n\
+             pci_bus_id = \"00000000:1A:00.0\"\naccounting = true\n\
+             fabric = {{ state = \"completed\", clique_id = 7, cluster_uuid = \"dc6e40c4-d722-4357-9ba6-5291dd461278\" }}\n\
+             {extra}\n"
+        );
+        write_mode(&self.path("nvml.toml"), scenario.as_bytes(), 0o644);
+    }
+
+    fn write_config(&self) {
+        let p = |n: &str| self.path(n).display().to_string();
+        let text = format!(
+            "[node]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n\
+             [health]\npci_devices = \"{}\"\nexpected_gpus = 1\nset_drain_reason = true\n[database]\npath = \"{}\"\n\
+             [slurm]\nconfig = \"none\"\ntopology = \"none\"\nscontrol = \"{}\"\n",
+            p("state"),
+            fake_nvml().display(),
+            p("kmsg"),
+            p("pci"),
+            p("db/jobs.db"),
+            p("scontrol"),
+        );
+        write_mode(&self.path("imex.toml"), text.as_bytes(), 0o644);
+    }
+
+    fn env(&self, job: u32) -> Vec<(&'static str, std::ffi::OsString)> {
+        vec![
+            ("SLURM_IMEX_CONFIG", self.path("imex.toml").into_os_string()),
+            (
+                "FAKE_NVML_SCENARIO",
+                self.path("nvml.toml").into_os_string(),
+            ),
+            ("SLURM_JOB_ID", os(&job.to_string())),
+            ("SLURMD_NODENAME", os("n1")),
+            ("SLURM_JOB_NODELIST", os("n1")),
+            ("SLURM_JOB_USER", os("alice")),
+            ("SLURM_JOB_UID", os("1000")),
+        ]
+    }
+
+    /// `slurm-imex-prolog` or `slurm-imex-epilog` of job `job`.
+    fn hook(&self, which: &str, job: u32) -> Ran {
+        let ran = run(&bin(&format!("slurm-imex-{which}")), &[], &self.env(job));
+        ran.ended_without_panic(which);
+        ran
+    }
+
+    fn cli(&self, args: &[&str]) -> Ran {
+        let ran = run(&bin("slurm-imex"), args, &self.env(1));
+        ran.ended_without_panic(&format!("slurm-imex {args:?}"));
+        ran
+    }
+
+    fn set_kmsg(&self, bytes: &[u8]) {
+        write_mode(&self.path("kmsg"), bytes, 0o644);
+    }
+
+    fn append_kmsg(&self, bytes: &[u8]) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.path("kmsg"))
+            .unwrap();
+        f.write_all(bytes).unwrap();
+    }
+
+    /// What the hooks asked of `scontrol`, one call a line.
+    fn scontrol_calls(&self) -> String {
+        std::fs::read_to_string(self.path("scontrol.log")).unwrap_or_default()
+    }
+}
+
+/// No character a terminal, a log line or an argument cannot carry.
+fn assert_printable(text: &str, case: &str) {
+    let bad: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n')
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{case}: control characters {bad:?} in: {text:?}"
+    );
+}
+
+const XID79: &str =
+    "NVRM: Xid (PCI:0000:1a:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen";
+
+#[test]
+fn control_bytes_in_a_plain_file_kernel_log_never_reach_a_line_a_reason_or_a_record() {
+    let node = GpuNode::new("");
+    // A NUL in the message: the prolog's line shows it escaped, as
+    // /dev/kmsg itself would, and the node is drained with that reason.
+    node.set_kmsg(format!("[   2.0] {XID79}\0 off the bus.\n").as_bytes());
+    let prolog = node.hook("prolog", 7);
+    assert_ne!(prolog.code, Some(0), "an XID 79 must fail the prolog");
+    assert_printable(&prolog.stderr, "prolog line");
+    assert!(
+        prolog.stderr.contains("GPU has fallen\\x00 off the bus."),
+        "{}",
+        prolog.stderr
+    );
+    let calls = node.scontrol_calls();
+    assert!(
+        calls.contains("update NodeName=n1 State=DRAIN Reason=imex-health: xid gpu0")
+            && calls.contains("GPU has fallen\\x00 off the bus."),
+        "the node must be drained, with the reason made printable; scontrol was asked: {calls:?}"
+    );
+    // During a job: an escape sequence in a warning XID's process name, a
+    // carriage return and a C1 control in its message; the job's record and
+    // `show` hold them escaped (or, being whitespace, as a space).
+    let node = GpuNode::new("");
+    assert_eq!(node.hook("prolog", 8).code, Some(0));
+    node.append_kmsg(
+        "[   3.0] NVRM: Xid (PCI:0000:1a:00): 13, pid=42, name=a\u{1b}[2Jout, Graphics\rException\u{85}\n"
+            .as_bytes(),
+    );
+    let epilog = node.hook("epilog", 8);
+    assert_printable(&epilog.stderr, "epilog line");
+    let show = node.cli(&["show", "8"]);
+    assert_eq!(show.code, Some(0), "{}", show.stderr);
+    assert_printable(&show.stdout, "slurm-imex show");
+    assert!(
+        show.stdout
+            .contains("pid 42 a\\x1b[2Jout: Graphics Exception"),
+        "{}",
+        show.stdout
+    );
+}
