@@ -5,6 +5,7 @@
 //! accounting buffer (`GpuUsage`: its processes, their time-weighted mean
 //! utilization and busy time; peak memory is `max_memory_bytes`).
 
+use crate::nvml::bounds;
 use crate::nvml::snapshot::{GpuSnapshot, LinkState, ProcessAccounting, Reading};
 use crate::xid::XidEvent;
 use serde::{Deserialize, Serialize};
@@ -87,9 +88,15 @@ pub struct GpuUsage {
 }
 
 impl GpuUsage {
-    /// From the job's processes; `now_us` ends those still running (NVML
-    /// reports their time as 0 until they end).
+    /// From the job's processes, their values held to their physical range
+    /// (`nvml::bounds`; a value outside it is unknown); `now_us` ends those
+    /// still running (NVML reports their time as 0 until they end).
     pub fn of(processes: &[ProcessAccounting], now_us: u64) -> GpuUsage {
+        let processes: Vec<ProcessAccounting> = processes
+            .iter()
+            .map(|p| bounds::process(*p, now_us))
+            .collect();
+        let processes = processes.as_slice();
         let duration_ms = |p: &ProcessAccounting| {
             if p.time_ms > 0 || p.start_us == 0 {
                 p.time_ms
@@ -111,16 +118,21 @@ impl GpuUsage {
                 }
             }
         };
+        // A process whose utilization is unknown adds no busy time: then
+        // `busy_ms` is a lower bound. Saturating: no NVML value may panic.
         let busy_ms = processes
             .iter()
-            .map(|p| duration_ms(p) * u64::from(p.gpu_util.unwrap_or(0).min(100)) / 100)
-            .sum();
+            .map(|p| duration_ms(p).saturating_mul(u64::from(p.gpu_util.unwrap_or(0))) / 100)
+            .fold(0u64, u64::saturating_add);
         GpuUsage {
             processes: processes.len() as u32,
             gpu_util_pct: weighted(|p| p.gpu_util),
             mem_util_pct: weighted(|p| p.mem_util),
             busy_ms,
-            process_ms: processes.iter().map(duration_ms).sum(),
+            process_ms: processes
+                .iter()
+                .map(duration_ms)
+                .fold(0u64, u64::saturating_add),
         }
     }
 }
@@ -227,13 +239,14 @@ fn job_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessA
         .value()
         .map(|a| a.iter().map(|p| p.pid).collect())
         .unwrap_or_default();
+    let now_us = end.taken_at_ms.saturating_mul(1000);
     ended
         .iter()
+        .map(|p| bounds::process(*p, now_us))
         .filter(|p| match p.start_us {
             0 => !before.contains(&p.pid),
             started => started >= began_us,
         })
-        .copied()
         .collect()
 }
 
@@ -416,6 +429,27 @@ mod tests {
             (idle.processes, idle.gpu_util_pct, idle.busy_ms),
             (0, None, 0)
         );
+    }
+
+    #[test]
+    fn utilization_outside_its_range_is_unknown_and_never_overflows() {
+        // 250 % and 4294967294 %: unknown, not a mean of them.
+        let u = GpuUsage::of(&[proc(1, 250, 4_294_967_294, 2000, 5)], 0);
+        assert_eq!(
+            (u.processes, u.gpu_util_pct, u.mem_util_pct),
+            (1, None, None)
+        );
+        // Beside a process in range, only that one counts.
+        let u = GpuUsage::of(&[proc(1, 250, 40, 2000, 5), proc(2, 50, 4000, 1000, 6)], 0);
+        assert_eq!(u.gpu_util_pct, Some(50.0));
+        assert_eq!(u.mem_util_pct, Some(40.0));
+        assert_eq!(u.busy_ms, 500);
+        // Times that would overflow a sum saturate, never panic.
+        let u = GpuUsage::of(
+            &[proc(1, 100, 0, u64::MAX, 5), proc(2, 100, 0, u64::MAX, 6)],
+            0,
+        );
+        assert_eq!((u.process_ms, u.busy_ms), (u64::MAX, 2 * (u64::MAX / 100)));
     }
 
     #[test]

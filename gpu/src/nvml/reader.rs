@@ -2,8 +2,8 @@
 //! and one snapshot per GPU taken in named stages, so the health gate can
 //! give each check its own time budget and name the one that hangs.
 
-use super::raw;
 use super::snapshot::*;
+use super::{bounds, raw};
 use nvml_wrapper::enum_wrappers::device::{
     EccCounter, MemoryError, PerformancePolicy, RetirementCause, TemperatureSensor,
 };
@@ -281,10 +281,11 @@ fn accounting_of(device: &Device, how: &GpuReader, pids: &[u32]) -> Vec<ProcessA
         .collect()
 }
 
-/// One process's accounting stats; None when NVML no longer has them.
+/// One process's accounting stats, each value held to its physical range
+/// (`bounds`); None when NVML no longer has them.
 fn accounted(device: &Device, pid: u32) -> Option<ProcessAccounting> {
     let s = device.accounting_stats_for(pid).ok()?;
-    Some(ProcessAccounting {
+    let p = ProcessAccounting {
         pid,
         gpu_util: s.gpu_utilization,
         mem_util: s.memory_utilization,
@@ -292,7 +293,8 @@ fn accounted(device: &Device, pid: u32) -> Option<ProcessAccounting> {
         time_ms: s.time,
         start_us: s.start_time,
         running: s.is_running,
-    })
+    };
+    Some(bounds::process(p, now_ms().saturating_mul(1000)))
 }
 
 fn read_modes(device: &Device, snap: &mut GpuSnapshot) {
@@ -312,14 +314,15 @@ fn read_counters(device: &Device, snap: &mut GpuSnapshot) {
     snap.energy_mj = reading(device.total_energy_consumption(), lost);
     snap.pcie_replays = reading(device.pcie_replay_counter().map(u64::from), lost);
     snap.throttle_reasons = reading(device.current_throttle_reasons().map(|r| r.bits()), lost);
-    snap.temperature_c = reading(device.temperature(TemperatureSensor::Gpu), lost);
+    snap.temperature_c =
+        bounds::temperature(reading(device.temperature(TemperatureSensor::Gpu), lost));
     let width = || {
         Ok(PcieWidth {
             current: device.current_pcie_link_width()?,
             max: device.max_pcie_link_width()?,
         })
     };
-    snap.pcie_width = reading(width(), lost);
+    snap.pcie_width = bounds::pcie_width(reading(width(), lost));
 }
 
 /// Time spent throttled, per reason (ns); reasons the GPU lacks are absent.

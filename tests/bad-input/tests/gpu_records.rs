@@ -195,3 +195,59 @@ fn control_bytes_in_a_plain_file_kernel_log_never_reach_a_line_a_reason_or_a_rec
         show.stdout
     );
 }
+
+fn now_us() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+/// One ended process of the job in the accounting buffer.
+fn process(pid: u32, gpu_util: u64, mem_util: u64, start_us: u64, time_ms: u64) -> String {
+    format!(
+        "[[gpu.process]]\npid = {pid}\ngpu_util = {gpu_util}\nmem_util = {mem_util}\n\
+         max_memory = 1073741824\ntime_ms = {time_ms}\nstart_us = {start_us}\n"
+    )
+}
+
+#[test]
+fn nvml_values_outside_their_physical_range_are_unknown_never_numbers() {
+    let node = GpuNode::new("");
+    assert_eq!(node.hook("prolog", 9).code, Some(0));
+    let started = now_us();
+    node.set_gpu(&format!(
+        "temperature = 4294967294\n{}",
+        process(4242, 250, 4_294_967_294, started, 2000)
+    ));
+    let epilog = node.hook("epilog", 9);
+    assert_eq!(epilog.code, Some(0), "{}", epilog.stderr);
+    let show = node.cli(&["show", "9"]);
+    assert_eq!(show.code, Some(0), "{}", show.stderr);
+    for impossible in ["250", "4294967294"] {
+        assert!(
+            !show.stdout.contains(impossible),
+            "{impossible} shown as a number: {}",
+            show.stdout
+        );
+    }
+    assert!(
+        show.stdout
+            .contains("process gpu0 pid 4242: util -% mem util -%"),
+        "{}",
+        show.stdout
+    );
+    let json = node.cli(&["--json", "show", "9"]);
+    for impossible in ["250", "4294967294"] {
+        assert!(!json.stdout.contains(impossible), "{}", json.stdout);
+    }
+    let db = rusqlite::Connection::open(node.path("db/jobs.db")).unwrap();
+    let stored: (Option<i64>, Option<i64>) = db
+        .query_row(
+            "SELECT gpu_util, mem_util FROM processes WHERE pid = 4242",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(stored, (None, None), "stored as numbers");
+}
