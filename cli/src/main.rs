@@ -126,11 +126,15 @@ pub enum Command {
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]
     Man { dir: PathBuf },
-    /// Resume a node drained by slurm-imex: its reason starts with
-    /// "imex-health:", or it is Slurm's "Prolog error" for a prolog of ours
-    /// (run it on the node, whose standing says so). Never an admin's drain.
+    /// Resume nodes drained by slurm-imex: a reason that starts with
+    /// "imex-health:", or Slurm's "Prolog error" for a prolog of ours (run
+    /// it on the node, whose standing says so). Never an admin's drain: each
+    /// node of a hostlist is judged alone, by its own reason, one line each.
+    /// Exit 0 all resumed or not drained, 1 one left drained (not ours), 2
+    /// one could not be read or resumed.
     Undrain {
-        /// Slurm node name (default: $SLURMD_NODENAME, else the short hostname).
+        /// Slurm node name or hostlist, such as gb-r1-[01-18] (default:
+        /// $SLURMD_NODENAME, else the short hostname).
         #[arg(long)]
         node: Option<String>,
     },
