@@ -10,7 +10,9 @@
 //! log was cleared or replaced) is reset with one line in the journal, and
 //! the gate judges every XID still in the log: that may report one again,
 //! but never misses one. A corrupt file is set aside (`.corrupt`) by
-//! `StateDir::read_json`, with the same effect.
+//! `StateDir::read_json`, with the same effect; so is one that fails the
+//! config's trust rules (`.untrusted`: another user's, writable by others,
+//! or a symlink to such a file), which would otherwise hide XIDs.
 
 use super::log::{LogPosition, Numbering};
 use serde::{Deserialize, Serialize};

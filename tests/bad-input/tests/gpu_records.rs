@@ -251,3 +251,68 @@ fn nvml_values_outside_their_physical_range_are_unknown_never_numbers() {
         .unwrap();
     assert_eq!(stored, (None, None), "stored as numbers");
 }
+
+/// A kernel log of plain lines with an XID 79 on line 3 of 6.
+fn log_with_xid79_on_line_3() -> String {
+    let mut log = String::from("[   1.0] Linux version 6.1\n[   1.1] pci 0000:1a:00.0: BAR 0\n");
+    log.push_str(&format!("[   2.0] {XID79} off the bus.\n"));
+    for t in 3..6 {
+        log.push_str(&format!("[   {t}.0] eth0: link up\n"));
+    }
+    log
+}
+
+#[test]
+fn a_checkpoint_root_did_not_write_is_set_aside_and_the_log_judged_from_its_start() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give a file to another user");
+        return;
+    }
+    // (case, how the checkpoint comes to be another user's)
+    let cases: [(&str, fn(&GpuNode, &Path)); 3] = [
+        ("owned by another user", |_, cp| {
+            nix::unistd::chown(cp, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+        }),
+        ("writable by others", |_, cp| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(cp, std::fs::Permissions::from_mode(0o666)).unwrap();
+        }),
+        ("a symlink to another user's file", |node, cp| {
+            let foreign = node.path("foreign.json");
+            std::fs::rename(cp, &foreign).unwrap();
+            nix::unistd::chown(&foreign, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            std::os::unix::fs::symlink(&foreign, cp).unwrap();
+        }),
+    ];
+    for (case, make_foreign) in cases {
+        let node = GpuNode::new("");
+        assert_eq!(node.hook("prolog", 10).code, Some(0), "{case}");
+        // Someone else's checkpoint says the log is judged up to line 6.
+        let cp = node.path("state/xid-checkpoint.json");
+        write_mode(
+            &cp,
+            br#"{"numbering":"lines","judged":{"0000:1a:00":6}}"#,
+            0o644,
+        );
+        make_foreign(&node, &cp);
+        node.set_kmsg(log_with_xid79_on_line_3().as_bytes());
+        let prolog = node.hook("prolog", 11);
+        assert_ne!(
+            prolog.code,
+            Some(0),
+            "{case}: the XID 79 was hidden by the checkpoint: {}",
+            prolog.stderr
+        );
+        assert!(
+            prolog.stderr.contains("XID 79 (REBOOT)")
+                && prolog.stderr.contains("xid-checkpoint.json")
+                && prolog.stderr.contains("set aside"),
+            "{case}: {}",
+            prolog.stderr
+        );
+        assert!(
+            node.path("state/xid-checkpoint.json.untrusted").exists(),
+            "{case}"
+        );
+    }
+}
