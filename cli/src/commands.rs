@@ -26,6 +26,10 @@ pub fn run(cli: &Cli) -> Result<u8> {
     if let Command::Doctor { cluster } = &cli.command {
         return crate::doctor::doctor(cli, *cluster);
     }
+    // `job` loads its config itself: a refused one has its own exit status.
+    if let Command::Job { job_id, store } = &cli.command {
+        return crate::job::job(cli, *job_id, *store);
+    }
     let (config, _) = Config::load(cli.config.as_deref())?;
     match &cli.command {
         Command::History(args) => history(cli, &config, args),
@@ -45,8 +49,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         Command::Status => status(cli, &config),
         Command::Topology(args) => crate::topology::topology(cli, &config, args),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
-        Command::Job { job_id, store } => crate::job::job(cli, &config, *job_id, *store),
-        Command::Man { .. } | Command::Doctor { .. } => Ok(0),
+        Command::Man { .. } | Command::Doctor { .. } | Command::Job { .. } => Ok(0),
     }
 }
 

@@ -6,7 +6,7 @@
 use crate::accounting::{self, AccountedJob};
 use crate::prometheus::{self, Server};
 use slurm_imex_core::config::Config;
-use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::error::{Error, Kind, Result};
 use slurm_imex_jobsummary::comment;
 use slurm_imex_jobsummary::report::JobSummary;
 use slurm_imex_jobsummary::series;
@@ -40,6 +40,42 @@ pub struct JobView {
     pub summary: Option<JobSummary>,
     /// Why a source could not be used, one line each.
     pub problems: Vec<String>,
+    /// Why Prometheus, asked for want of a stored summary, gave no answer
+    /// (its line is in `problems`); None when it answered, or was not asked.
+    pub unanswered: Option<Unanswered>,
+}
+
+/// Why a job has no answer: what the exit status of `slurm-imex job` tells
+/// apart from "no node has reported it yet" (docs/guide.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// No such job for this caller: not in Slurm's accounting (a wrong id,
+    /// purged, another user's under PrivateData=jobs), or another user's.
+    NotFound,
+    /// The config does not let it be asked (a key this needs is unusable).
+    Config,
+    /// Slurm's accounting or Prometheus could not be asked, or gave no
+    /// usable answer (down, timed out, an error, not its API).
+    Service,
+}
+
+/// A job with no answer: why, and the one line saying so.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub why: Unanswered,
+    pub error: Error,
+}
+
+impl Failure {
+    fn new(why: Unanswered, error: Error) -> Failure {
+        Failure { why, error }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
 }
 
 /// Whether `caller_uid` may see `job`: its owner, or root. The owner is
@@ -56,46 +92,51 @@ pub fn may_see(job: &AccountedJob, caller_uid: u32) -> bool {
         .is_some_and(|u| !job.user.is_empty() && u.name == job.user)
 }
 
-/// Job `job_id` as `caller_uid` may see it.
-pub fn job(cfg: &Config, job_id: u32, caller_uid: u32, now: i64) -> Result<JobView> {
-    let Some(job) = accounting::job(cfg, job_id)? else {
-        return Err(Error::new(format!(
-            "job {job_id}: not in Slurm's accounting (sacct -j {job_id} lists nothing: a wrong id, a job too old \
-             for SlurmDBD's purge, or another user's job under PrivateData=jobs)"
-        )));
+/// Job `job_id` as `caller_uid` may see it: its stored summary, else
+/// Prometheus's; a job with neither is still an answer (source none).
+pub fn job(cfg: &Config, job_id: u32, caller_uid: u32, now: i64) -> Result<JobView, Failure> {
+    let job = accounting::job(cfg, job_id).map_err(|e| Failure::new(Unanswered::Service, e))?;
+    let Some(job) = job else {
+        return Err(Failure::new(
+            Unanswered::NotFound,
+            Error::new(format!(
+                "job {job_id}: not in Slurm's accounting (sacct -j {job_id} lists nothing: a wrong id, a job too old \
+                 for SlurmDBD's purge, or another user's job under PrivateData=jobs)"
+            )),
+        ));
     };
     if !may_see(&job, caller_uid) {
-        return Err(Error::new(format!(
-            "job {job_id} belongs to {}: only its owner and root can see its GPU health",
-            job.user
-        )));
+        return Err(Failure::new(
+            Unanswered::NotFound,
+            Error::new(format!(
+                "job {job_id} belongs to {}: only its owner and root can see its GPU health",
+                job.user
+            )),
+        ));
     }
     let mut problems = Vec::new();
-    if let Some(summary) = stored_summary(&job, &mut problems) {
-        return Ok(JobView {
-            job,
-            source: Source::Stored,
-            summary: Some(summary),
-            problems,
-        });
-    }
-    let summary = match from_prometheus(cfg, &job, now) {
-        Ok(s) => s,
-        Err(e) => {
-            problems.push(e.to_string());
-            None
-        }
+    let mut unanswered = None;
+    let summary = match stored_summary(&job, &mut problems) {
+        Some(stored) => Some((Source::Stored, stored)),
+        None => match from_prometheus(cfg, &job, now, &mut problems) {
+            Ok(s) => s.map(|s| (Source::Prometheus, s)),
+            Err(f) => {
+                problems.push(f.error.to_string());
+                unanswered = Some(f.why);
+                None
+            }
+        },
     };
-    let source = if summary.is_some() {
-        Source::Prometheus
-    } else {
-        Source::Nothing
+    let (source, summary) = match summary {
+        Some((source, s)) => (source, Some(s)),
+        None => (Source::Nothing, None),
     };
     Ok(JobView {
         job,
         source,
         summary,
         problems,
+        unanswered,
     })
 }
 
@@ -126,12 +167,20 @@ pub fn stored_summary(job: &AccountedJob, problems: &mut Vec<String>) -> Option<
     }
 }
 
-/// The job rebuilt from Prometheus; None when no node has reported it.
-pub fn from_prometheus(cfg: &Config, job: &AccountedJob, now: i64) -> Result<Option<JobSummary>> {
+/// The job rebuilt from Prometheus; None when no node has reported it, or
+/// when no server is configured (a line in `problems` says so: the job may
+/// still be stored later, by the controller host's `job --store`).
+pub fn from_prometheus(
+    cfg: &Config,
+    job: &AccountedJob,
+    now: i64,
+    problems: &mut Vec<String>,
+) -> Result<Option<JobSummary>, Failure> {
     if cfg.job.prometheus_url.is_empty() {
-        return Err(Error::new(
-            "no stored summary, and [job] prometheus_url is not set, so the nodes' series cannot be read",
-        ));
+        problems.push(
+            "no stored summary, and [job] prometheus_url is not set, so the nodes' series cannot be read".into(),
+        );
+        return Ok(None);
     }
     let server = Server {
         url: &cfg.job.prometheus_url,
@@ -140,8 +189,16 @@ pub fn from_prometheus(cfg: &Config, job: &AccountedJob, now: i64) -> Result<Opt
     let Some(start) = job.start else {
         return Ok(None);
     };
-    let samples = prometheus::job_samples(&server, &[job.job_id], window(start, now))?;
-    summary_of(cfg, job, &samples)
+    let samples =
+        prometheus::job_samples(&server, &[job.job_id], window(start, now)).map_err(|e| {
+            // An unusable URL is the config's; anything else, the server's.
+            let why = match e.kind() {
+                Kind::Invalid => Unanswered::Config,
+                _ => Unanswered::Service,
+            };
+            Failure::new(why, e)
+        })?;
+    summary_of(cfg, job, &samples).map_err(|e| Failure::new(Unanswered::Service, e))
 }
 
 /// Seconds to look back from `now` to cover a job that started at `start`
@@ -222,6 +279,32 @@ mod tests {
             "{}",
             problems[0]
         );
+    }
+
+    #[test]
+    fn prometheus_unset_is_not_yet_and_a_bad_or_dead_one_is_a_failure() {
+        let job = job_with_comment(7, 7);
+        let mut cfg = Config::default();
+        let mut problems = Vec::new();
+        assert!(matches!(
+            from_prometheus(&cfg, &job, 1_790_001_000, &mut problems),
+            Ok(None)
+        ));
+        assert!(
+            problems[0].contains("prometheus_url is not set"),
+            "{problems:?}"
+        );
+
+        cfg.job.prometheus_url = "prom:9090".into();
+        let f = from_prometheus(&cfg, &job, 1_790_001_000, &mut problems).unwrap_err();
+        assert_eq!(f.why, Unanswered::Config, "{f}");
+
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        cfg.job.prometheus_url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let f = from_prometheus(&cfg, &job, 1_790_001_000, &mut problems).unwrap_err();
+        assert_eq!(f.why, Unanswered::Service, "{f}");
+        assert!(f.to_string().contains("did not answer"), "{f}");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! within a window, as samples (slurm_imex_jobsummary::series).
 
 use serde::Deserialize;
+use slurm_imex_core::config::http_url;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
 use slurm_imex_jobsummary::series::{Sample, PREFIX};
@@ -57,9 +58,11 @@ pub fn query_text(job_ids: &[u32], range_s: u64) -> String {
 /// server's clock would miss the newest scrape).
 pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec<Sample>> {
     let base = server.url.trim_end_matches('/');
-    if !base.starts_with("http://") {
-        return Err(Error::new(format!(
-            "[job] prometheus_url {base:?}: only http:// is supported (put an https proxy's plain side here)"
+    // Checked when the config is read; this is for a server given otherwise.
+    if let Some(why) = http_url::problem(base) {
+        return Err(Error::invalid(format!(
+            "[job] prometheus_url = {:?} {why}",
+            cap(base, PIECE_MAX)
         )));
     }
     let url = format!("{base}/api/v1/query");

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod bounds;
+pub mod http_url;
 mod locate;
 pub use bounds::MAX_NODES_LIMIT;
 
@@ -661,6 +662,13 @@ impl Config {
                 key_label(key)
             )));
         }
+        if let Some(why) = http_url::problem(&self.job.prometheus_url) {
+            return Err(Error::invalid(format!(
+                "bad config {}: [job] prometheus_url = {:?} {why}",
+                at("job.prometheus_url"),
+                crate::text::cap(&self.job.prometheus_url, crate::text::PIECE_MAX)
+            )));
+        }
         let i = &self.imex;
         let last = i.port_base as u32 + i.port_span.0 as u32 - 1;
         if i.port_base == 0 || last > 65535 {
@@ -1016,6 +1024,20 @@ mod tests {
         );
         let e = parse("[imex\n").unwrap_err().to_string();
         assert!(e.contains("imex.toml:1"), "{e}");
+    }
+
+    #[test]
+    fn a_url_is_checked_when_the_file_is_read() {
+        let e = parse("[job]\n\nprometheus_url = \"host:9090\"\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "bad config /etc/slurm/imex.toml:3: [job] prometheus_url = \"host:9090\" has no scheme: \
+             write \"http://host:9090\" (only http:// is supported)"
+        );
+        let c = parse("[job]\nprometheus_url = \"http://prom:9090\"\n").unwrap();
+        assert_eq!(c.job.prometheus_url, "http://prom:9090");
     }
 
     #[test]

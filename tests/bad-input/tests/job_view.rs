@@ -252,3 +252,69 @@ fn outside_text_is_cut_to_one_kib_a_piece() {
     }
     eprintln!("bad-input: {} outside-text cases", cases.len());
 }
+
+#[test]
+fn job_exit_status_tells_not_found_from_bad_config_and_unreachable_services() {
+    if !is_root() {
+        eprintln!("skipped: the fake sacct must pass the trust check (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    // 1: the job is known, no node has reported it yet.
+    site.accounted("root", "");
+    let r = site.job(&prometheus(200, NOTHING.into()));
+    r.ended_without_panic("not reported yet");
+    assert_eq!(
+        r.code,
+        Some(1),
+        "not reported yet: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("no node has reported this job (yet)"),
+        "{}",
+        r.stdout
+    );
+    // 2: accounting has no such job (or it is another user's).
+    site.sacct(0, "", "");
+    site.job(&nobody()).one_line_error(
+        2,
+        &[&format!("job {JOB}: not in Slurm's accounting")],
+        "not found",
+    );
+    // 3: the config cannot be used, refused at load naming file:line:key.
+    let cfg = site.config("prometheus_url = \"host:9090\"\n");
+    site.job_with(&cfg).one_line_error(
+        3,
+        &[
+            &format!("{}:4", cfg.display()),
+            "[job] prometheus_url",
+            "http://",
+        ],
+        "a URL without a scheme",
+    );
+    // 4: a service could not be asked, or answered what is not an answer.
+    site.accounted("root", "");
+    site.job(&nobody())
+        .one_line_error(4, &["Prometheus at", "did not answer"], "Prometheus down");
+    let bad = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
+    site.job(&prometheus(400, bad.into())).one_line_error(
+        4,
+        &["Prometheus at", "parse error"],
+        "Prometheus refuses",
+    );
+    site.job(&prometheus(200, "<html>proxy login</html>".into()))
+        .one_line_error(
+            4,
+            &["Prometheus at", "not its API's JSON"],
+            "not Prometheus",
+        );
+    site.sacct(
+        1,
+        "",
+        "sacct: error: Problem talking to the database: Connection refused",
+    );
+    site.job(&nobody())
+        .one_line_error(4, &["sacct failed", "Connection refused"], "SlurmDBD down");
+}
