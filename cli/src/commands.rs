@@ -100,7 +100,7 @@ fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
         }
         return Ok(None);
     }
-    JobDb::open(&path, config.database.busy_timeout.0).map(Some)
+    JobDb::open_to_read(&path, config.database.busy_timeout.0).map(Some)
 }
 
 /// Apply --format to a table and print it.
