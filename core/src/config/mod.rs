@@ -400,6 +400,9 @@ impl<'de> Deserialize<'de> for AutoPath {
 pub struct GpuConfig {
     pub nvml_library: PathBuf,
     pub kmsg: PathBuf,
+    /// The kernel's boot id: the XID checkpoint holds only within the boot
+    /// that wrote it (a test seam, as `kmsg` is).
+    pub boot_id: PathBuf,
     /// NVML accounting mode on the job's GPUs (per-process utilization and
     /// peak memory for the job's stats): turned on by the prolog, or left.
     pub accounting: Accounting,
@@ -410,6 +413,7 @@ impl Default for GpuConfig {
         GpuConfig {
             nvml_library: "libnvidia-ml.so.1".into(),
             kmsg: "/dev/kmsg".into(),
+            boot_id: "/proc/sys/kernel/random/boot_id".into(),
             accounting: Accounting::On,
         }
     }

@@ -97,8 +97,9 @@ impl StateDir {
         self.gpu_jobs_dir().join(format!("{job_id}.json"))
     }
 
-    /// Per GPU (PCI id) the last kmsg sequence already judged. On the
-    /// tmpfs, so a reboot (which restarts kmsg numbering) clears it.
+    /// Per GPU (PCI id) the last kmsg sequence already judged, with the
+    /// boot it counts in (a persistent state directory keeps it across a
+    /// reboot, which restarts kmsg numbering).
     pub fn xid_checkpoint_path(&self) -> PathBuf {
         self.root.join("xid-checkpoint.json")
     }

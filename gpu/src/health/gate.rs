@@ -7,7 +7,7 @@ use super::checks::{check_gpu, check_node, check_xids, Hook};
 use super::{Finding, GpuRef, Severity};
 use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
 use crate::xid::checkpoint::{self, Checkpoint};
-use crate::xid::log::{self as kernel_log, LogPosition, LogRead};
+use crate::xid::log::{self as kernel_log, BootId, LogPosition, LogRead};
 use crate::xid::XidEvent;
 use slurm_imex_core::config::{Accounting, Config};
 use slurm_imex_core::error::{Error, Result};
@@ -117,7 +117,7 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
             .reading_accounting_stats(req.hook == Hook::Epilog);
         let readers = spawn_gpu_readers(&reader, &gpus);
         // The kernel log, while the GPUs are being read.
-        let kmsg = kernel_log::read(&cfg.gpu.kmsg);
+        let kmsg = read_kernel_log(cfg);
         let (snapshots, timeouts) = collect_snapshots(readers, &gpus, deadline, cfg);
         result.snapshots = snapshots;
         result.findings.extend(timeouts);
@@ -131,6 +131,15 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     }
     result.elapsed = started.elapsed();
     result
+}
+
+/// The kernel log, its position tied to this boot (`[gpu] boot_id`).
+fn read_kernel_log(cfg: &Config) -> std::io::Result<LogRead> {
+    let boot = BootId::read(&cfg.gpu.boot_id);
+    kernel_log::read(&cfg.gpu.kmsg).map(|mut read| {
+        read.position.boot = boot;
+        read
+    })
 }
 
 /// Only the prolog turns NVML accounting mode on, for the job's GPUs, so

@@ -39,11 +39,52 @@ impl Numbering {
     }
 }
 
-/// Where a reader got to: the numbering and the last record's number.
+/// Where a reader got to: the numbering and the last record's number, in
+/// the boot it read (the kernel's boot id; None when it cannot be read, or
+/// for a position written before positions had one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogPosition {
     pub numbering: Numbering,
     pub last: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<BootId>,
+}
+
+/// The kernel's boot id (`/proc/sys/kernel/random/boot_id`, a UUID that
+/// every boot draws anew): what ties a log position to the boot whose
+/// numbering it counts in.
+/// Kept as its 32 hex digits (JSON numbers stop at 64 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BootId(pub u128);
+
+impl Serialize for BootId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:032x}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for BootId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<BootId, D::Error> {
+        let text = String::deserialize(d)?;
+        BootId::parse(&text).ok_or_else(|| serde::de::Error::custom("not a boot id"))
+    }
+}
+
+impl BootId {
+    /// Read and parse the boot id at `path`; None when it cannot be read
+    /// or is not a UUID.
+    pub fn read(path: &Path) -> Option<BootId> {
+        let bytes = slurm_imex_core::fsutil::read_bounded(path, 128).ok()?;
+        BootId::parse(&String::from_utf8_lossy(&bytes))
+    }
+
+    fn parse(text: &str) -> Option<BootId> {
+        let hex: String = text.trim().chars().filter(|c| *c != '-').collect();
+        if hex.len() != 32 {
+            return None;
+        }
+        u128::from_str_radix(&hex, 16).ok().map(BootId)
+    }
 }
 
 /// Every XID of one read of the log, and where the read ended.
@@ -103,7 +144,11 @@ pub fn parse_log(text: &str) -> LogRead {
     };
     LogRead {
         events,
-        position: LogPosition { numbering, last },
+        position: LogPosition {
+            numbering,
+            last,
+            boot: None,
+        },
     }
 }
 
@@ -209,7 +254,8 @@ mod tests {
             empty.position,
             LogPosition {
                 numbering: Numbering::Lines,
-                last: 0
+                last: 0,
+                boot: None,
             }
         );
     }
@@ -228,6 +274,19 @@ mod tests {
         assert_eq!(read.position.numbering, Numbering::Kernel);
         assert!(read.position.last > 0, "no kmsg sequence numbers read");
         assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn boot_ids_are_uuids() {
+        let id = BootId::parse("0b2f6c1e-1d7e-4c41-9d3a-6f0c2a9b7a11\n").unwrap();
+        assert_eq!(id.0, 0x0b2f6c1e_1d7e_4c41_9d3a_6f0c2a9b7a11);
+        for bad in ["", "x", "0b2f6c1e-1d7e-4c41-9d3a-6f0c2a9b7a1", "\0"] {
+            assert_eq!(BootId::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(BootId::read(Path::new("/nonexistent/boot_id")), None);
+        if let Ok(real) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") {
+            assert!(BootId::parse(&real).is_some(), "{real}");
+        }
     }
 
     #[test]

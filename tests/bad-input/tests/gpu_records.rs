@@ -79,12 +79,13 @@ impl GpuNode {
     fn write_config(&self) {
         let p = |n: &str| self.path(n).display().to_string();
         let text = format!(
-            "[node]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\n\
+            "[node]\nstate_dir = \"{}\"\n[gpu]\nnvml_library = \"{}\"\nkmsg = \"{}\"\nboot_id = \"{}\"\n\
              [health]\npci_devices = \"{}\"\nexpected_gpus = 1\nset_drain_reason = true\n[database]\npath = \"{}\"\n\
              [slurm]\nconfig = \"none\"\ntopology = \"none\"\nscontrol = \"{}\"\n",
             p("state"),
             fake_nvml().display(),
             p("kmsg"),
+            p("boot_id"),
             p("pci"),
             p("db/jobs.db"),
             p("scontrol"),
@@ -315,4 +316,46 @@ fn a_checkpoint_root_did_not_write_is_set_aside_and_the_log_judged_from_its_star
             "{case}"
         );
     }
+}
+
+/// A kernel log of `n` records numbered by the kernel, with an XID 79 as
+/// record `xid_at` when given.
+fn kernel_log(n: u64, xid_at: Option<u64>) -> String {
+    (1..=n)
+        .map(|seq| match xid_at {
+            Some(at) if at == seq => format!("3,{seq},{seq}000,-;{XID79} off the bus.\n"),
+            _ => format!("6,{seq},{seq}000,-;eth0: link up\n SUBSYSTEM=net\n"),
+        })
+        .collect()
+}
+
+#[test]
+fn a_new_boot_is_judged_from_its_start_whatever_the_old_checkpoint_says() {
+    let node = GpuNode::new("");
+    node.set_kmsg(kernel_log(50, None).as_bytes());
+    assert_eq!(node.hook("prolog", 12).code, Some(0));
+    // The state directory is persistent and the node reboots: the new boot's
+    // log has already passed record 50 at the first read, with an XID 79 as
+    // record 30.
+    write_mode(
+        &node.path("boot_id"),
+        b"5d4c3b2a-0000-4000-8000-0123456789ab\n",
+        0o644,
+    );
+    node.set_kmsg(kernel_log(60, Some(30)).as_bytes());
+    let prolog = node.hook("prolog", 13);
+    assert_ne!(
+        prolog.code,
+        Some(0),
+        "the new boot's XID 79 was taken as judged: {}",
+        prolog.stderr
+    );
+    assert!(
+        prolog.stderr.contains("XID 79 (REBOOT)"),
+        "{}",
+        prolog.stderr
+    );
+    // In the same boot the checkpoint holds: the XID is reported once.
+    let again = node.hook("prolog", 14);
+    assert_eq!(again.code, Some(0), "{}", again.stderr);
 }
