@@ -225,7 +225,8 @@ fn nvlink_error_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeM
 /// started after the prolog's snapshot, and, for a process whose start NVML
 /// does not report, those the start snapshot did not list. (A pid is not
 /// enough where it can: the kernel reuses pids, and the buffer keeps ended
-/// processes of earlier jobs.)
+/// processes of earlier jobs.) Each pid counts once, as NVML reports it: on
+/// a pid collision only the latest process (the one that ended last).
 fn job_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessAccounting> {
     let Some(ended) = end.accounting.value() else {
         return Vec::new();
@@ -240,14 +241,32 @@ fn job_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessA
         .map(|a| a.iter().map(|p| p.pid).collect())
         .unwrap_or_default();
     let now_us = end.taken_at_ms.saturating_mul(1000);
-    ended
-        .iter()
-        .map(|p| bounds::process(*p, now_us))
+    latest_per_pid(ended)
+        .into_iter()
+        .map(|p| bounds::process(p, now_us))
         .filter(|p| match p.start_us {
             0 => !before.contains(&p.pid),
             started => started >= began_us,
         })
         .collect()
+}
+
+/// One record per pid, in first-listed order: the one that ended last (a
+/// running process is the latest), as NVML reports a pid used twice.
+fn latest_per_pid(listed: &[ProcessAccounting]) -> Vec<ProcessAccounting> {
+    let ended_at = |p: &ProcessAccounting| match p.running {
+        true => u64::MAX,
+        false => p.start_us.saturating_add(p.time_ms.saturating_mul(1000)),
+    };
+    let mut out: Vec<ProcessAccounting> = Vec::new();
+    for p in listed {
+        match out.iter_mut().find(|q| q.pid == p.pid) {
+            Some(q) if ended_at(p) >= ended_at(q) => *q = *p,
+            Some(_) => {}
+            None => out.push(*p),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -460,14 +479,28 @@ mod tests {
         a.accounting = Reading::Value(vec![proc(7, 99, 9, 500, 9_000_000)]);
         let mut b = a.clone();
         b.taken_at_ms = 20_000;
+        // As NVML reports it: on a pid collision only the latest process,
+        // so the buffer shows pid 7 once, the job's.
         b.accounting = Reading::Value(vec![
-            proc(7, 99, 9, 500, 9_000_000),
             proc(7, 60, 20, 4000, 11_000_000),
             proc(8, 20, 5, 1000, 15_000_000),
         ]);
         let st = gpu_job_stats(Some(&a), &b, &[]);
         let pids: Vec<(u32, u64)> = st.processes.iter().map(|p| (p.pid, p.start_us)).collect();
         assert_eq!(pids, vec![(7, 11_000_000), (8, 15_000_000)]);
+        // A reader that listed the pid twice (both records, or the latest
+        // twice) still counts the job's process once.
+        for twice in [
+            vec![
+                proc(7, 99, 9, 500, 9_000_000),
+                proc(7, 60, 20, 4000, 11_000_000),
+            ],
+            vec![proc(7, 60, 20, 4000, 11_000_000); 2],
+        ] {
+            let mut c = b.clone();
+            c.accounting = Reading::Value([twice, vec![proc(8, 20, 5, 1000, 15_000_000)]].concat());
+            assert_eq!(gpu_job_stats(Some(&a), &c, &[]), st);
+        }
         let usage = st.usage.unwrap();
         assert_eq!(usage.processes, 2);
         assert!(

@@ -265,8 +265,13 @@ fn read_processes(device: &mut Device, how: &GpuReader, snap: &mut GpuSnapshot) 
 }
 
 /// The accounted processes: each with its stats when the reader reads them,
-/// else its pid alone.
+/// else its pid alone. A pid is one process, however often it is listed:
+/// on a pid collision NVML reports only the latest process, so a pid read
+/// twice would count that one twice.
 fn accounting_of(device: &Device, how: &GpuReader, pids: &[u32]) -> Vec<ProcessAccounting> {
+    let mut seen = std::collections::BTreeSet::new();
+    let unique: Vec<u32> = pids.iter().copied().filter(|p| seen.insert(*p)).collect();
+    let pids = unique.as_slice();
     if how.accounting_stats {
         return pids
             .iter()

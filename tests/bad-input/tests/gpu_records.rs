@@ -359,3 +359,44 @@ fn a_new_boot_is_judged_from_its_start_whatever_the_old_checkpoint_says() {
     let again = node.hook("prolog", 14);
     assert_eq!(again.code, Some(0), "{}", again.stderr);
 }
+
+#[test]
+fn a_reused_pid_is_counted_once_as_the_jobs_own_process() {
+    let node = GpuNode::new("");
+    assert_eq!(node.hook("prolog", 15).code, Some(0));
+    let now = now_us();
+    // pid 77 ran (and ended) before the prolog; the kernel gave pid 77 to
+    // the job's own process, which ended last.
+    node.set_gpu(&format!(
+        "{}{}",
+        process(77, 90, 10, now - 60_000_000, 1000),
+        process(77, 40, 20, now, 3000)
+    ));
+    let epilog = node.hook("epilog", 15);
+    assert_eq!(epilog.code, Some(0), "{}", epilog.stderr);
+    let show = node.cli(&["show", "15"]);
+    assert_eq!(show.code, Some(0), "{}", show.stderr);
+    let lines: Vec<&str> = show
+        .stdout
+        .lines()
+        .filter(|l| l.contains("process gpu0 pid 77"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["  process gpu0 pid 77: util 40% mem util 20% max memory 1024 MiB, 3000 ms"],
+        "{}",
+        show.stdout
+    );
+    let row = show
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("0 "))
+        .unwrap_or_default();
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    // GPU SERIAL PCI ENERGY_KJ PROCS GPU_UTIL% MEM_UTIL% PEAK_MEM_GIB BUSY_S
+    assert_eq!(
+        cols.get(4..9),
+        Some(&["1", "40", "20", "1.0", "1.2"][..]),
+        "{row}"
+    );
+}
