@@ -317,6 +317,15 @@ fn judge_xids(
     };
     result.kmsg = Some(read.position);
     let source = cfg.gpu.kmsg.display().to_string();
+    if let Some(skipped) = read.skipped {
+        slurm_imex_core::logging::warn_to_journal(&format!(
+            "kernel log {source} holds more than the {} MiB a read keeps: its oldest {} bytes \
+             ({} lines) were left out and its newest records judged",
+            kernel_log::MAX_LOG_BYTES >> 20,
+            skipped.bytes,
+            skipped.lines
+        ));
+    }
     let judged = req.xid_after.reconciled(read.position, &source);
     let checked: Vec<&str> = result.snapshots.iter().map(|s| s.pci.as_str()).collect();
     result.xids = read

@@ -400,3 +400,35 @@ fn a_reused_pid_is_counted_once_as_the_jobs_own_process() {
         "{row}"
     );
 }
+
+#[test]
+fn the_newest_records_of_a_kernel_log_past_the_read_cap_are_judged() {
+    let node = GpuNode::new("");
+    // More than 16 MiB of records with continuation lines, the XID 79 last.
+    let mut log = String::with_capacity(18 << 20);
+    let mut seq = 0u64;
+    while log.len() < 17 << 20 {
+        seq += 1;
+        log.push_str(&format!(
+            "6,{seq},{seq}000,-;pci 0000:1a:00.0: BAR {seq}\n SUBSYSTEM=pci\n DEVICE=+pci:0000:1a:00.0\n"
+        ));
+    }
+    log.push_str(&format!("3,{},1,-;{XID79} off the bus.\n", seq + 1));
+    node.set_kmsg(log.as_bytes());
+    let prolog = node.hook("prolog", 16);
+    assert_ne!(
+        prolog.code,
+        Some(0),
+        "the XID 79 past the read cap was never judged: {}",
+        prolog.stderr
+    );
+    assert!(
+        prolog.stderr.contains("XID 79 (REBOOT)"),
+        "{}",
+        prolog.stderr
+    );
+    // Judged once: the next read starts after it.
+    node.append_kmsg(format!("6,{},2,-;eth0: link up\n", seq + 2).as_bytes());
+    let next = node.hook("prolog", 17);
+    assert_eq!(next.code, Some(0), "{}", next.stderr);
+}
