@@ -263,6 +263,9 @@ fn log_with_xid79_on_line_3() -> String {
     log
 }
 
+/// Makes a state file (the path) another user's, somehow.
+type MakeForeign = fn(&GpuNode, &Path);
+
 #[test]
 fn a_checkpoint_root_did_not_write_is_set_aside_and_the_log_judged_from_its_start() {
     if !is_root() {
@@ -270,7 +273,7 @@ fn a_checkpoint_root_did_not_write_is_set_aside_and_the_log_judged_from_its_star
         return;
     }
     // (case, how the checkpoint comes to be another user's)
-    let cases: [(&str, fn(&GpuNode, &Path)); 3] = [
+    let cases: [(&str, MakeForeign); 3] = [
         ("owned by another user", |_, cp| {
             nix::unistd::chown(cp, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
         }),
