@@ -6,6 +6,7 @@ use crate::{Cli, Command, HistoryArgs};
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::slurm::node::{node_name, node_names};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_domain::imex;
 use slurm_imex_gpu::health::Verdict;
@@ -24,6 +25,10 @@ pub fn run(cli: &Cli) -> Result<u8> {
     }
     if let Command::Doctor { cluster } = &cli.command {
         return crate::doctor::doctor(cli, *cluster);
+    }
+    // `job` loads its config itself: a refused one has its own exit status.
+    if let Command::Job { job_id, store } = &cli.command {
+        return crate::job::job(cli, *job_id, *store);
     }
     let (config, _) = Config::load(cli.config.as_deref())?;
     match &cli.command {
@@ -44,8 +49,7 @@ pub fn run(cli: &Cli) -> Result<u8> {
         Command::Status => status(cli, &config),
         Command::Topology(args) => crate::topology::topology(cli, &config, args),
         Command::Undrain { node } => undrain_node(cli, &config, node.clone()),
-        Command::Job { job_id, store } => crate::job::job(cli, &config, *job_id, *store),
-        Command::Man { .. } | Command::Doctor { .. } => Ok(0),
+        Command::Man { .. } | Command::Doctor { .. } | Command::Job { .. } => Ok(0),
     }
 }
 
@@ -96,7 +100,7 @@ fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
         }
         return Ok(None);
     }
-    JobDb::open(&path, config.database.busy_timeout.0).map(Some)
+    JobDb::open_to_read(&path, config.database.busy_timeout.0).map(Some)
 }
 
 /// Apply --format to a table and print it.
@@ -457,6 +461,13 @@ fn check(
         drain: drain_node,
         undrain,
     };
+    if let Some(n) = &node {
+        node_name(n).map_err(|e| {
+            Error::invalid(format!(
+                "--node is not a node name: {e}: give this node's Slurm name, such as n1"
+            ))
+        })?;
+    }
     let report = hooks::check::check(config, this_node(node), flags)?;
     for w in &report.warnings {
         eprintln!("slurm-imex: warning: {w}");
@@ -544,22 +555,47 @@ fn status(cli: &Cli, config: &Config) -> Result<u8> {
     Ok(0)
 }
 
+/// `slurm-imex undrain [--node HOSTLIST]`: each node judged alone, one line
+/// each. Exit 0 when every node was resumed or not drained, 1 when one was
+/// left drained (not ours), 2 when one could not be read or resumed.
 fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
-    let node = this_node(node);
-    let local = node == this_node(None);
-    let (outcome, warning) = hooks::check::undrain(config, &node, local)?;
+    let here = this_node(None);
+    let hostlist = node.unwrap_or_else(|| here.clone());
+    let names = node_names(&hostlist, config.imex.max_nodes).map_err(|e| {
+        Error::invalid(format!(
+            "--node: {e}: give a Slurm node name or hostlist, such as n1 or gb-r1-[01-18]"
+        ))
+    })?;
+    let (outcomes, warning) = hooks::check::undrain(config, &hostlist, &names, &here)?;
     if let Some(w) = warning {
         eprintln!("slurm-imex: warning: {w}");
     }
-    let code = match outcome {
-        DrainAction::LeftDrained { .. } => 1,
-        _ => 0,
-    };
-    let line = outcome.describe(&node).unwrap_or_default();
+    let mut code = 0;
+    let mut objects = Vec::new();
+    for (name, outcome) in &outcomes {
+        match outcome {
+            Ok(action) => {
+                if matches!(action, DrainAction::LeftDrained { .. }) {
+                    code = code.max(1);
+                }
+                let line = action.describe(name).unwrap_or_default();
+                if !cli.json {
+                    out!("{line}");
+                }
+                objects.push(serde_json::json!({"node": name, "result": line}));
+            }
+            Err(e) => {
+                code = 2;
+                eprintln!("slurm-imex: {e}");
+                objects.push(serde_json::json!({"node": name, "error": e.to_string()}));
+            }
+        }
+    }
     if cli.json {
-        print_json(&serde_json::json!({"node": node, "result": line}))?;
-    } else {
-        out!("{line}");
+        match objects.as_slice() {
+            [one] => print_json(one)?,
+            _ => print_json(&objects)?,
+        }
     }
     Ok(code)
 }

@@ -8,24 +8,62 @@ use crate::Cli;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::text;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobsummary::report::{GpuReport, JobSummary, NodeReport};
-use slurm_imex_jobview::lookup::{self, JobView};
+use slurm_imex_jobview::lookup::{self, JobView, Unanswered};
 use slurm_imex_jobview::{accounting, store};
 
-pub fn job(cli: &Cli, config: &Config, job_id: Option<u32>, store: bool) -> Result<u8> {
+/// The exit status of `slurm-imex job` beyond 0 (the summary is shown; for
+/// `--store`, every pending job stored or waiting), as its help and
+/// docs/guide.md give them.
+pub mod exit {
+    /// The job is known, but no summary yet: none stored, and no node has
+    /// reported it to Prometheus (or no `[job] prometheus_url` here); for
+    /// `--store`, a job could not be stored.
+    pub const NO_SUMMARY: u8 = 1;
+    /// No such job for the caller (not in Slurm's accounting, or another
+    /// user's), or the command line is wrong.
+    pub const NOT_FOUND: u8 = 2;
+    /// The config: imex.toml refused when loaded (file:line:key), or a key
+    /// this needs is unset.
+    pub const BAD_CONFIG: u8 = 3;
+    /// A service could not be asked or gave no usable answer: `sacct`
+    /// (SlurmDBD) or Prometheus.
+    pub const NO_SERVICE: u8 = 4;
+}
+
+/// `slurm-imex job JOBID` or `job --store`: it loads its own config, so a
+/// refused one has its own exit status.
+pub fn job(cli: &Cli, job_id: Option<u32>, store: bool) -> Result<u8> {
+    let config = match (job_id, store) {
+        (Some(_), true) => {
+            return Err(Error::new(
+                "--store stores every pending job: give no JOBID with it",
+            ))
+        }
+        (None, false) => {
+            return Err(Error::new(
+                "give a JOBID (slurm-imex job 4242), or --store on the controller host",
+            ))
+        }
+        _ => match Config::load(cli.config.as_deref()) {
+            Ok((config, _)) => config,
+            Err(e) => return failed(exit::BAD_CONFIG, &e),
+        },
+    };
     accounting::times_as_epoch_seconds();
     let now = slurm_imex_core::timespec::now_s();
-    match (job_id, store) {
-        (None, true) => store_pass(cli, config, now),
-        (Some(id), false) => show(cli, config, id, now),
-        (Some(_), true) => Err(Error::new(
-            "--store stores every pending job: give no JOBID with it",
-        )),
-        (None, false) => Err(Error::new(
-            "give a JOBID (slurm-imex job 4242), or --store on the controller host",
-        )),
+    match job_id {
+        None => store_pass(cli, &config, now),
+        Some(id) => show(cli, &config, id, now),
     }
+}
+
+/// Say why in one line, as every failure is said, and exit with `code`.
+fn failed(code: u8, why: &dyn std::fmt::Display) -> Result<u8> {
+    eprintln!("slurm-imex: {why}");
+    Ok(code)
 }
 
 #[derive(Serialize)]
@@ -41,7 +79,10 @@ struct JobJson<'a> {
 }
 
 fn show(cli: &Cli, config: &Config, job_id: u32, now: i64) -> Result<u8> {
-    let view = lookup::job(config, job_id, nix::unistd::getuid().as_raw(), now)?;
+    let view = match lookup::job(config, job_id, nix::unistd::getuid().as_raw(), now) {
+        Ok(view) => view,
+        Err(f) => return failed(exit_status(f.why), &f),
+    };
     for p in &view.problems {
         eprintln!("slurm-imex: note: {p}");
     }
@@ -66,7 +107,19 @@ fn show(cli: &Cli, config: &Config, job_id: u32, now: i64) -> Result<u8> {
     } else {
         print_view(&view)?;
     }
-    Ok(if view.summary.is_some() { 0 } else { 1 })
+    Ok(match (&view.summary, view.unanswered) {
+        (Some(_), _) => 0,
+        (None, Some(why)) => exit_status(why),
+        (None, None) => exit::NO_SUMMARY,
+    })
+}
+
+fn exit_status(why: Unanswered) -> u8 {
+    match why {
+        Unanswered::NotFound => exit::NOT_FOUND,
+        Unanswered::Config => exit::BAD_CONFIG,
+        Unanswered::Service => exit::NO_SERVICE,
+    }
 }
 
 fn print_view(view: &JobView) -> Result<()> {
@@ -77,14 +130,19 @@ fn print_view(view: &JobView) -> Result<()> {
         j.user,
         j.state,
         if j.node_list.is_empty() {
-            "-"
+            "-".into()
         } else {
-            &j.node_list
+            // sacct's hostlist, outside text: cut as every piece is.
+            text::cap(&j.node_list, text::PIECE_MAX)
         },
         view.source.as_str()
     );
     let Some(s) = &view.summary else {
-        out!("no node has reported this job (yet): its GPU summary appears after its epilogs");
+        if view.unanswered.is_some() {
+            out!("no GPU summary: it could not be read (the line on stderr says why)");
+        } else {
+            out!("no node has reported this job (yet): its GPU summary appears after its epilogs");
+        }
         return Ok(());
     };
     for (domain, channel, ready) in s.domains() {
@@ -223,12 +281,16 @@ fn store_pass(cli: &Cli, config: &Config, now: i64) -> Result<u8> {
         return Err(Error::new("job --store writes jobs' AdminComment through sacctmgr: run it as root on the controller host"));
     }
     if config.job.prometheus_url.is_empty() {
-        return Err(Error::new(
-            "job --store needs [job] prometheus_url (the Prometheus that scrapes the nodes)",
-        ));
+        return failed(
+            exit::BAD_CONFIG,
+            &"job --store needs [job] prometheus_url (the Prometheus that scrapes the nodes)",
+        );
     }
     let mut lines = Vec::new();
-    let counts = store::store_pending(config, now, &mut |l| lines.push(l))?;
+    let counts = match store::store_pending(config, now, &mut |l| lines.push(l)) {
+        Ok(counts) => counts,
+        Err(e) => return failed(exit::NO_SERVICE, &e),
+    };
     if cli.json {
         let json = serde_json::json!({
             "considered": counts.considered, "stored": counts.stored, "waiting": counts.waiting,
@@ -248,5 +310,9 @@ fn store_pass(cli: &Cli, config: &Config, now: i64) -> Result<u8> {
             counts.considered, counts.stored, counts.waiting, counts.unreported, counts.foreign, counts.failed
         );
     }
-    Ok(if counts.failed > 0 { 1 } else { 0 })
+    Ok(if counts.failed > 0 {
+        exit::NO_SUMMARY
+    } else {
+        0
+    })
 }

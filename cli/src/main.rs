@@ -112,8 +112,14 @@ pub enum Command {
     /// its owner or root: nodes, IMEX domains and channel, each node's
     /// prolog/epilog verdicts and blame, each GPU's energy, use and health,
     /// and notes (idle GPUs, XIDs your code caused versus the hardware's).
-    /// Reads the summary stored in the job's AdminComment, else Prometheus
-    /// ([job] prometheus_url). Exit 1 when nothing is known of the job yet.
+    /// Reads the summary stored in the job's AdminComment (only when it
+    /// names this job), else Prometheus ([job] prometheus_url). Exit 0 the
+    /// summary is shown; 1 the job is known but has no summary yet (none
+    /// stored, no node reported it; --store: a job could not be stored); 2
+    /// no such job for you (not in Slurm's accounting, or another user's),
+    /// or a wrong command line; 3 the config (imex.toml refused, or a key
+    /// this needs unset); 4 sacct (SlurmDBD) or Prometheus could not be
+    /// asked or gave no usable answer.
     Job {
         /// The job (as sacct -j).
         #[arg(allow_negative_numbers = true)]
@@ -126,11 +132,15 @@ pub enum Command {
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]
     Man { dir: PathBuf },
-    /// Resume a node drained by slurm-imex: its reason starts with
-    /// "imex-health:", or it is Slurm's "Prolog error" for a prolog of ours
-    /// (run it on the node, whose standing says so). Never an admin's drain.
+    /// Resume nodes drained by slurm-imex: a reason that starts with
+    /// "imex-health:", or Slurm's "Prolog error" for a prolog of ours (run
+    /// it on the node, whose standing says so). Never an admin's drain: each
+    /// node of a hostlist is judged alone, by its own reason, one line each.
+    /// Exit 0 all resumed or not drained, 1 one left drained (not ours), 2
+    /// one could not be read or resumed.
     Undrain {
-        /// Slurm node name (default: $SLURMD_NODENAME, else the short hostname).
+        /// Slurm node name or hostlist, such as gb-r1-[01-18] (default:
+        /// $SLURMD_NODENAME, else the short hostname).
         #[arg(long)]
         node: Option<String>,
     },

@@ -112,6 +112,27 @@ pub fn run_streamed<T: Send + 'static>(
     what: &str,
     parse: fn(&str) -> Option<T>,
 ) -> Result<Streamed<T>> {
+    let streamed = run_streamed_any(program, args, limit, what, parse)?;
+    if !streamed.output.success() {
+        return Err(Error::command(format!(
+            "{what} failed: {}",
+            streamed.output.one_line()
+        )));
+    }
+    Ok(streamed)
+}
+
+/// [`run_streamed`] whatever the exit status: what `parse` kept of stdout
+/// and the status both come back, for a program that reports part of its
+/// answer as a failure (`scontrol show node` on a hostlist holding a node
+/// Slurm does not know prints the others' lines, and exits 1).
+pub fn run_streamed_any<T: Send + 'static>(
+    program: &Path,
+    args: &[&str],
+    limit: Duration,
+    what: &str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Streamed<T>> {
     let (mut child, stdout, err) = spawn_piped(program, args)?;
     let stderr = CapturedPipe::drain(Box::new(err));
     let (tx, lines) = std::sync::mpsc::channel();
@@ -125,12 +146,6 @@ pub fn run_streamed<T: Send + 'static>(
         stdout: String::new(),
         stderr: stderr.text_after(grace),
     };
-    if !output.success() {
-        return Err(Error::command(format!(
-            "{what} failed: {}",
-            output.one_line()
-        )));
-    }
     let items = lines
         .recv_timeout(grace.max(Duration::from_secs(5)))
         .map_err(|_| Error::timeout(format!("{what}: its output did not end after it exited")))?

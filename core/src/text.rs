@@ -21,6 +21,33 @@ pub fn cap(s: &str, max: usize) -> String {
     format!("{}… ({} more bytes)", &s[..end], s.len() - end)
 }
 
+/// `s` with every character that is not printable escaped, as the kernel
+/// escapes them in `/dev/kmsg` (`\x00`): control characters (NUL, ESC, CR,
+/// DEL, the C1 range), line and paragraph separators and the bidirectional
+/// overrides. Text from outside (a plain-file kernel log, an NVML string)
+/// goes through this before it reaches a drain reason, a record or a line:
+/// a NUL makes an argument that no program can be started with, an escape
+/// sequence rewrites a terminal, a newline forges a second line.
+pub fn printable(s: &str) -> String {
+    if !s.chars().any(needs_escape) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            c if !needs_escape(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+        }
+    }
+    out
+}
+
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// A list joined with `,`, as many items as fit in `max` bytes, then
 /// `… (N more)`.
 pub fn summarize_list<S: AsRef<str>>(items: &[S], max: usize) -> String {
@@ -52,6 +79,21 @@ mod tests {
         let c = cap(&s, 5);
         assert!(c.starts_with("éé…"), "{c}");
         assert!(cap(&"x".repeat(10_000_000), PIECE_MAX).len() < PIECE_MAX + 40);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_as_the_kernel_does() {
+        assert_eq!(
+            printable("GPU has fallen off the bus."),
+            "GPU has fallen off the bus."
+        );
+        assert_eq!(printable("fallen\0 off"), "fallen\\x00 off");
+        assert_eq!(printable("a\x1b[2Jb\r\n\x7f"), "a\\x1b[2Jb\\x0d\\x0a\\x7f");
+        assert_eq!(printable("\u{85}x\u{202e}"), "\\u{0085}x\\u{202e}");
+        assert_eq!(printable("é ✓ 温度"), "é ✓ 温度");
+        assert!(printable(&"\0".repeat(1000))
+            .chars()
+            .all(|c| !c.is_control()));
     }
 
     #[test]

@@ -7,6 +7,7 @@
 mod check;
 mod imex_node;
 mod node_state;
+mod nvml_read;
 mod pattern;
 mod plugin_stamp;
 mod plugstack;
@@ -16,6 +17,7 @@ mod slurm_wiring;
 pub use check::{Check, Status};
 pub use slurm_view::SlurmView;
 
+use nvml_read::NvmlRead;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Error;
 use std::path::{Path, PathBuf};
@@ -76,19 +78,23 @@ fn bounded(rx: std::sync::mpsc::Receiver<Vec<Check>>, limit: std::time::Duration
 /// Every check, in the order an admin fixes them: Slurm's wiring, the
 /// config, the IMEX daemon and channels, then GPUs and records.
 pub fn examine(p: &Patient) -> Vec<Check> {
-    let mut found = slurm_side(p);
-    found.push(node_state::config_file(p.config_path, &p.loaded, p.config));
     if p.cluster_only {
+        let mut found = slurm_side(p, None);
+        found.push(node_state::config_file(p.config_path, &p.loaded, p.config));
         return found;
     }
+    // NVML is read meanwhile, within the gate's budgets.
+    let nvml = NvmlRead::start(p.config);
+    let mut found = slurm_side(p, Some(&nvml));
+    found.push(node_state::config_file(p.config_path, &p.loaded, p.config));
     found.extend(imex_node::programs(p.config));
     found.push(imex_node::base_config(p.config));
     found.push(imex_node::channel_device(p.config));
     found.push(imex_node::channel_dir(p.config));
     found.push(imex_node::ports(p.config));
     found.push(imex_node::systemd_unit(p.config));
-    found.push(node_state::nvml(p.config));
-    found.extend(node_state::accounting(p.config));
+    found.push(node_state::nvml(p.config, &nvml));
+    found.extend(node_state::accounting(p.config, &nvml));
     found.push(node_state::database(p.config));
     found.push(node_state::textfile_dir(p.config));
     found
@@ -96,7 +102,7 @@ pub fn examine(p: &Patient) -> Vec<Check> {
 
 /// The checks of Slurm's side, on what the controller runs with, else on
 /// the slurm.conf this node reads; one FAIL only when neither can be read.
-fn slurm_side(p: &Patient) -> Vec<Check> {
+fn slurm_side(p: &Patient, nvml: Option<&NvmlRead>) -> Vec<Check> {
     let slurm = match slurm_view(p) {
         Ok(found) => found,
         Err(fail) => return vec![fail],
@@ -133,13 +139,7 @@ fn slurm_side(p: &Patient) -> Vec<Check> {
     ));
     found.push(slurm_wiring::private_data(&slurm));
     found.push(slurm_wiring::rack_channels(p.config));
-    found.push(node_state::topology(
-        p.config,
-        (!p.cluster_only)
-            .then(|| node_state::own_clique(p.config))
-            .flatten()
-            .as_deref(),
-    ));
+    found.push(node_state::topology(p.config, nvml));
     found
 }
 

@@ -4,6 +4,7 @@
 //! file, rack map) against each other and this node's GPUs.
 
 use crate::check::Check;
+use crate::nvml_read::{Answer, Gpus, NvmlRead};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Error;
 use slurm_imex_core::trust::{self, Expect};
@@ -41,39 +42,24 @@ pub fn config_file(path: &Path, loaded: &Result<(), Error>, config: &Config) -> 
     Check::pass("config", format!("{} read and trusted", path.display()))
 }
 
-pub fn nvml(config: &Config) -> Check {
-    let library = &config.gpu.nvml_library;
+/// NVML loads and sees the GPUs this node must have, every call answering
+/// within its budget (`nvml_read`).
+pub fn nvml(config: &Config, read: &NvmlRead) -> Check {
     let expected = config.health.expected_gpus;
-    // Root loads only a library root alone can change (a bare soname is the
-    // loader's search path, as in the hooks).
-    if library.is_absolute() && library.exists() {
-        if let Err(e) = trust::check(library, Expect::File, "[gpu] nvml_library") {
-            return Check::fail(
-                "nvml",
-                e.to_string(),
-                "make the library root's and writable by root only",
-            );
-        }
-    }
-    match slurm_imex_gpu::nvml::GpuReader::open(library) {
-        Ok(reader) => {
-            let count = reader.device_count().unwrap_or(0);
-            let driver = reader.driver_version().unwrap_or_else(|| "unknown".into());
-            if expected > 0 && count != expected {
-                return Check::fail("nvml", format!("NVML sees {count} GPUs, [health] expected_gpus = {expected} (driver {driver})"),
-                    "reseat or replace the missing GPU, or fix expected_gpus");
-            }
-            Check::pass(
-                "nvml",
-                format!("{} loads: driver {driver}, {count} GPUs", library.display()),
-            )
-        }
-        Err(e) if expected > 0 => Check::fail(
+    match read.answer() {
+        Answer::Read(gpus) => nvml_gpus(config, read, gpus),
+        Answer::Hung { .. } => Check::fail("nvml", read.hung().unwrap_or_default(), HUNG_REMEDY),
+        Answer::Untrusted(e) => Check::fail(
+            "nvml",
+            e.to_string(),
+            "make the library root's and writable by root only",
+        ),
+        Answer::Failed(e) if expected > 0 => Check::fail(
             "nvml",
             e.to_string(),
             "install the NVIDIA driver's libnvidia-ml.so.1, or set [gpu] nvml_library",
         ),
-        Err(e) => Check::warn(
+        Answer::Failed(e) => Check::warn(
             "nvml",
             e.to_string(),
             "on a GPU node, install the driver's libnvidia-ml.so.1 (a CPU node needs nothing)",
@@ -81,16 +67,47 @@ pub fn nvml(config: &Config) -> Check {
     }
 }
 
+/// What to do about an NVML call that hangs (the health gate drains the
+/// node for it).
+const HUNG_REMEDY: &str = "the driver or a GPU is wedged: look for XIDs (dmesg) and at `nvidia-smi -q`, then reset the GPU or reboot the node";
+
+/// The `nvml` line once NVML loaded: a hung GPU read, else the count.
+fn nvml_gpus(config: &Config, read: &NvmlRead, gpus: &Gpus) -> Check {
+    let expected = config.health.expected_gpus;
+    let (count, driver) = (gpus.count, &gpus.driver);
+    if let Some(hung) = read.hung() {
+        return Check::fail("nvml", hung, HUNG_REMEDY);
+    }
+    if expected > 0 && count != expected {
+        return Check::fail(
+            "nvml",
+            format!(
+                "NVML sees {count} GPUs, [health] expected_gpus = {expected} (driver {driver})"
+            ),
+            "reseat or replace the missing GPU, or fix expected_gpus",
+        );
+    }
+    let library = config.gpu.nvml_library.display();
+    Check::pass(
+        "nvml",
+        format!("{library} loads: driver {driver}, {count} GPUs"),
+    )
+}
+
 /// Whether jobs' utilization and peak memory can be recorded: NVML
 /// accounting mode on each GPU, or the prolog turning it on
 /// (`[gpu] accounting`), and persistence mode keeping it (the driver forgets
 /// it whenever it unloads, which it does with no process holding the GPU
-/// unless persistence mode is on). None where NVML does not load (the
-/// `nvml` check says why).
-pub fn accounting(config: &Config) -> Option<Check> {
+/// unless persistence mode is on). FAIL naming the NVML call that hung
+/// where one did (a GPU it could not read); None where NVML does not load
+/// (the `nvml` check says why).
+pub fn accounting(config: &Config, read: &NvmlRead) -> Option<Check> {
     use slurm_imex_core::config::Accounting;
     use slurm_imex_gpu::nvml::Reading;
-    let gpus = snapshots(config)?;
+    if let Some(hung) = read.hung() {
+        return Some(Check::fail("accounting", hung, HUNG_REMEDY));
+    }
+    let gpus = read.snapshots()?;
     let which = |pick: &dyn Fn(&slurm_imex_gpu::nvml::GpuSnapshot) -> bool| -> Vec<String> {
         gpus.iter()
             .filter(|g| pick(g))
@@ -187,29 +204,12 @@ pub fn textfile_dir(config: &Config) -> Check {
     }
 }
 
-/// Every GPU of this node read once through NVML (the library past the
-/// trust boundary); None when NVML does not load.
-fn snapshots(config: &Config) -> Option<Vec<slurm_imex_gpu::nvml::GpuSnapshot>> {
-    let library = &config.gpu.nvml_library;
-    if library.is_absolute() && trust::check(library, Expect::File, "[gpu] nvml_library").is_err() {
-        return None;
-    }
-    let reader = slurm_imex_gpu::nvml::GpuReader::open(library).ok()?;
-    let count = reader.device_count().ok()?;
-    Some((0..count).map(|i| reader.snapshot(i, |_| {})).collect())
-}
-
-/// This node's NVLink clique as its GPUs report it (NVML fabric info), for
-/// the topology check; None when NVML does not load or no GPU reports one.
-pub fn own_clique(config: &Config) -> Option<String> {
-    let gpus = snapshots(config)?;
-    slurm_imex_gpu::clique::node_clique(&gpus)
-}
-
 /// The rack files a prolog reads (the topology file, the rack map) parse,
 /// agree with each other, and, on a node, with the clique its own GPUs
-/// report (`own`). All local: it asks slurmctld nothing.
-pub fn topology(config: &Config, own: Option<&str>) -> Check {
+/// report (`nvml`: None on the controller, which has no GPUs; a GPU read
+/// that hung leaves the clique unknown, a FAIL naming the call). All local:
+/// it asks slurmctld nothing.
+pub fn topology(config: &Config, nvml: Option<&NvmlRead>) -> Check {
     use slurm_imex_domain::rack::sources::RackSources;
     let racks = match RackSources::read(config) {
         Ok(r) => r,
@@ -228,17 +228,19 @@ pub fn topology(config: &Config, own: Option<&str>) -> Check {
         (Some(t), Some(m)) => format!("{t} and the rack map {m}"),
         (Some(one), None) | (None, Some(one)) => one.clone(),
     };
-    let mut found = racks
-        .map
-        .as_ref()
-        .map(|m| {
-            let nodes: Vec<String> = m.racks().iter().flat_map(|r| r.nodes.clone()).collect();
-            racks.disagreements(&nodes)
-        })
-        .unwrap_or_default();
     let node = this_node();
-    if let Some(live) = own {
-        found.extend(racks.live_clique_disagreement(&node, live));
+    let found = disagreements(&racks, &node, nvml);
+    // This node's clique left unknown by a hung GPU read: the files may be
+    // right, the GPUs cannot say.
+    let hung = nvml
+        .filter(|read| read.clique().is_none())
+        .and_then(NvmlRead::hung);
+    if let Some(hung) = hung.filter(|_| found.is_empty()) {
+        return Check::fail(
+            "topology",
+            format!("{sources}: {node}'s clique is unknown: {hung}"),
+            HUNG_REMEDY,
+        );
     }
     if found.is_empty() {
         let mine = racks
@@ -250,6 +252,27 @@ pub fn topology(config: &Config, own: Option<&str>) -> Check {
     }
     Check::fail("topology", format!("{sources}: {}", slurm_imex_core::text::summarize_list(&found, 300)),
         "fix the file that is wrong; `slurm-imex topology --check` compares both with the cliques every node publishes")
+}
+
+/// Where the rack files disagree with each other, and with the clique
+/// `node`'s GPUs report (when they were read).
+fn disagreements(
+    racks: &slurm_imex_domain::rack::sources::RackSources,
+    node: &str,
+    nvml: Option<&NvmlRead>,
+) -> Vec<String> {
+    let mut found = racks
+        .map
+        .as_ref()
+        .map(|m| {
+            let nodes: Vec<String> = m.racks().iter().flat_map(|r| r.nodes.clone()).collect();
+            racks.disagreements(&nodes)
+        })
+        .unwrap_or_default();
+    if let Some(live) = nvml.and_then(NvmlRead::clique) {
+        found.extend(racks.live_clique_disagreement(node, &live));
+    }
+    found
 }
 
 /// The Slurm node name: $SLURMD_NODENAME, else the short hostname.

@@ -5,6 +5,7 @@
 //! accounting buffer (`GpuUsage`: its processes, their time-weighted mean
 //! utilization and busy time; peak memory is `max_memory_bytes`).
 
+use crate::nvml::bounds;
 use crate::nvml::snapshot::{GpuSnapshot, LinkState, ProcessAccounting, Reading};
 use crate::xid::XidEvent;
 use serde::{Deserialize, Serialize};
@@ -87,9 +88,15 @@ pub struct GpuUsage {
 }
 
 impl GpuUsage {
-    /// From the job's processes; `now_us` ends those still running (NVML
-    /// reports their time as 0 until they end).
+    /// From the job's processes, their values held to their physical range
+    /// (`nvml::bounds`; a value outside it is unknown); `now_us` ends those
+    /// still running (NVML reports their time as 0 until they end).
     pub fn of(processes: &[ProcessAccounting], now_us: u64) -> GpuUsage {
+        let processes: Vec<ProcessAccounting> = processes
+            .iter()
+            .map(|p| bounds::process(*p, now_us))
+            .collect();
+        let processes = processes.as_slice();
         let duration_ms = |p: &ProcessAccounting| {
             if p.time_ms > 0 || p.start_us == 0 {
                 p.time_ms
@@ -111,16 +118,21 @@ impl GpuUsage {
                 }
             }
         };
+        // A process whose utilization is unknown adds no busy time: then
+        // `busy_ms` is a lower bound. Saturating: no NVML value may panic.
         let busy_ms = processes
             .iter()
-            .map(|p| duration_ms(p) * u64::from(p.gpu_util.unwrap_or(0).min(100)) / 100)
-            .sum();
+            .map(|p| duration_ms(p).saturating_mul(u64::from(p.gpu_util.unwrap_or(0))) / 100)
+            .fold(0u64, u64::saturating_add);
         GpuUsage {
             processes: processes.len() as u32,
             gpu_util_pct: weighted(|p| p.gpu_util),
             mem_util_pct: weighted(|p| p.mem_util),
             busy_ms,
-            process_ms: processes.iter().map(duration_ms).sum(),
+            process_ms: processes
+                .iter()
+                .map(duration_ms)
+                .fold(0u64, u64::saturating_add),
         }
     }
 }
@@ -213,7 +225,8 @@ fn nvlink_error_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeM
 /// started after the prolog's snapshot, and, for a process whose start NVML
 /// does not report, those the start snapshot did not list. (A pid is not
 /// enough where it can: the kernel reuses pids, and the buffer keeps ended
-/// processes of earlier jobs.)
+/// processes of earlier jobs.) Each pid counts once, as NVML reports it: on
+/// a pid collision only the latest process (the one that ended last).
 fn job_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessAccounting> {
     let Some(ended) = end.accounting.value() else {
         return Vec::new();
@@ -227,14 +240,33 @@ fn job_processes(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> Vec<ProcessA
         .value()
         .map(|a| a.iter().map(|p| p.pid).collect())
         .unwrap_or_default();
-    ended
-        .iter()
+    let now_us = end.taken_at_ms.saturating_mul(1000);
+    latest_per_pid(ended)
+        .into_iter()
+        .map(|p| bounds::process(p, now_us))
         .filter(|p| match p.start_us {
             0 => !before.contains(&p.pid),
             started => started >= began_us,
         })
-        .copied()
         .collect()
+}
+
+/// One record per pid, in first-listed order: the one that ended last (a
+/// running process is the latest), as NVML reports a pid used twice.
+fn latest_per_pid(listed: &[ProcessAccounting]) -> Vec<ProcessAccounting> {
+    let ended_at = |p: &ProcessAccounting| match p.running {
+        true => u64::MAX,
+        false => p.start_us.saturating_add(p.time_ms.saturating_mul(1000)),
+    };
+    let mut out: Vec<ProcessAccounting> = Vec::new();
+    for p in listed {
+        match out.iter_mut().find(|q| q.pid == p.pid) {
+            Some(q) if ended_at(p) >= ended_at(q) => *q = *p,
+            Some(_) => {}
+            None => out.push(*p),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -419,6 +451,27 @@ mod tests {
     }
 
     #[test]
+    fn utilization_outside_its_range_is_unknown_and_never_overflows() {
+        // 250 % and 4294967294 %: unknown, not a mean of them.
+        let u = GpuUsage::of(&[proc(1, 250, 4_294_967_294, 2000, 5)], 0);
+        assert_eq!(
+            (u.processes, u.gpu_util_pct, u.mem_util_pct),
+            (1, None, None)
+        );
+        // Beside a process in range, only that one counts.
+        let u = GpuUsage::of(&[proc(1, 250, 40, 2000, 5), proc(2, 50, 4000, 1000, 6)], 0);
+        assert_eq!(u.gpu_util_pct, Some(50.0));
+        assert_eq!(u.mem_util_pct, Some(40.0));
+        assert_eq!(u.busy_ms, 500);
+        // Times that would overflow a sum saturate, never panic.
+        let u = GpuUsage::of(
+            &[proc(1, 100, 0, u64::MAX, 5), proc(2, 100, 0, u64::MAX, 6)],
+            0,
+        );
+        assert_eq!((u.process_ms, u.busy_ms), (u64::MAX, 2 * (u64::MAX / 100)));
+    }
+
+    #[test]
     fn the_jobs_processes_are_those_started_after_the_prolog() {
         let mut a = snap(Reading::Value(0), 0, 0);
         a.taken_at_ms = 10_000;
@@ -426,14 +479,28 @@ mod tests {
         a.accounting = Reading::Value(vec![proc(7, 99, 9, 500, 9_000_000)]);
         let mut b = a.clone();
         b.taken_at_ms = 20_000;
+        // As NVML reports it: on a pid collision only the latest process,
+        // so the buffer shows pid 7 once, the job's.
         b.accounting = Reading::Value(vec![
-            proc(7, 99, 9, 500, 9_000_000),
             proc(7, 60, 20, 4000, 11_000_000),
             proc(8, 20, 5, 1000, 15_000_000),
         ]);
         let st = gpu_job_stats(Some(&a), &b, &[]);
         let pids: Vec<(u32, u64)> = st.processes.iter().map(|p| (p.pid, p.start_us)).collect();
         assert_eq!(pids, vec![(7, 11_000_000), (8, 15_000_000)]);
+        // A reader that listed the pid twice (both records, or the latest
+        // twice) still counts the job's process once.
+        for twice in [
+            vec![
+                proc(7, 99, 9, 500, 9_000_000),
+                proc(7, 60, 20, 4000, 11_000_000),
+            ],
+            vec![proc(7, 60, 20, 4000, 11_000_000); 2],
+        ] {
+            let mut c = b.clone();
+            c.accounting = Reading::Value([twice, vec![proc(8, 20, 5, 1000, 15_000_000)]].concat());
+            assert_eq!(gpu_job_stats(Some(&a), &c, &[]), st);
+        }
         let usage = st.usage.unwrap();
         assert_eq!(usage.processes, 2);
         assert!(

@@ -117,24 +117,44 @@ fn refresh_metrics(
     Ok(())
 }
 
-/// `slurm-imex undrain`: resume `node` when the drain is ours
-/// (`drain::undrain`). This node's standing speaks for this node only
-/// (`local`): for another node, only a reason with our prefix is ours.
-/// When `node` is this one, what was done is kept in its standing; a
-/// failure to save that is the warning returned.
-pub fn undrain(config: &Config, node: &str, local: bool) -> Result<(DrainAction, Option<String>)> {
+/// `slurm-imex undrain`: resume each of `names` (the admin's `hostlist`,
+/// checked and expanded: `node::node_names`) whose drain is ours
+/// (`drain::undrain`, `drain::undrain_each`). This node's standing speaks
+/// for `this_node` only: for another node, only a reason with our prefix
+/// is ours. When this node is among them, what was done is kept in its
+/// standing; a failure to save that is the warning returned. One node's
+/// failure to be read is the `Err`, as any one-node command's; among
+/// several, each node's outcome is its own.
+pub fn undrain(
+    config: &Config,
+    hostlist: &str,
+    names: &[String],
+    this_node: &str,
+) -> Result<(drain::Outcomes, Option<String>)> {
     let state = StateDir::of(config);
-    let mut standing = match local {
-        true => NodeState::load(&state),
-        false => NodeState::default(),
+    let own = names
+        .iter()
+        .any(|n| n == this_node)
+        .then(|| NodeState::load(&state));
+    let standing_of = |node: &str| match &own {
+        Some(own) if node == this_node => own.clone(),
+        _ => NodeState::default(),
     };
-    let outcome = drain::undrain(&Scontrol::of(&config.slurm), node, &standing)?;
+    let scontrol = Scontrol::of(&config.slurm);
+    let outcomes = match names {
+        [one] => vec![(
+            one.clone(),
+            Ok(drain::undrain(&scontrol, one, &standing_of(one))?),
+        )],
+        _ => drain::undrain_each(&scontrol, hostlist, names, &standing_of)?,
+    };
     let mut warning = None;
-    if local {
+    let ours = outcomes.iter().find(|(n, _)| n == this_node);
+    if let (Some(mut standing), Some((_, Ok(outcome)))) = (own, ours) {
         outcome.record(&mut standing, now_s());
         if let Err(e) = standing.save(&state) {
             warning = Some(format!("the node's standing not saved: {e}"));
         }
     }
-    Ok((outcome, warning))
+    Ok((outcomes, warning))
 }

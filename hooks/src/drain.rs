@@ -141,12 +141,15 @@ impl DrainAction {
 /// Longest reason we give Slurm (a node's reason shows in `sinfo -R`).
 const REASON_MAX: usize = 256;
 
-/// Our reason for a drain during job `job_id`: `reason` naming the job.
+/// Our reason for a drain during job `job_id`: `reason` naming the job,
+/// printable (a NUL in an argument makes `scontrol` fail to start, so the
+/// node would not be drained) and capped.
 pub fn for_job(reason: &str, job_id: u32) -> String {
+    use slurm_imex_core::text::{cap, printable};
     let suffix = format!(" (job {job_id})");
     // cap() adds "… (N more bytes)" past its limit: room for that too.
     let room = REASON_MAX.saturating_sub(suffix.len() + 32);
-    format!("{}{suffix}", slurm_imex_core::text::cap(reason, room))
+    format!("{}{suffix}", cap(&printable(reason), room))
 }
 
 /// Decide and do what a verdict means for `node` in job `job_id`'s prolog
@@ -359,6 +362,39 @@ fn hook_drain(cfg: &Config, node: &str, reason: String) -> DrainAction {
 /// asks); `standing` is this node's, which attributes a "Prolog error" to us.
 pub fn undrain(scontrol: &Scontrol, node: &str, standing: &NodeState) -> Result<DrainAction> {
     resume_if_ours(scontrol, node, &scontrol.node(node)?, standing)
+}
+
+/// What `slurm-imex undrain` did to each node of a hostlist, in its order.
+pub type Outcomes = Vec<(String, Result<DrainAction>)>;
+
+/// `slurm-imex undrain` on the nodes `names` of the admin's `hostlist`:
+/// Slurm is asked once for all, and each node is judged alone, by its own
+/// line and reason (`standing_of` gives the standing that speaks for it:
+/// this node's own, none for another), so only our drains are resumed, each
+/// by its own name. A node Slurm printed no line for is left, and says so.
+pub fn undrain_each(
+    scontrol: &Scontrol,
+    hostlist: &str,
+    names: &[String],
+    standing_of: &dyn Fn(&str) -> NodeState,
+) -> Result<Outcomes> {
+    let shown = scontrol.nodes_shown(hostlist)?;
+    let mut seen = std::collections::HashSet::new();
+    let judge = |name: &String| {
+        let outcome = match shown.iter().find(|s| &s.name == name) {
+            Some(status) => resume_if_ours(scontrol, name, status, &standing_of(name)),
+            None => Err(slurm_imex_core::Error::command(format!(
+                "{name} left as it is: Slurm's answer to scontrol show node {hostlist} has no \
+                 line for it (a node Slurm does not know?)"
+            ))),
+        };
+        (name.clone(), outcome)
+    };
+    Ok(names
+        .iter()
+        .filter(|n| seen.insert(n.as_str()))
+        .map(judge)
+        .collect())
 }
 
 /// Resume `node`, as Slurm holds it (`status`), only if its drain is ours.
@@ -648,6 +684,61 @@ mod tests {
         assert!(!calls(d2.path()).contains("update"));
     }
 
+    #[test]
+    fn a_hostlist_is_judged_node_by_node_each_by_its_own_reason_and_standing() {
+        let _serial = serial();
+        let d = tempfile::tempdir().unwrap();
+        let script = d.path().join("scontrol");
+        let answer = "NodeName=n1 State=IDLE+DRAIN Reason=Prolog error [root@t]\n\
+                      NodeName=n2 State=IDLE+DRAIN Reason=Prolog error [root@t]\n\
+                      NodeName=n3 State=DOWN+DRAIN Reason=admin: bad DIMM [root@t]\n\
+                      NodeName=n4 State=IDLE+DRAIN Reason=imex-health: xid gpu0 [root@t]";
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho \"$*\" >> {}\n[ \"$1\" = show ] && cat <<'EOF'\n{answer}\nEOF\nexit 0\n",
+                d.path().join("calls").display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let sc = Scontrol::new(&script, std::time::Duration::from_secs(10));
+        // This node is n1: its standing says a prolog of ours failed it.
+        let mut mine = NodeState::default();
+        imex_node_fault(&Config::default(), "n1", 7, "daemon").record(&mut mine, 100);
+        let standing_of = |n: &str| match n {
+            "n1" => mine.clone(),
+            _ => NodeState::default(),
+        };
+        let names: Vec<String> = ["n1", "n2", "n3", "n4", "n5", "n1"]
+            .map(String::from)
+            .into();
+        let out = undrain_each(&sc, "n[1-5],n1", &names, &standing_of).unwrap();
+        let lines: Vec<String> = out
+            .iter()
+            .map(|(n, a)| match a {
+                Ok(a) => a.describe(n).unwrap(),
+                Err(e) => e.to_string(),
+            })
+            .collect();
+        assert_eq!(lines.len(), 5, "each node once: {lines:?}");
+        assert!(
+            lines[0].starts_with("resumed n1 (was: Prolog error)"),
+            "{lines:?}"
+        );
+        assert!(lines[1].starts_with("n2 left drained: \"Prolog error\" is ours only where"));
+        assert_eq!(
+            lines[2],
+            "n3 left drained: its reason is not ours (admin: bad DIMM)"
+        );
+        assert!(lines[3].starts_with("resumed n4"), "{lines:?}");
+        assert!(lines[4].starts_with("n5 left as it is"), "{lines:?}");
+        assert_eq!(
+            calls(d.path()),
+            "show node n[1-5],n1 -o\nupdate NodeName=n1 State=RESUME\nupdate NodeName=n4 State=RESUME\n"
+        );
+    }
+
     /// slurmd's HealthCheckProgram as shipped (`check --drain --undrain`).
     const WRAPPER: CheckFlags = CheckFlags {
         drain: true,
@@ -767,6 +858,11 @@ mod tests {
             long.len() <= REASON_MAX && long.ends_with("(job 4294967295)"),
             "{}",
             long.len()
+        );
+        // A NUL or a newline would stop scontrol from starting or forge a line.
+        assert_eq!(
+            for_job("imex-health: imex n1: fallen\0 off\nthe bus", 7),
+            "imex-health: imex n1: fallen\\x00 off\\x0athe bus (job 7)"
         );
     }
 }

@@ -8,14 +8,11 @@
 /// cannot: its filesystem is read-only or (nearly) full. For the CLI, which
 /// can still read what is there.
 pub fn storage_problem(path: &Path) -> Option<String> {
+    if let Some(line) = read_only_problem(path) {
+        return Some(line);
+    }
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
     let st = nix::sys::statvfs::statvfs(dir).ok()?;
-    if st.flags().contains(nix::sys::statvfs::FsFlags::ST_RDONLY) {
-        return Some(format!(
-            "{} is on a read-only filesystem: the epilog cannot record jobs (remount it read-write)",
-            dir.display()
-        ));
-    }
     let free = (st.blocks_available() as u64).saturating_mul(st.fragment_size() as u64);
     (free < 256 * 1024).then(|| {
         format!(
@@ -26,7 +23,22 @@ pub fn storage_problem(path: &Path) -> Option<String> {
     })
 }
 
-use rusqlite::Connection;
+/// The line saying the database's filesystem is read-only, when it is.
+fn read_only_problem(path: &Path) -> Option<String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty())?;
+    let st = nix::sys::statvfs::statvfs(dir).ok()?;
+    st.flags()
+        .contains(nix::sys::statvfs::FsFlags::ST_RDONLY)
+        .then(|| {
+            format!(
+                "{} is on a read-only filesystem: the epilog cannot record jobs (remount it \
+                 read-write)",
+                dir.display()
+            )
+        })
+}
+
+use rusqlite::{Connection, OpenFlags};
 use slurm_imex_core::error::{Error, Result};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -223,6 +235,15 @@ pub(crate) fn err(path: &Path, what: &str, e: impl std::fmt::Display) -> Error {
     Error::new(format!("job database {}: {what}: {e}", path.display()))
 }
 
+/// `path` as the path of an SQLite URI: the characters a URI gives a
+/// meaning to (`%`, `?`, `#`) escaped.
+fn uri_path(path: &Path) -> String {
+    path.to_string_lossy()
+        .replace('%', "%25")
+        .replace('?', "%3f")
+        .replace('#', "%23")
+}
+
 /// Refuse files an unprivileged user could have planted or can modify.
 fn check_ownership(path: &Path, what: &str) -> Result<()> {
     let meta = match std::fs::symlink_metadata(path) {
@@ -257,7 +278,16 @@ fn check_ownership(path: &Path, what: &str) -> Result<()> {
 impl JobDb {
     /// Open (creating if needed) with safe permissions, WAL, busy timeout,
     /// foreign keys, and the schema migrated to the current version.
+    /// On a read-only filesystem it fails at once saying so: SQLite's own
+    /// words there ("cannot enable WAL", "unable to open database file")
+    /// would send the admin after a corrupt file.
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<JobDb> {
+        if let Some(line) = read_only_problem(path) {
+            return Err(Error::io(format!(
+                "job database {}: {line}",
+                path.display()
+            )));
+        }
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if !dir.exists() {
                 slurm_imex_core::fsutil::ensure_dir(dir, 0o700)?;
@@ -286,6 +316,51 @@ impl JobDb {
         };
         db.migrate()?;
         Ok(db)
+    }
+
+    /// Open an existing database to read it (the CLI, the Prometheus
+    /// export): as [`JobDb::open`], except on a read-only filesystem, where
+    /// it is read as it is: nothing is written, created or migrated (a
+    /// schema older than this slurm-imex's is refused in one line, since
+    /// it cannot be migrated there).
+    pub fn open_to_read(path: &Path, busy_timeout: Duration) -> Result<JobDb> {
+        match read_only_problem(path) {
+            Some(line) => JobDb::open_read_only(path, busy_timeout, &line),
+            None => JobDb::open(path, busy_timeout),
+        }
+    }
+
+    /// Read-only, on a read-only filesystem (`line` says so): SQLite reads
+    /// a WAL database there when its -shm and -wal files are left;
+    /// otherwise (the last writer closed cleanly and removed them) it is
+    /// opened immutable, which is exact, since nothing can write it.
+    fn open_read_only(path: &Path, busy_timeout: Duration, line: &str) -> Result<JobDb> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            check_ownership(dir, "directory")?;
+        }
+        check_ownership(path, "file")?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI;
+        let readable = |conn: Connection| -> rusqlite::Result<(Connection, i64)> {
+            conn.busy_timeout(busy_timeout)?;
+            let version = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            Ok((conn, version))
+        };
+        let immutable = format!("file:{}?immutable=1", uri_path(path));
+        let (conn, version) = Connection::open_with_flags(path, flags)
+            .and_then(readable)
+            .or_else(|_| Connection::open_with_flags(&immutable, flags).and_then(readable))
+            .map_err(|e| err(path, &format!("cannot read it ({line})"), e))?;
+        if version != SCHEMA_VERSION {
+            return Err(Error::new(format!(
+                "job database {} has schema v{version}, and this slurm-imex reads v{SCHEMA_VERSION}; \
+                 {line}, so it cannot be migrated there",
+                path.display()
+            )));
+        }
+        Ok(JobDb {
+            conn,
+            path: path.to_path_buf(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -381,6 +456,26 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(e.contains("symlink"), "{e}");
+    }
+
+    #[test]
+    fn a_path_is_escaped_for_an_sqlite_uri() {
+        assert_eq!(uri_path(Path::new("/var/lib/jobs.db")), "/var/lib/jobs.db");
+        assert_eq!(uri_path(Path::new("/a?b#c%d")), "/a%3fb%23c%25d");
+    }
+
+    #[test]
+    fn on_a_writable_filesystem_reading_opens_as_writing_does() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("jobs.db");
+        drop(JobDb::open(&p, Duration::from_secs(1)).unwrap());
+        let db = JobDb::open_to_read(&p, Duration::from_secs(1)).unwrap();
+        let v: i64 = db
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        assert_eq!(read_only_problem(&p), None);
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
         return Ok(None);
     };
     let db = if cfg.database.path.exists() {
-        Some(JobDb::open(
+        Some(JobDb::open_to_read(
             &cfg.database.path,
             cfg.database.busy_timeout.0,
         )?)

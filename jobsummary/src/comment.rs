@@ -11,6 +11,7 @@
 use crate::report::JobSummary;
 use data_encoding::BASE32_NOPAD;
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::io::{Read as _, Write as _};
 
 pub const PREFIX: &str = "slurm-imex:1:";
@@ -56,7 +57,8 @@ fn encode_exactly(summary: &JobSummary) -> Option<String> {
 pub fn decode(comment: &str) -> Result<JobSummary> {
     let bad = |why: String| {
         Error::new(format!(
-            "the job's AdminComment is not a slurm-imex summary this version reads: {why}"
+            "the job's AdminComment is not a slurm-imex summary this version reads: {}",
+            cap(&why, PIECE_MAX)
         ))
     };
     let Some(body) = comment.trim().strip_prefix(PREFIX) else {
@@ -73,7 +75,29 @@ pub fn decode(comment: &str) -> Result<JobSummary> {
     if json.len() as u64 > MAX_JSON {
         return Err(bad(format!("it inflates past {} MiB", MAX_JSON >> 20)));
     }
-    serde_json::from_slice(&json).map_err(|e| bad(format!("JSON: {e}")))
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&json).map_err(|e| bad(format!("JSON: {e}")))?;
+    cap_strings(&mut value);
+    serde_json::from_value(value).map_err(|e| bad(format!("JSON: {e}")))
+}
+
+/// Every string in `v` (keys too) cut to [`PIECE_MAX`]: a stored summary is
+/// outside text (an operator may have edited it), and its node names,
+/// causes and verdicts go into lines and tables as they are.
+fn cap_strings(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) if s.len() > PIECE_MAX => *s = cap(s, PIECE_MAX),
+        Value::Array(items) => items.iter_mut().for_each(cap_strings),
+        Value::Object(map) => {
+            let fields = std::mem::take(map);
+            for (k, mut item) in fields {
+                cap_strings(&mut item);
+                map.insert(cap(&k, PIECE_MAX), item);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -153,6 +177,20 @@ mod tests {
             assert!(!e.contains('\n'));
         }
         assert!(!is_ours("JS1:abc"));
+    }
+
+    #[test]
+    fn every_text_of_a_stored_summary_is_cut_to_a_piece() {
+        let mib = "c".repeat(1 << 20);
+        let mut s = summary(1, 1);
+        s.nodes[0].cause = Some(mib.clone());
+        s.nodes[0].gpus[0].throttle_s.insert(mib.clone(), 1.0);
+        let back = decode(&encode(&s).unwrap()).unwrap();
+        let cause = back.nodes[0].cause.as_deref().unwrap();
+        assert!(cause.len() < PIECE_MAX + 32 && cause.ends_with("more bytes)"));
+        let reason = back.nodes[0].gpus[0].throttle_s.keys().next().unwrap();
+        assert!(reason.len() < PIECE_MAX + 32, "map keys too");
+        assert_eq!(back.nodes[0].node, s.nodes[0].node, "short text is kept");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::process::{run_bounded, run_checked};
+use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -130,15 +131,18 @@ pub fn parse(text: &str) -> Result<Vec<AccountedJob>> {
                 "sacct listed more than {MAX_JOBS} jobs: narrow [job] store_backfill"
             )));
         }
+        // The user and state reach lines as they are: cut to a piece (a
+        // real name or state is far shorter). The node list and the comment
+        // are read whole (cut, neither would parse); where they are shown
+        // they are cut there.
         jobs.push(AccountedJob {
             job_id,
-            user: user.to_string(),
+            user: cap(user, PIECE_MAX),
             uid: uid.parse().ok(),
-            state: state
-                .split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_string(),
+            state: cap(
+                state.split_whitespace().next().unwrap_or_default(),
+                PIECE_MAX,
+            ),
             start: start.parse().ok().filter(|t| *t > 0),
             end: end.parse().ok().filter(|t| *t > 0),
             node_list: nodes.to_string(),
@@ -187,6 +191,14 @@ mod tests {
         assert_eq!(jobs[1].state, "CANCELLED");
         assert_eq!(jobs[1].admin_comment, "JS1:x|y|z");
         assert!(!jobs[1].ended());
+    }
+
+    #[test]
+    fn a_huge_user_or_state_is_cut_to_a_piece() {
+        let huge = "u".repeat(1 << 20);
+        let j = &parse(&format!("7|{huge}|1|{huge}|1|2|n1|\n")).unwrap()[0];
+        assert!(j.user.len() < PIECE_MAX + 32 && j.user.starts_with("uuu"));
+        assert!(j.state.len() < PIECE_MAX + 32);
     }
 
     #[test]

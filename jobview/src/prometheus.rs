@@ -3,7 +3,9 @@
 //! within a window, as samples (slurm_imex_jobsummary::series).
 
 use serde::Deserialize;
+use slurm_imex_core::config::http_url;
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::text::{cap, PIECE_MAX};
 use slurm_imex_jobsummary::series::{Sample, PREFIX};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -56,9 +58,11 @@ pub fn query_text(job_ids: &[u32], range_s: u64) -> String {
 /// server's clock would miss the newest scrape).
 pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec<Sample>> {
     let base = server.url.trim_end_matches('/');
-    if !base.starts_with("http://") {
-        return Err(Error::new(format!(
-            "[job] prometheus_url {base:?}: only http:// is supported (put an https proxy's plain side here)"
+    // Checked when the config is read; this is for a server given otherwise.
+    if let Some(why) = http_url::problem(base) {
+        return Err(Error::invalid(format!(
+            "[job] prometheus_url = {:?} {why}",
+            cap(base, PIECE_MAX)
         )));
     }
     let url = format!("{base}/api/v1/query");
@@ -73,7 +77,8 @@ pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec
         Err(ureq::Error::Status(_, r)) => r,
         Err(e) => {
             return Err(Error::new(format!(
-                "Prometheus at {base} did not answer: {e}"
+                "Prometheus at {base} did not answer: {}",
+                cap(&e.to_string(), PIECE_MAX)
             )))
         }
     };
@@ -81,7 +86,8 @@ pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec
         serde_json::from_reader(std::io::Read::take(body.into_reader(), ANSWER_MAX)).map_err(
             |e| {
                 Error::new(format!(
-                    "Prometheus at {base} answered something that is not its API's JSON: {e}"
+                    "Prometheus at {base} answered something that is not its API's JSON: {}",
+                    cap(&e.to_string(), PIECE_MAX)
                 ))
             },
         )?;
@@ -89,13 +95,18 @@ pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec
 }
 
 /// The samples of an API answer from `base`; an error answer is the
-/// command's failure, naming the server and Prometheus's own words.
+/// command's failure, naming the server and Prometheus's own words. Every
+/// piece of its text (the error, each label) is cut to [`PIECE_MAX`] here,
+/// before it can reach a line or a table.
 fn samples_of(answer: Answer, base: &str) -> Result<Vec<Sample>> {
     if answer.status != "success" {
         let why = answer
             .error
             .unwrap_or_else(|| format!("status {}", answer.status));
-        return Err(Error::new(format!("Prometheus at {base}: {why}")));
+        return Err(Error::new(format!(
+            "Prometheus at {base}: {}",
+            cap(&why, PIECE_MAX)
+        )));
     }
     let series = answer.data.map(|d| d.result).unwrap_or_default();
     Ok(series
@@ -103,9 +114,14 @@ fn samples_of(answer: Answer, base: &str) -> Result<Vec<Sample>> {
         .filter_map(|mut s| {
             let name = s.metric.remove("__name__")?;
             let value = s.value.1.parse().ok()?;
+            let labels = s
+                .metric
+                .into_iter()
+                .map(|(k, v)| (cap(&k, PIECE_MAX), cap(&v, PIECE_MAX)))
+                .collect();
             Some(Sample {
-                name,
-                labels: s.metric,
+                name: cap(&name, PIECE_MAX),
+                labels,
                 value,
             })
         })
@@ -142,5 +158,22 @@ mod tests {
                 .to_string(),
             "Prometheus at http://p: parse error"
         );
+    }
+
+    #[test]
+    fn outside_text_in_an_answer_is_cut_to_a_piece() {
+        let mib = "x".repeat(1 << 20);
+        let err = format!(r#"{{"status":"error","error":"{mib}"}}"#);
+        let line = samples_of(serde_json::from_str(&err).unwrap(), "http://p")
+            .unwrap_err()
+            .to_string();
+        assert!(line.len() < PIECE_MAX + 64, "{} bytes", line.len());
+        assert!(line.ends_with("more bytes)"), "says what was cut");
+        let ok = format!(
+            r#"{{"status":"success","data":{{"result":[{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"7","cause":"{mib}"}},"value":[1,"1"]}}]}}}}"#
+        );
+        let s = samples_of(serde_json::from_str(&ok).unwrap(), "http://p").unwrap();
+        assert!(s[0].labels["cause"].len() < PIECE_MAX + 32);
+        assert_eq!(s[0].labels["jobid"], "7");
     }
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod bounds;
+pub mod http_url;
 mod locate;
 pub use bounds::MAX_NODES_LIMIT;
 
@@ -399,6 +400,9 @@ impl<'de> Deserialize<'de> for AutoPath {
 pub struct GpuConfig {
     pub nvml_library: PathBuf,
     pub kmsg: PathBuf,
+    /// The kernel's boot id: the XID checkpoint holds only within the boot
+    /// that wrote it (a test seam, as `kmsg` is).
+    pub boot_id: PathBuf,
     /// NVML accounting mode on the job's GPUs (per-process utilization and
     /// peak memory for the job's stats): turned on by the prolog, or left.
     pub accounting: Accounting,
@@ -409,6 +413,7 @@ impl Default for GpuConfig {
         GpuConfig {
             nvml_library: "libnvidia-ml.so.1".into(),
             kmsg: "/dev/kmsg".into(),
+            boot_id: "/proc/sys/kernel/random/boot_id".into(),
             accounting: Accounting::On,
         }
     }
@@ -659,6 +664,13 @@ impl Config {
                 "bad config {}: {} = {why}",
                 at(key),
                 key_label(key)
+            )));
+        }
+        if let Some(why) = http_url::problem(&self.job.prometheus_url) {
+            return Err(Error::invalid(format!(
+                "bad config {}: [job] prometheus_url = {:?} {why}",
+                at("job.prometheus_url"),
+                crate::text::cap(&self.job.prometheus_url, crate::text::PIECE_MAX)
             )));
         }
         let i = &self.imex;
@@ -1016,6 +1028,20 @@ mod tests {
         );
         let e = parse("[imex\n").unwrap_err().to_string();
         assert!(e.contains("imex.toml:1"), "{e}");
+    }
+
+    #[test]
+    fn a_url_is_checked_when_the_file_is_read() {
+        let e = parse("[job]\n\nprometheus_url = \"host:9090\"\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "bad config /etc/slurm/imex.toml:3: [job] prometheus_url = \"host:9090\" has no scheme: \
+             write \"http://host:9090\" (only http:// is supported)"
+        );
+        let c = parse("[job]\nprometheus_url = \"http://prom:9090\"\n").unwrap();
+        assert_eq!(c.job.prometheus_url, "http://prom:9090");
     }
 
     #[test]

@@ -27,9 +27,14 @@ const MAX_INCLUDE_DEPTH: usize = 8;
 /// Most files read in all, slurm.conf and every `Include` (a fan-out of
 /// files that each include several others is bounded by this, not depth).
 pub const MAX_FILES_READ: usize = 64;
-/// Values kept per key (a file with a million `NodeName=` lines keeps
-/// this many of them; none is ever read).
-const MAX_VALUES_PER_KEY: usize = 64;
+/// Values kept of a list key ([`LIST_KEYS`]); past it the file is refused,
+/// never read with some of its values missing. Every other key keeps its
+/// last value only (the last one wins, as in Slurm), so no count of lines
+/// (a million `NodeName=` lines) changes what is read.
+const MAX_LIST_VALUES: usize = 1024;
+/// The keys slurm-imex reads that Slurm reads as lists (`S_P_ARRAY` in
+/// read_config.c: each value is one more program, `_load_script`).
+const LIST_KEYS: [&str; 2] = ["Epilog", "Prolog"];
 /// The keys slurm-imex takes from slurm.conf: for these, a line slurmctld
 /// would refuse is refused here too (for the rest, only the first
 /// `Key=value` of a line is kept, and never consulted).
@@ -71,7 +76,8 @@ pub fn locate(cfg: &SlurmConfig) -> Option<PathBuf> {
 
 /// slurm.conf as this node reads it: every global `Key=value` line (keys
 /// case-insensitive; a key given twice keeps each value, in order, as Slurm
-/// does for `Prolog`/`Epilog`, and the last one wins for the rest), with
+/// does for `Prolog`/`Epilog`, and the last one wins for the rest, however
+/// many times it is given), with
 /// `Include`d files read in place. Lines that define a node, partition or
 /// the like (`NodeName=n1 CPUs=2 ...`) are kept under their first key too,
 /// and never consulted.
@@ -115,7 +121,8 @@ impl SlurmConf {
             .map(String::as_str)
     }
 
-    /// Every value of `key`, in file order (`Prolog` may be given many times).
+    /// Every value of a list key, in file order (`Prolog` may be given many
+    /// times); for any other key, its last value alone.
     pub fn get_all(&self, key: &str) -> Vec<&str> {
         self.values
             .get(&key.to_ascii_lowercase())
@@ -221,9 +228,18 @@ impl SlurmConf {
             )));
         }
         let values = self.values.entry(key.to_ascii_lowercase()).or_default();
-        if values.len() < MAX_VALUES_PER_KEY {
-            values.push(value.to_string());
+        if !LIST_KEYS.iter().any(|k| k.eq_ignore_ascii_case(key)) {
+            // S_P_STRING, S_P_UINT32, ...: a later line replaces the value.
+            values.clear();
+        } else if values.len() >= MAX_LIST_VALUES {
+            return Err(Error::invalid(format!(
+                "{}: {key}= is given more than {MAX_LIST_VALUES} times; slurm-imex reads at most \
+                 {MAX_LIST_VALUES} (Slurm runs them all): list the programs in fewer lines, \
+                 comma-separated, or call them from one script",
+                at()
+            )));
         }
+        values.push(value.to_string());
         Ok(())
     }
 
@@ -512,12 +528,41 @@ mod tests {
         .unwrap();
         assert_eq!(c.get_all("Prolog"), ["/a", "/b"]);
         assert_eq!(c.get("PrologFlags"), Some("Alloc"));
+        assert_eq!(c.get_all("PrologFlags"), ["Alloc"]);
         assert_eq!(c.job_id_range(), Ok((1, 2047)));
         assert_eq!(read("").unwrap().job_id_range(), Ok((1, 0x03ff_0000)));
     }
 
     /// FirstJobId/MaxJobId are S_P_UINT32 (read_config.c): strtoul base 0
     /// and a k suffix (parse_value.c), then read_config.c's own checks.
+    #[test]
+    fn no_count_of_lines_changes_which_value_wins() {
+        let mut text = String::new();
+        for i in 0..5000 {
+            text.push_str(&format!(
+                "MaxJobId={}\nSwitchType=switch/none\nNodeName=n{i}\n",
+                100_000 + i
+            ));
+        }
+        text.push_str("maxjobid=2047\nSwitchType=switch/nvidia_imex\n");
+        let c = read(&text).unwrap();
+        assert_eq!(c.job_id_range(), Ok((1, 2047)));
+        assert!(c.nvidia_imex_switch());
+        assert_eq!(c.get("NodeName"), Some("n4999"));
+        // A list is read whole up to its bound, and refused past it.
+        let c = read(&"Prolog=/p\n".repeat(MAX_LIST_VALUES)).unwrap();
+        assert_eq!(c.get_all("Prolog").len(), MAX_LIST_VALUES);
+        let text = format!("{}Epilog=/e\n", "Epilog=/e\n".repeat(MAX_LIST_VALUES));
+        let e = read(&text).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!(
+                "slurm.conf:{}: Epilog= is given more than",
+                MAX_LIST_VALUES + 1
+            )),
+            "{e}"
+        );
+    }
+
     #[test]
     fn job_ids_are_numbers_as_slurmctld_reads_them() {
         let range = |text: &str| read(text).unwrap().job_id_range();

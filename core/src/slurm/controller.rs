@@ -33,6 +33,11 @@ impl Scontrol {
         &self.program
     }
 
+    /// How long any one call may take.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// `scontrol ARGS`; a non-zero exit is an error saying `<what> failed`.
     pub(super) fn run(&self, args: &[&str], what: &str) -> Result<Output> {
         run_checked(&self.program, args, self.timeout, what)

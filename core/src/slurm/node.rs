@@ -2,7 +2,10 @@
 //! (`scontrol show node -o`), and the changes slurm-imex makes to it: DRAIN
 //! with a reason, RESUME, and its Extra. Whether to drain or resume is
 //! decided in one place only, the drain decision (`slurm_imex_hooks::drain`);
-//! what goes in Extra, in `slurm_imex_domain::rack::clique`.
+//! what goes in Extra, in `slurm_imex_domain::rack::clique`. Every name
+//! is checked before Slurm is asked about it ([`node_names`]), and every
+//! answer is read line by line, one node per line: a node is only ever
+//! judged by its own line.
 
 use super::Scontrol;
 use crate::error::{Error, Result};
@@ -104,6 +107,49 @@ fn free_text_field(line: &str, key: &str) -> Option<String> {
     Some(rest[..end].trim().to_string())
 }
 
+/// The nodes of `hostlist` (`n1`, `n[1-4],m2`), each a name Slurm could
+/// hold, at most `max` of them: an empty, whitespace or otherwise malformed
+/// hostlist is one line saying what is wrong, before Slurm is asked.
+pub fn node_names(hostlist: &str, max: usize) -> Result<Vec<String>> {
+    let names =
+        super::hostlist::expand(hostlist, max).map_err(|e| Error::invalid(e.to_string()))?;
+    // An option to scontrol, or a path, is no node name.
+    match names
+        .iter()
+        .find(|n| !n.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+    {
+        Some(bad) => Err(Error::invalid(format!(
+            "\"{}\" is not a node name: a node name starts with a letter, digit or '_'",
+            crate::text::cap(&bad.escape_debug().to_string(), crate::text::PIECE_MAX)
+        ))),
+        None => Ok(names),
+    }
+}
+
+/// `name` as one node's name: [`node_names`]' rules, and no hostlist.
+pub fn node_name(name: &str) -> Result<&str> {
+    if name.contains(['[', ',']) {
+        return Err(Error::invalid(format!(
+            "\"{}\" is a hostlist, not one node name",
+            crate::text::cap(&name.escape_debug().to_string(), crate::text::PIECE_MAX)
+        )));
+    }
+    node_names(name, 1).map(|_| name)
+}
+
+/// The line of `node` among `shown` (the lines `scontrol show node <node>`
+/// printed): the one that names it; else, when Slurm printed exactly one
+/// node, that one (Slurm found it by its NodeHostname). Several lines none
+/// of which names it are no answer: another node's reason must never be
+/// taken for this one's.
+fn line_of(node: &str, mut shown: Vec<NodeStatus>) -> Option<NodeStatus> {
+    match shown.iter().position(|s| s.name == node) {
+        Some(at) => Some(shown.swap_remove(at)),
+        None if shown.len() == 1 => shown.pop(),
+        None => None,
+    }
+}
+
 impl Scontrol {
     /// Every node of `hostlist` (None: every node) as slurmctld sees it, in
     /// one call.
@@ -118,15 +164,44 @@ impl Scontrol {
             .items)
     }
 
-    /// One node's state, reason and Extra.
+    /// Each node of `hostlist` that Slurm shows, each from its own line,
+    /// even when Slurm does not know them all (it prints "Node n4 not
+    /// found" in the place of an unknown one, and exits 1 after the rest).
+    /// A node it printed no line for is simply absent. An answer with no
+    /// node at all from a failed call is the call's error. `hostlist` is
+    /// one its caller checked ([`node_names`], within its own bound).
+    pub fn nodes_shown(&self, hostlist: &str) -> Result<Vec<NodeStatus>> {
+        let what = format!("scontrol show node {hostlist}");
+        let args = ["show", "node", hostlist, "-o"];
+        let answer = crate::process::run_streamed_any(
+            self.program(),
+            &args,
+            self.timeout(),
+            &what,
+            parse_node_line,
+        )?;
+        if answer.items.is_empty() && !answer.output.success() {
+            return Err(Error::command(format!(
+                "{what} failed: {}",
+                answer.output.one_line()
+            )));
+        }
+        Ok(answer.items)
+    }
+
+    /// One node's state, reason and Extra, from its own line of the
+    /// answer. `node` must be one node's name ([`node_name`]): a hostlist
+    /// or a malformed name is refused before Slurm is asked.
     pub fn node(&self, node: &str) -> Result<NodeStatus> {
+        node_name(node)?;
         let out = self.run(
             &["show", "node", node, "-o"],
             &format!("scontrol show node {node}"),
         )?;
-        parse_node_line(out.stdout.trim()).ok_or_else(|| {
-            Error::new(format!(
-                "cannot read node {node} from scontrol output: {}",
+        let shown = out.stdout.lines().filter_map(parse_node_line).collect();
+        line_of(node, shown).ok_or_else(|| {
+            Error::command(format!(
+                "cannot read node {node} from scontrol output (no line of its own): {}",
                 out.one_line()
             ))
         })
@@ -240,6 +315,69 @@ mod tests {
         assert_eq!(s.extra.as_deref(), Some("rack 7 spare"));
         let s = parse_node_line("NodeName=n1 State=IDLE Extra=last").unwrap();
         assert_eq!(s.extra.as_deref(), Some("last"));
+    }
+
+    #[test]
+    fn a_name_that_is_no_node_is_refused_in_one_line() {
+        for (bad, says) in [
+            ("", "empty hostlist"),
+            ("  ", "whitespace cannot be in a host name"),
+            ("n 1", "whitespace cannot be in a host name"),
+            ("n1;reboot", "';' cannot be in a host name"),
+            ("n[1-", "never closed"),
+            ("n1,", "empty host name between commas"),
+            ("-o", "\"-o\" is not a node name"),
+        ] {
+            let e = node_names(bad, 10).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad:?}: {e}");
+            assert!(node_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(node_names("n[1-2],m3", 10).unwrap(), ["n1", "n2", "m3"]);
+        assert_eq!(node_name("gb-r1-01").unwrap(), "gb-r1-01");
+        let e = node_name("n[1-2]").unwrap_err().to_string();
+        assert!(e.contains("is a hostlist, not one node name"), "{e}");
+    }
+
+    /// A stand-in scontrol printing `answer` to `show node`, logging calls.
+    fn answering(dir: &std::path::Path, answer: &str) -> Scontrol {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("scontrol");
+        let body = format!(
+            "#!/bin/sh\necho \"$*\" >> {}\ncat <<'EOF'\n{answer}\nEOF\n",
+            dir.join("calls").display()
+        );
+        std::fs::write(&script, body).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Scontrol::new(&script, std::time::Duration::from_secs(10))
+    }
+
+    #[test]
+    fn a_node_is_read_from_its_own_line_only() {
+        let d = tempfile::tempdir().unwrap();
+        let two = "NodeName=n1 State=IDLE+DRAIN Reason=imex-health: xid gpu0 [root@t]\n\
+                   NodeName=n2 State=IDLE+DRAIN Reason=admin: bad DIMM [root@t]";
+        let sc = answering(d.path(), two);
+        let n2 = sc.node("n2").unwrap();
+        assert_eq!(
+            (n2.name.as_str(), n2.reason.as_deref()),
+            ("n2", Some("admin: bad DIMM"))
+        );
+        // Two lines, neither n3's: no answer, never the first line's reason.
+        let e = sc.node("n3").unwrap_err().to_string();
+        assert!(e.contains("cannot read node n3"), "{e}");
+        // One line under another name: Slurm found the node by its hostname.
+        let sc = answering(d.path(), "NodeName=n7 State=IDLE");
+        assert_eq!(sc.node("host7").unwrap().name, "n7");
+    }
+
+    #[test]
+    fn a_bad_name_asks_slurm_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let sc = answering(d.path(), "NodeName=n1 State=IDLE");
+        for bad in ["", " ", "n[1-2]", "n1,n2", "-o"] {
+            assert!(sc.node(bad).is_err(), "{bad:?}");
+        }
+        assert!(!d.path().join("calls").exists(), "Slurm was asked");
     }
 
     #[test]

@@ -38,16 +38,15 @@ impl StateDir {
     /// Lock-free read, for status displays only.
     pub fn read_owner(&self) -> Result<Option<u32>> {
         let path = self.owner_path();
-        match std::fs::read_to_string(&path) {
-            Ok(t) => t.trim().parse::<u32>().map(Some).map_err(|_| {
+        match self.read_text(&path, "IMEX domain owner", 4096)? {
+            Some(t) => t.trim().parse::<u32>().map(Some).map_err(|_| {
                 Error::new(format!(
                     "{} holds \"{}\", not a job id: remove it once no IMEX job runs here",
                     path.display(),
-                    t.trim()
+                    crate::text::printable(&crate::text::cap(t.trim(), 64))
                 ))
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::new(format!("cannot read {}: {e}", path.display()))),
+            None => Ok(None),
         }
     }
 
@@ -69,12 +68,11 @@ impl StateDir {
     /// None when the prolog left no record for this job.
     pub fn read_record(&self, job_id: u32) -> Result<Option<JobRecord>> {
         let path = self.record_path(job_id);
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        match self.read_text(&path, "IMEX job record", super::MAX_STATE_FILE_BYTES)? {
+            Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
                 Error::new(format!("corrupt IMEX job record {}: {e}", path.display()))
             }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::new(format!("cannot read {}: {e}", path.display()))),
+            None => Ok(None),
         }
     }
 

@@ -97,8 +97,9 @@ impl StateDir {
         self.gpu_jobs_dir().join(format!("{job_id}.json"))
     }
 
-    /// Per GPU (PCI id) the last kmsg sequence already judged. On the
-    /// tmpfs, so a reboot (which restarts kmsg numbering) clears it.
+    /// Per GPU (PCI id) the last kmsg sequence already judged, with the
+    /// boot it counts in (a persistent state directory keeps it across a
+    /// reboot, which restarts kmsg numbering).
     pub fn xid_checkpoint_path(&self) -> PathBuf {
         self.root.join("xid-checkpoint.json")
     }
@@ -130,13 +131,40 @@ impl StateDir {
         ensure_dir(&self.jobs_dir(), 0o755)
     }
 
-    /// Read a JSON state file we wrote. Missing: None. Unreadable or corrupt:
+    /// Read a state file (`what`, for the log) of at most `max_bytes`,
+    /// under the same trust rules as the config (`crate::trust`): owned by
+    /// root (or the caller), writable by nobody else, and a symlink judged
+    /// by where it leads. Missing: `Ok(None)`. Untrusted: renamed to
+    /// `<name>.untrusted` (replacing an older one), one line logged, and
+    /// `Ok(None)`: the caller starts afresh, as without the file (the XID
+    /// checkpoint: the kernel log is judged from its start). Unreadable:
+    /// the error.
+    pub fn read_text(&self, path: &Path, what: &str, max_bytes: u64) -> Result<Option<String>> {
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => {}
+        }
+        if let Err(why) = crate::trust::check(path, crate::trust::Expect::File, what) {
+            set_aside_untrusted(path, what, &why);
+            return Ok(None);
+        }
+        read_bounded_text(path, max_bytes).map(Some)
+    }
+
+    /// Whether the marker file `path` is there, and trusted (one that is
+    /// not is set aside as [`StateDir::read_text`] does: not there).
+    pub fn has_marker(&self, path: &Path, what: &str) -> bool {
+        matches!(self.read_text(path, what, 4096), Ok(Some(_)))
+    }
+
+    /// Read a JSON state file we wrote, under [`StateDir::read_text`]'s
+    /// trust rules. Missing or untrusted: None. Unreadable or corrupt:
     /// logged with its path, renamed to `<name>.corrupt` (replacing an older
     /// one) so the next write starts clean and an admin can look, then None.
     pub fn read_json<T: DeserializeOwned>(&self, path: &Path, what: &str) -> Option<T> {
-        let text = match read_bounded_text(path, MAX_STATE_FILE_BYTES) {
-            Ok(t) => t,
-            Err(_) if !path.exists() => return None,
+        let text = match self.read_text(path, what, MAX_STATE_FILE_BYTES) {
+            Ok(Some(t)) => t,
+            Ok(None) => return None,
             Err(e) => {
                 tracing::warn!("{what} unreadable, ignored: {e}");
                 return None;
@@ -174,6 +202,22 @@ impl StateDir {
     }
 }
 
+/// Rename a state file that failed the trust rules to `<name>.untrusted`
+/// (the name itself, never where a symlink leads) and say so in one line.
+fn set_aside_untrusted(path: &Path, what: &str, why: &Error) {
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(".untrusted");
+    let aside = PathBuf::from(aside);
+    let moved = match std::fs::rename(path, &aside) {
+        Ok(()) => format!("set aside to {}", aside.display()),
+        Err(e) => format!("cannot set it aside ({e}), ignored"),
+    };
+    crate::logging::report_error(&format!(
+        "slurm-imex: {what} {} not trusted, {moved}; going on without it: {why}",
+        path.display()
+    ));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,6 +236,36 @@ mod tests {
         assert_eq!(state.read_json::<BTreeMap<String, u64>>(&path, "x"), None);
         assert!(!path.exists());
         assert!(path.with_extension("json.corrupt").exists());
+    }
+
+    #[test]
+    fn a_state_file_another_user_could_write_is_set_aside() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let state = StateDir::new(&d.path().join("state"));
+        let path = state.xid_checkpoint_path();
+        let cp = BTreeMap::from([("0000:1a:00".to_string(), 7u64)]);
+        state.write_json(&path, &cp).unwrap();
+        assert_eq!(state.read_json(&path, "XID checkpoint"), Some(cp.clone()));
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert_eq!(
+            state.read_json::<BTreeMap<String, u64>>(&path, "XID checkpoint"),
+            None
+        );
+        assert!(!path.exists());
+        assert!(d
+            .path()
+            .join("state/xid-checkpoint.json.untrusted")
+            .exists());
+        // A symlink to a file others may write: the link is set aside, not its target.
+        let open = d.path().join("open.json");
+        std::fs::write(&open, "{}").unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+        std::os::unix::fs::symlink(&open, &path).unwrap();
+        assert!(!state.has_marker(&path, "marker"));
+        assert!(open.exists() && !path.exists());
+        assert_eq!(state.read_text(&path, "x", 10).unwrap(), None);
     }
 
     #[test]

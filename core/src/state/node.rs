@@ -7,7 +7,6 @@
 
 use super::StateDir;
 use crate::error::Result;
-use crate::fsutil::read_bounded_text;
 use crate::state::job_record::Outcome;
 use serde::{Deserialize, Serialize};
 
@@ -46,8 +45,10 @@ pub struct NodeState {
 impl NodeState {
     /// The saved state (a missing or corrupt file is a fresh state).
     pub fn load(state: &StateDir) -> NodeState {
-        read_bounded_text(&state.node_state_path(), 64 * 1024)
+        state
+            .read_text(&state.node_state_path(), "node state", 64 * 1024)
             .ok()
+            .flatten()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default()
     }

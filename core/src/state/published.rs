@@ -7,14 +7,15 @@
 //! on the tmpfs: a reboot learns afresh.
 
 use super::StateDir;
-use crate::fsutil::{ensure_dir, read_bounded_text, write_atomic};
+use crate::fsutil::{ensure_dir, write_atomic};
 
 impl StateDir {
     /// The clique we published last, if any, as written. Its one caller
     /// compares it with a valid clique, so a note in any other shape never
     /// matches (and the state directory needs no notion of a clique).
     pub fn published_clique(&self) -> Option<String> {
-        let text = read_bounded_text(&self.published_clique_path(), 256).ok()?;
+        let path = self.published_clique_path();
+        let text = self.read_text(&path, "published clique note", 256).ok()??;
         Some(text.trim().to_string())
     }
 
@@ -48,7 +49,7 @@ impl StateDir {
     /// True the first time since boot this is asked about `path`, a marker
     /// on the tmpfs (best effort: without it the thing is said again).
     fn first_since_boot(&self, path: &std::path::Path) -> bool {
-        if path.exists() {
+        if self.has_marker(path, "note") {
             return false;
         }
         let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(path, b"", 0o644));
@@ -60,13 +61,13 @@ impl StateDir {
     /// clears the note.
     pub fn note_no_gpu(&self) {
         let path = self.no_gpu_path();
-        if !path.exists() {
+        if !self.has_marker(&path, "no-GPU note") {
             let _ = ensure_dir(self.root(), 0o755).and_then(|_| write_atomic(&path, b"", 0o644));
         }
     }
 
     /// Whether a gate since boot found no NVIDIA GPU here.
     pub fn knows_no_gpu(&self) -> bool {
-        self.no_gpu_path().exists()
+        self.has_marker(&self.no_gpu_path(), "no-GPU note")
     }
 }

@@ -239,7 +239,11 @@ impl<'a> Daemon<'a> {
     /// time) is still alive: a recycled pid running something else is
     /// never signalled, whatever its name.
     fn tracked(&self) -> Option<ProcId> {
-        let text = std::fs::read_to_string(self.state.pid_file()).ok()?;
+        let pid_file = self.state.pid_file();
+        let text = self
+            .state
+            .read_text(&pid_file, "IMEX daemon pid file", 4096)
+            .ok()??;
         match ProcId::parse(&text) {
             Some(id) => Some(id).filter(|id| id.alive()),
             None => self.legacy_tracked(&text),

@@ -7,7 +7,7 @@ use super::checks::{check_gpu, check_node, check_xids, Hook};
 use super::{Finding, GpuRef, Severity};
 use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
 use crate::xid::checkpoint::{self, Checkpoint};
-use crate::xid::log::{self as kernel_log, LogPosition, LogRead};
+use crate::xid::log::{self as kernel_log, BootId, LogPosition, LogRead};
 use crate::xid::XidEvent;
 use slurm_imex_core::config::{Accounting, Config};
 use slurm_imex_core::error::{Error, Result};
@@ -117,10 +117,13 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
             .reading_accounting_stats(req.hook == Hook::Epilog);
         let readers = spawn_gpu_readers(&reader, &gpus);
         // The kernel log, while the GPUs are being read.
-        let kmsg = kernel_log::read(&cfg.gpu.kmsg);
-        let (snapshots, timeouts) = collect_snapshots(readers, &gpus, deadline, cfg);
+        let kmsg = read_kernel_log(cfg);
+        let gate_timeout = cfg.health.gate_timeout.0;
+        let (snapshots, overruns) = collect_snapshots(readers, &gpus, deadline, gate_timeout);
         result.snapshots = snapshots;
-        result.findings.extend(timeouts);
+        result
+            .findings
+            .extend(overruns.iter().map(Overrun::finding));
         for s in &result.snapshots {
             result.findings.extend(check_gpu(s, &cfg.health, req.hook));
         }
@@ -131,6 +134,15 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
     }
     result.elapsed = started.elapsed();
     result
+}
+
+/// The kernel log, its position tied to this boot (`[gpu] boot_id`).
+fn read_kernel_log(cfg: &Config) -> std::io::Result<LogRead> {
+    let boot = BootId::read(&cfg.gpu.boot_id);
+    kernel_log::read(&cfg.gpu.kmsg).map(|mut read| {
+        read.position.boot = boot;
+        read
+    })
 }
 
 /// Only the prolog turns NVML accounting mode on, for the job's GPUs, so
@@ -200,6 +212,47 @@ fn gpu_set_finding(requested: Option<&[u32]>, count: u32) -> Option<Finding> {
     ))
 }
 
+/// GPUs `gpus` read as the gate reads them, for whoever reports what it
+/// read rather than judging it (`slurm-imex doctor`): in parallel, each
+/// stage within its budget and all by `deadline`. The snapshots that came
+/// in time, in GPU order, and the reads that overran (`gate_timeout` is the
+/// limit named when `deadline` cut one off). A read stuck in a hung NVML
+/// call is left behind.
+pub fn read_gpus(
+    reader: &GpuReader,
+    gpus: &[u32],
+    deadline: Instant,
+    gate_timeout: Duration,
+) -> (Vec<GpuSnapshot>, Vec<Overrun>) {
+    let readers = spawn_gpu_readers(reader, gpus);
+    collect_snapshots(readers, gpus, deadline, gate_timeout)
+}
+
+/// One GPU's read that ran past its limit: the stage it was in (the NVML
+/// calls still running) and the limit, the stage's budget or the gate's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overrun {
+    pub gpu: u32,
+    pub stage: Stage,
+    pub limit: Duration,
+}
+
+impl Overrun {
+    /// The drain finding naming the stage's check and the GPU.
+    pub fn finding(&self) -> Finding {
+        Finding {
+            check: self.stage.check_name().into(),
+            severity: Severity::Drain,
+            gpu: Some(GpuRef {
+                index: self.gpu,
+                serial: String::new(),
+                uuid: String::new(),
+            }),
+            detail: format!("check timed out after {:?} (NVML call hung)", self.limit),
+        }
+    }
+}
+
 /// One reader thread per GPU; each reports every stage as it starts, then
 /// its snapshot. A thread stuck in a hung NVML call is left behind.
 fn spawn_gpu_readers(reader: &GpuReader, gpus: &[u32]) -> mpsc::Receiver<Msg> {
@@ -218,14 +271,14 @@ fn spawn_gpu_readers(reader: &GpuReader, gpus: &[u32]) -> mpsc::Receiver<Msg> {
     rx
 }
 
-/// The snapshots that arrived in time, in GPU order, and a drain finding
-/// for each GPU whose current stage overran its budget (or the gate's).
+/// The snapshots that arrived in time, in GPU order, and each GPU whose
+/// current stage overran its budget (or the gate's).
 fn collect_snapshots(
     rx: mpsc::Receiver<Msg>,
     gpus: &[u32],
     deadline: Instant,
-    cfg: &Config,
-) -> (Vec<GpuSnapshot>, Vec<Finding>) {
+    gate_timeout: Duration,
+) -> (Vec<GpuSnapshot>, Vec<Overrun>) {
     let mut current: BTreeMap<u32, (Stage, Instant)> = gpus
         .iter()
         .map(|i| (*i, (Stage::Identity, Instant::now())))
@@ -244,11 +297,11 @@ fn collect_snapshots(
         let stage_deadline = due.min(deadline);
         if now >= stage_deadline {
             let limit = if stage_deadline == deadline {
-                cfg.health.gate_timeout.0
+                gate_timeout
             } else {
                 stage.budget()
             };
-            timeouts.push(stage_timeout(gpu, stage, limit));
+            timeouts.push(Overrun { gpu, stage, limit });
             current.remove(&gpu);
             continue;
         }
@@ -267,19 +320,6 @@ fn collect_snapshots(
         }
     }
     (done.into_values().collect(), timeouts)
-}
-
-fn stage_timeout(index: u32, stage: Stage, limit: Duration) -> Finding {
-    Finding {
-        check: stage.check_name().into(),
-        severity: Severity::Drain,
-        gpu: Some(GpuRef {
-            index,
-            serial: String::new(),
-            uuid: String::new(),
-        }),
-        detail: format!("check timed out after {limit:?} (NVML call hung)"),
-    }
 }
 
 /// Keep the XIDs that are new for the GPUs checked and judge them. A job's
@@ -308,6 +348,15 @@ fn judge_xids(
     };
     result.kmsg = Some(read.position);
     let source = cfg.gpu.kmsg.display().to_string();
+    if let Some(skipped) = read.skipped {
+        slurm_imex_core::logging::warn_to_journal(&format!(
+            "kernel log {source} holds more than the {} MiB a read keeps: its oldest {} bytes \
+             ({} lines) were left out and its newest records judged",
+            kernel_log::MAX_LOG_BYTES >> 20,
+            skipped.bytes,
+            skipped.lines
+        ));
+    }
     let judged = req.xid_after.reconciled(read.position, &source);
     let checked: Vec<&str> = result.snapshots.iter().map(|s| s.pci.as_str()).collect();
     result.xids = read

@@ -6,6 +6,7 @@ pub mod checks;
 pub mod gate;
 
 use serde::{Deserialize, Serialize};
+use slurm_imex_core::text::printable;
 
 /// Every drain reason we write starts with this, so we only ever undrain
 /// nodes we drained ourselves.
@@ -72,8 +73,13 @@ impl Finding {
         }
     }
 
-    /// `imex-health: <check> gpu<i> <serial>: <detail>`, one line.
+    /// `imex-health: <check> gpu<i> <serial>: <detail>`, one printable line
+    /// (a NUL would make an `scontrol` argument no program starts with).
     pub fn reason(&self) -> String {
+        printable(&self.one_line())
+    }
+
+    fn one_line(&self) -> String {
         let detail = self.detail.split_whitespace().collect::<Vec<_>>().join(" ");
         match &self.gpu {
             Some(g) => {
@@ -139,5 +145,23 @@ mod tests {
         assert_eq!(verdict_of(std::slice::from_ref(&w)), Verdict::Warn);
         assert_eq!(verdict_of(&[w.clone(), f.clone()]), Verdict::Drain);
         assert_eq!(drain_reason(&[w, f.clone()]), Some(f.reason()));
+    }
+
+    #[test]
+    fn a_reason_is_printable_whatever_the_detail_or_serial_holds() {
+        let f = Finding {
+            check: "xid".into(),
+            severity: Severity::Drain,
+            gpu: Some(GpuRef {
+                index: 0,
+                serial: "16\x0750".into(),
+                uuid: String::new(),
+            }),
+            detail: "GPU has fallen\0 off the bus.".into(),
+        };
+        assert_eq!(
+            f.reason(),
+            "imex-health: xid gpu0 16\\x0750: GPU has fallen\\x00 off the bus."
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! path is configurable, so binaries build and run without a GPU), reading
 //! one snapshot per GPU, and choosing the GPUs a job owns.
 
+pub mod bounds;
 pub mod raw;
 pub mod reader;
 pub mod snapshot;

@@ -2,8 +2,8 @@
 //! and one snapshot per GPU taken in named stages, so the health gate can
 //! give each check its own time budget and name the one that hangs.
 
-use super::raw;
 use super::snapshot::*;
+use super::{bounds, raw};
 use nvml_wrapper::enum_wrappers::device::{
     EccCounter, MemoryError, PerformancePolicy, RetirementCause, TemperatureSensor,
 };
@@ -13,6 +13,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, Nvml};
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::text::printable;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -190,10 +191,13 @@ impl GpuReader {
     }
 }
 
+/// UUID, serial, name (made printable: they reach drain reasons and
+/// records) and PCI id.
 fn read_identity(device: &Device, snap: &mut GpuSnapshot) {
-    snap.uuid = device.uuid().unwrap_or_default();
-    snap.serial = device.serial().unwrap_or_default();
-    snap.name = device.name().unwrap_or_default();
+    let text = |s: std::result::Result<String, NvmlError>| printable(&s.unwrap_or_default());
+    snap.uuid = text(device.uuid());
+    snap.serial = text(device.serial());
+    snap.name = text(device.name());
     match device.pci_info() {
         Ok(p) => snap.pci = crate::xid::normalise_pci(&p.bus_id),
         Err(NvmlError::GpuLost) => snap.lost = true,
@@ -261,8 +265,13 @@ fn read_processes(device: &mut Device, how: &GpuReader, snap: &mut GpuSnapshot) 
 }
 
 /// The accounted processes: each with its stats when the reader reads them,
-/// else its pid alone.
+/// else its pid alone. A pid is one process, however often it is listed:
+/// on a pid collision NVML reports only the latest process, so a pid read
+/// twice would count that one twice.
 fn accounting_of(device: &Device, how: &GpuReader, pids: &[u32]) -> Vec<ProcessAccounting> {
+    let mut seen = std::collections::BTreeSet::new();
+    let unique: Vec<u32> = pids.iter().copied().filter(|p| seen.insert(*p)).collect();
+    let pids = unique.as_slice();
     if how.accounting_stats {
         return pids
             .iter()
@@ -277,10 +286,11 @@ fn accounting_of(device: &Device, how: &GpuReader, pids: &[u32]) -> Vec<ProcessA
         .collect()
 }
 
-/// One process's accounting stats; None when NVML no longer has them.
+/// One process's accounting stats, each value held to its physical range
+/// (`bounds`); None when NVML no longer has them.
 fn accounted(device: &Device, pid: u32) -> Option<ProcessAccounting> {
     let s = device.accounting_stats_for(pid).ok()?;
-    Some(ProcessAccounting {
+    let p = ProcessAccounting {
         pid,
         gpu_util: s.gpu_utilization,
         mem_util: s.memory_utilization,
@@ -288,7 +298,8 @@ fn accounted(device: &Device, pid: u32) -> Option<ProcessAccounting> {
         time_ms: s.time,
         start_us: s.start_time,
         running: s.is_running,
-    })
+    };
+    Some(bounds::process(p, now_ms().saturating_mul(1000)))
 }
 
 fn read_modes(device: &Device, snap: &mut GpuSnapshot) {
@@ -308,14 +319,15 @@ fn read_counters(device: &Device, snap: &mut GpuSnapshot) {
     snap.energy_mj = reading(device.total_energy_consumption(), lost);
     snap.pcie_replays = reading(device.pcie_replay_counter().map(u64::from), lost);
     snap.throttle_reasons = reading(device.current_throttle_reasons().map(|r| r.bits()), lost);
-    snap.temperature_c = reading(device.temperature(TemperatureSensor::Gpu), lost);
+    snap.temperature_c =
+        bounds::temperature(reading(device.temperature(TemperatureSensor::Gpu), lost));
     let width = || {
         Ok(PcieWidth {
             current: device.current_pcie_link_width()?,
             max: device.max_pcie_link_width()?,
         })
     };
-    snap.pcie_width = reading(width(), lost);
+    snap.pcie_width = bounds::pcie_width(reading(width(), lost));
 }
 
 /// Time spent throttled, per reason (ns); reasons the GPU lacks are absent.

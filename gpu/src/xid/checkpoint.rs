@@ -1,18 +1,22 @@
 //! The XID checkpoint: per GPU (PCI id), the last kernel-log record already
 //! judged, with the numbering it counts in (`log::Numbering`), so an XID is
 //! reported once, not by every later gate, and none is skipped. It lives in
-//! the node state directory (`StateDir::xid_checkpoint_path`, on a tmpfs, so
-//! a reboot, which restarts kmsg numbering, clears it).
+//! the node state directory (`StateDir::xid_checkpoint_path`), and it holds
+//! the boot it counts in (`log::BootId`): a reboot restarts kmsg numbering,
+//! and a persistent state directory keeps the checkpoint across it.
 //!
-//! A checkpoint is only compared with a log of its own numbering. One that
-//! cannot apply to the log just read (another numbering, one written before
+//! A checkpoint is only compared with a log of its own numbering and boot.
+//! One that cannot apply to the log just read (another boot, another
+//! numbering, one written before
 //! checkpoints had a numbering, or one ahead of the log's last record: the
 //! log was cleared or replaced) is reset with one line in the journal, and
 //! the gate judges every XID still in the log: that may report one again,
 //! but never misses one. A corrupt file is set aside (`.corrupt`) by
-//! `StateDir::read_json`, with the same effect.
+//! `StateDir::read_json`, with the same effect; so is one that fails the
+//! config's trust rules (`.untrusted`: another user's, writable by others,
+//! or a symlink to such a file), which would otherwise hide XIDs.
 
-use super::log::{LogPosition, Numbering};
+use super::log::{BootId, LogPosition, Numbering};
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::state::StateDir;
 use std::collections::BTreeMap;
@@ -24,6 +28,10 @@ pub struct Checkpoint {
     /// 0.3 and older counted continuation lines too): never trusted.
     pub numbering: Option<Numbering>,
     pub judged: BTreeMap<String, u64>,
+    /// The boot whose log it counts in (None: unknown, or written before
+    /// checkpoints said): it applies only to a log of that same boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<BootId>,
 }
 
 /// The file as any slurm-imex wrote it: today's, or 0.3's bare map.
@@ -50,6 +58,7 @@ impl Checkpoint {
         Checkpoint {
             numbering: Some(position.numbering),
             judged: pcis.map(|p| (p.to_string(), position.last)).collect(),
+            boot: position.boot,
         }
     }
 
@@ -67,6 +76,7 @@ impl Checkpoint {
                 Checkpoint {
                     numbering: Some(log.numbering),
                     judged: BTreeMap::new(),
+                    boot: log.boot,
                 }
             }
         }
@@ -79,6 +89,13 @@ impl Checkpoint {
         let Some(numbering) = self.numbering else {
             return Some("it was written by an older slurm-imex, which counted lines".into());
         };
+        if self.boot != log.boot {
+            return Some(
+                "it was written in another boot (or its boot is not known), whose numbering \
+                 this log does not continue"
+                    .into(),
+            );
+        }
         if numbering != log.numbering {
             return Some(format!(
                 "it counts {} but the log now has {}",
@@ -102,6 +119,7 @@ pub fn load(state: &StateDir) -> Checkpoint {
         Some(OnDisk::Unnumbered(judged)) => Checkpoint {
             numbering: None,
             judged,
+            boot: None,
         },
         None => Checkpoint::default(),
     }
@@ -125,6 +143,7 @@ pub fn advance<'a>(
         checkpoint.judged.clear();
     }
     checkpoint.numbering = Some(read.numbering);
+    checkpoint.boot = read.boot;
     for pci in pcis {
         let seen = checkpoint.judged.entry(pci.to_string()).or_insert(0);
         *seen = (*seen).max(read.last);
@@ -142,6 +161,7 @@ mod tests {
         LogPosition {
             numbering: Numbering::Kernel,
             last,
+            boot: Some(BootId(1)),
         }
     }
 
@@ -174,6 +194,7 @@ mod tests {
         let lines = LogPosition {
             numbering: Numbering::Lines,
             last: 500,
+            boot: Some(BootId(1)),
         };
         let reset = cp.reconciled(lines, "k");
         assert!(reset.judged.is_empty());
@@ -182,8 +203,39 @@ mod tests {
         let old = Checkpoint {
             numbering: None,
             judged: [("0000:1a:00".to_string(), 5)].into(),
+            boot: None,
         };
         assert!(old.reconciled(kernel(400), "k").judged.is_empty());
+    }
+
+    #[test]
+    fn a_checkpoint_of_another_boot_is_reset_even_behind_the_log() {
+        let cp = Checkpoint::at(kernel(50), ["0000:1a:00"].into_iter());
+        assert_eq!(cp.boot, Some(BootId(1)));
+        // The new boot's log has passed 50 already: judged from its start.
+        let next_boot = LogPosition {
+            boot: Some(BootId(2)),
+            ..kernel(60)
+        };
+        let reset = cp.reconciled(next_boot, "k");
+        assert!(reset.judged.is_empty());
+        assert_eq!(reset.boot, Some(BootId(2)));
+        // A checkpoint of no known boot is not trusted in a known one.
+        let unknown = Checkpoint {
+            boot: None,
+            ..cp.clone()
+        };
+        assert!(unknown.reconciled(kernel(60), "k").judged.is_empty());
+        // Advancing in the new boot replaces the old boot's positions.
+        let d = tempfile::tempdir().unwrap();
+        let state = StateDir::new(d.path());
+        advance(&state, Some(kernel(50)), ["a", "b"].into_iter());
+        advance(&state, Some(next_boot), ["a"].into_iter());
+        let now = load(&state);
+        assert_eq!(
+            (now.boot, now.judged),
+            (Some(BootId(2)), [("a".to_string(), 60)].into())
+        );
     }
 
     #[test]

@@ -39,11 +39,52 @@ impl Numbering {
     }
 }
 
-/// Where a reader got to: the numbering and the last record's number.
+/// Where a reader got to: the numbering and the last record's number, in
+/// the boot it read (the kernel's boot id; None when it cannot be read, or
+/// for a position written before positions had one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogPosition {
     pub numbering: Numbering,
     pub last: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<BootId>,
+}
+
+/// The kernel's boot id (`/proc/sys/kernel/random/boot_id`, a UUID that
+/// every boot draws anew): what ties a log position to the boot whose
+/// numbering it counts in.
+/// Kept as its 32 hex digits (JSON numbers stop at 64 bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BootId(pub u128);
+
+impl Serialize for BootId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{:032x}", self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for BootId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<BootId, D::Error> {
+        let text = String::deserialize(d)?;
+        BootId::parse(&text).ok_or_else(|| serde::de::Error::custom("not a boot id"))
+    }
+}
+
+impl BootId {
+    /// Read and parse the boot id at `path`; None when it cannot be read
+    /// or is not a UUID.
+    pub fn read(path: &Path) -> Option<BootId> {
+        let bytes = slurm_imex_core::fsutil::read_bounded(path, 128).ok()?;
+        BootId::parse(&String::from_utf8_lossy(&bytes))
+    }
+
+    fn parse(text: &str) -> Option<BootId> {
+        let hex: String = text.trim().chars().filter(|c| *c != '-').collect();
+        if hex.len() != 32 {
+            return None;
+        }
+        u128::from_str_radix(&hex, 16).ok().map(BootId)
+    }
 }
 
 /// Every XID of one read of the log, and where the read ended.
@@ -51,12 +92,23 @@ pub struct LogPosition {
 pub struct LogRead {
     pub events: Vec<XidEvent>,
     pub position: LogPosition,
+    /// The oldest part of a log larger than the read keeps, left unjudged.
+    pub skipped: Option<Skipped>,
 }
 
-/// Upper bound on how much of the kernel log one read takes (the kernel's
-/// own ring buffer is at most 32 MiB; 16 MiB holds well over 100,000
-/// records). Past it the read stops: the newest records wait for the next.
-const MAX_LOG_BYTES: usize = 16 << 20;
+/// What a read of a log past [`MAX_LOG_BYTES`] left out: its oldest bytes
+/// and the lines they held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Skipped {
+    pub bytes: u64,
+    pub lines: u64,
+}
+
+/// How much of the kernel log one read keeps: its newest 16 MiB (well over
+/// 100,000 records), the ones that matter most. A larger log (a large
+/// `log_buf_len`, a plain file) is read to its end and its oldest records
+/// are left out, said once (`Skipped`); the newest are always judged.
+pub const MAX_LOG_BYTES: usize = 16 << 20;
 
 /// `4,1234,5678901,-;msg` (also with extra comma fields before `;`): the
 /// record's sequence number and its message.
@@ -79,6 +131,12 @@ pub(super) fn split_record_header(line: &str) -> Option<(u64, &str)> {
 /// (a continuation, which starts with a space, or anything else) belongs to
 /// the record above. Otherwise every line is a record, numbered from 1.
 pub fn parse_log(text: &str) -> LogRead {
+    parse_log_from(text, 1)
+}
+
+/// [`parse_log`] of a text whose first line is line `first_line` of the log
+/// (the lines before it were left out of the read).
+fn parse_log_from(text: &str, first_line: u64) -> LogRead {
     let kernel = text.lines().any(|l| split_record_header(l).is_some());
     let mut events = Vec::new();
     let mut last = 0u64;
@@ -89,7 +147,7 @@ pub fn parse_log(text: &str) -> LogRead {
                 None => continue, // part of the record above
             }
         } else {
-            (i as u64 + 1, line)
+            (first_line.saturating_add(i as u64), line)
         };
         last = last.max(seq);
         if let Some(e) = parse_message(message, seq) {
@@ -103,37 +161,72 @@ pub fn parse_log(text: &str) -> LogRead {
     };
     LogRead {
         events,
-        position: LogPosition { numbering, last },
+        position: LogPosition {
+            numbering,
+            last,
+            boot: None,
+        },
+        skipped: None,
     }
 }
 
-/// Read the whole log at `path` (what the ring buffer still holds, for
-/// `/dev/kmsg`) and keep its XIDs.
+/// Read the log at `path` to its end (what the ring buffer still holds,
+/// for `/dev/kmsg`) and keep the XIDs of its newest [`MAX_LOG_BYTES`].
 pub fn read(path: &Path) -> std::io::Result<LogRead> {
-    let data = read_bytes(path)?;
-    Ok(parse_log(&String::from_utf8_lossy(&data)))
+    let window = read_newest(path, MAX_LOG_BYTES)?;
+    let first_line = window.skipped.lines.saturating_add(1);
+    let mut read = parse_log_from(&String::from_utf8_lossy(&window.data), first_line);
+    read.skipped = (window.skipped.bytes > 0).then_some(window.skipped);
+    Ok(read)
+}
+
+/// The newest whole lines of a log, at most `keep` bytes (and one chunk),
+/// and what was left out before them.
+struct Window {
+    data: Vec<u8>,
+    skipped: Skipped,
+}
+
+impl Window {
+    /// Drop the oldest whole lines until at most `keep` bytes remain.
+    fn drop_oldest(&mut self, keep: usize) {
+        let excess = self.data.len().saturating_sub(keep);
+        if excess == 0 {
+            return;
+        }
+        let cut = match self.data[excess..].iter().position(|b| *b == b'\n') {
+            Some(at) => excess + at + 1,
+            None => self.data.len(), // one line longer than the window
+        };
+        let lines = self.data[..cut].iter().filter(|b| **b == b'\n').count();
+        self.skipped.lines = self.skipped.lines.saturating_add(lines as u64);
+        self.skipped.bytes = self.skipped.bytes.saturating_add(cut as u64);
+        self.data.drain(..cut);
+    }
 }
 
 /// /dev/kmsg returns one record per read() and EAGAIN at the end (opened
-/// non-blocking); a plain file returns 0 at its end.
-fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
+/// non-blocking); a plain file returns 0 at its end. Everything is read;
+/// the window keeps the newest `keep` bytes (trimmed once it holds twice
+/// that, so each byte is moved at most once).
+fn read_newest(path: &Path, keep: usize) -> std::io::Result<Window> {
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
-    let mut data = Vec::new();
-    let mut buf = vec![0u8; 8192];
+    let mut window = Window {
+        data: Vec::new(),
+        skipped: Skipped { bytes: 0, lines: 0 },
+    };
+    let mut buf = vec![0u8; 64 * 1024];
     loop {
         match file.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                data.extend_from_slice(&buf[..n]);
-                if data.len() > MAX_LOG_BYTES {
-                    // Keep whole lines only: a cut record is read next time.
-                    let end = data.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-                    data.truncate(end);
-                    break;
+                window.data.extend_from_slice(&buf[..n]);
+                if window.data.len() > keep.saturating_mul(2) {
+                    window.drop_oldest(keep);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
@@ -143,7 +236,8 @@ fn read_bytes(path: &Path) -> std::io::Result<Vec<u8>> {
             Err(e) => return Err(e),
         }
     }
-    Ok(data)
+    window.drop_oldest(keep);
+    Ok(window)
 }
 
 #[cfg(test)]
@@ -209,7 +303,8 @@ mod tests {
             empty.position,
             LogPosition {
                 numbering: Numbering::Lines,
-                last: 0
+                last: 0,
+                boot: None,
             }
         );
     }
@@ -228,6 +323,46 @@ mod tests {
         assert_eq!(read.position.numbering, Numbering::Kernel);
         assert!(read.position.last > 0, "no kmsg sequence numbers read");
         assert!(t.elapsed() < std::time::Duration::from_secs(5));
+    }
+
+    #[test]
+    fn boot_ids_are_uuids() {
+        let id = BootId::parse("0b2f6c1e-1d7e-4c41-9d3a-6f0c2a9b7a11\n").unwrap();
+        assert_eq!(id.0, 0x0b2f6c1e_1d7e_4c41_9d3a_6f0c2a9b7a11);
+        for bad in ["", "x", "0b2f6c1e-1d7e-4c41-9d3a-6f0c2a9b7a1", "\0"] {
+            assert_eq!(BootId::parse(bad), None, "{bad:?}");
+        }
+        assert_eq!(BootId::read(Path::new("/nonexistent/boot_id")), None);
+        if let Ok(real) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") {
+            assert!(BootId::parse(&real).is_some(), "{real}");
+        }
+    }
+
+    #[test]
+    fn a_log_past_the_window_keeps_its_newest_lines_numbered_as_in_the_log() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("dmesg");
+        let mut log = String::new();
+        for i in 1..=1000u64 {
+            log.push_str(&format!("[ {i}.0] line {i:04}\n"));
+        }
+        log.push_str("[ 1001.0] NVRM: Xid (PCI:0000:1a:00): 79, pid=1, name=a, GPU has fallen off the bus.\n");
+        std::fs::write(&p, &log).unwrap();
+        let w = read_newest(&p, 1000).unwrap();
+        assert!(
+            w.data.len() <= 1000 && w.data.starts_with(b"[ "),
+            "{}",
+            w.data.len()
+        );
+        assert_eq!(w.skipped.bytes as usize + w.data.len(), log.len());
+        let read = parse_log_from(&String::from_utf8_lossy(&w.data), w.skipped.lines + 1);
+        // Line numbers are the log's own, whatever was left out.
+        assert_eq!(read.position.last, 1001);
+        assert_eq!((read.events[0].seq, read.events[0].xid), (1001, 79));
+        // A log within the window: nothing skipped.
+        let all = read_newest(&p, 1 << 20).unwrap();
+        assert_eq!((all.skipped.bytes, all.data.len()), (0, log.len()));
+        assert_eq!(super::read(&p).unwrap().skipped, None);
     }
 
     #[test]

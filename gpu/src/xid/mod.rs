@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod log;
 
 use serde::{Deserialize, Serialize};
+use slurm_imex_core::text::printable;
 
 /// What NVIDIA's catalog says to do about an XID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
@@ -106,7 +107,9 @@ pub fn parse_line(line: &str, fallback_seq: u64) -> Option<XidEvent> {
     parse_message(body, seq)
 }
 
-/// Parse the message of one record (or one plain line) numbered `seq`.
+/// Parse the message of one record (or one plain line) numbered `seq`. Its
+/// text (PCI id, process name, message) is made printable: a plain-file log
+/// can hold NUL and control bytes that `/dev/kmsg` would have escaped.
 pub(crate) fn parse_message(body: &str, seq: u64) -> Option<XidEvent> {
     let at = body.find("NVRM: Xid (")?;
     let rest = &body[at + "NVRM: Xid (".len()..];
@@ -134,18 +137,18 @@ pub(crate) fn parse_message(body: &str, seq: u64) -> Option<XidEvent> {
             let end = n.find(", ").unwrap_or(n.len());
             let name = n[..end].trim();
             if name != "<unknown>" {
-                process = Some(name.to_string());
+                process = Some(printable(name));
             }
             rest = n[end..].trim_start_matches(',').trim_start();
         }
     }
     Some(XidEvent {
         seq,
-        pci: normalise_pci(&pci),
+        pci: printable(&normalise_pci(&pci)),
         xid,
         pid,
         process,
-        message: rest.split_whitespace().collect::<Vec<_>>().join(" "),
+        message: printable(&rest.split_whitespace().collect::<Vec<_>>().join(" ")),
         bucket: classify(xid),
     })
 }
@@ -237,6 +240,20 @@ mod tests {
         assert_eq!(normalise_pci("00000009:01:00.0"), "0009:01:00");
         assert_eq!(normalise_pci("0009:01:00"), "0009:01:00");
         assert_eq!(normalise_pci("03:00"), "0000:03:00");
+    }
+
+    #[test]
+    fn control_bytes_in_a_line_are_escaped_as_dev_kmsg_does() {
+        let e = parse_line(
+            "NVRM: Xid (PCI:0000:1a:00): 79, pid=7, name=a\x1bb, GPU has fallen\0 off the bus.\r",
+            1,
+        )
+        .unwrap();
+        // NUL is escaped; a carriage return is whitespace, and the message
+        // is joined with single spaces.
+        assert_eq!(e.message, "GPU has fallen\\x00 off the bus.");
+        assert_eq!(e.process.as_deref(), Some("a\\x1bb"));
+        assert_eq!(e.xid, 79);
     }
 
     #[test]

@@ -303,3 +303,87 @@ fn node_takes_hostlists_and_format_picks_columns() {
     let r = site.cli(&["--db", &db, "history", "--node", "gb-r1-01,gb-r1-04"]);
     assert_eq!(r.stdout.lines().count(), 3, "{}", r.stdout);
 }
+
+/// The job database on a filesystem remounted read-only (a disk error, a
+/// node booted from a read-only image), in a private mount namespace: the
+/// CLI still reads it (history, show, gpus), with one warning naming the
+/// cause, and the epilog's open names the same cause, never "cannot enable
+/// WAL (corrupt or not a database?)", which points at the wrong fix.
+#[test]
+fn a_read_only_database_filesystem_is_still_read_and_named_as_such() {
+    if !is_root() {
+        eprintln!("skipped: mounting a read-only filesystem needs root (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    site.database(3, "");
+    let ro = site.dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let cli = format!(
+        "{} --config {} --db {}/jobs.db",
+        bin("slurm-imex").display(),
+        site.dir.path().join("imex.toml").display(),
+        ro.display()
+    );
+    let script = format!(
+        "set -e; mount -t tmpfs -o size=4m,mode=700 ro {ro}; cp {db} {ro}/jobs.db; \
+         chmod 600 {ro}/jobs.db; mount -o remount,ro {ro}; \
+         {cli} history; echo ==; {cli} show 1001; echo ==; {cli} --json gpus; echo ==; \
+         BAD_INPUT_OPEN_DB={ro}/jobs.db {me} --exact open_db_and_say_why_not --nocapture",
+        ro = ro.display(),
+        db = site.db(),
+        me = std::env::current_exe().unwrap().display(),
+    );
+    let r = run(
+        std::path::Path::new("/usr/bin/unshare"),
+        &["-m", "--propagation", "private", "sh", "-c", &script],
+        &[],
+    );
+    r.ended_without_panic("read-only database");
+    assert_eq!(
+        r.code,
+        Some(0),
+        "stdout: {}\nstderr: {}",
+        r.stdout,
+        r.stderr
+    );
+    let parts: Vec<&str> = r.stdout.split("==\n").collect();
+    assert!(
+        parts[0].contains("1000") && parts[0].contains("1002"),
+        "history: {}",
+        parts[0]
+    );
+    assert!(parts[1].contains("1001"), "show: {}", parts[1]);
+    assert!(
+        parts[2].trim_start().starts_with('['),
+        "gpus --json: {}",
+        parts[2]
+    );
+    for line in r.stderr.lines().filter(|l| l.starts_with("slurm-imex")) {
+        assert!(line.contains("read-only filesystem"), "{line}");
+        assert!(!line.contains("WAL") && !line.contains("corrupt"), "{line}");
+    }
+    let why = parts[3]
+        .lines()
+        .find_map(|l| l.strip_prefix("open: "))
+        .unwrap_or_else(|| panic!("the epilog's open said nothing: {}", parts[3]));
+    assert!(
+        why.contains("read-only filesystem") && why.contains("remount"),
+        "{why}"
+    );
+    assert!(!why.contains("WAL") && !why.contains("corrupt"), "{why}");
+}
+
+/// Run by the case above inside its mount namespace: opens the database
+/// as the epilog does and prints why it cannot ("open: <line>").
+#[test]
+fn open_db_and_say_why_not() {
+    let Some(path) = std::env::var_os("BAD_INPUT_OPEN_DB") else {
+        return;
+    };
+    let cfg = slurm_imex_core::config::Config::default();
+    match slurm_imex_jobdb::JobDb::open(std::path::Path::new(&path), cfg.database.busy_timeout.0) {
+        Ok(_) => println!("open: ok"),
+        Err(e) => println!("open: {e}"),
+    }
+}

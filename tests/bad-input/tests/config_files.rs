@@ -213,6 +213,31 @@ const VALUE_CASES: &[(&str, &[&str])] = &[
         "[node]\nstate_dir = \"run/imex\"\n",
         &[":2", "[node] state_dir", "absolute"],
     ),
+    // A URL is checked when the file is read, not when `job` first uses it.
+    (
+        "[job]\nprometheus_url = \"host:9090\"\n",
+        &[":2", "[job] prometheus_url", "http://host:9090"],
+    ),
+    (
+        "[job]\nprometheus_url = \"https://prom:9090\"\n",
+        &[":2", "[job] prometheus_url", "https", "proxy"],
+    ),
+    (
+        "[job]\nprometheus_url = \"http://\"\n",
+        &[":2", "[job] prometheus_url", "host"],
+    ),
+    (
+        "[job]\nprometheus_url = \"http://prom:99999\"\n",
+        &[":2", "[job] prometheus_url", "port"],
+    ),
+    (
+        "[job]\nprometheus_url = \"http://prom:9090/?x=1\"\n",
+        &[":2", "[job] prometheus_url"],
+    ),
+    (
+        "[job]\n\nprometheus_url = \"http://prom 9090\"\n",
+        &[":3", "[job] prometheus_url"],
+    ),
 ];
 
 struct Site {

@@ -189,3 +189,39 @@ fn an_include_fan_out_is_bounded_in_files_read_and_time() {
         "{line}"
     );
 }
+
+/// "The last one wins" at any count: a key given more often than any bound
+/// slurm-imex keeps still gives its last value (a MaxJobId past the 64th
+/// was dropped, and another job id range read than slurmctld's).
+#[test]
+fn the_last_value_wins_however_often_a_key_is_given() {
+    let mut text = String::new();
+    for i in 0..200 {
+        text.push_str(&format!("MaxJobId={}\n", 100_000 + i));
+    }
+    text.push_str("MaxJobId=2047\n");
+    let site = Site::new(&text, None);
+    let line = site.doctor_line();
+    assert!(line.starts_with("PASS"), "{line}");
+    assert!(line.contains("job ids 1..2047"), "{line}");
+    let ran = site.prolog();
+    ran.ended_without_panic("200 MaxJobId lines");
+    assert!(!ran.stderr.contains("MaxJobId"), "{}", ran.stderr);
+}
+
+/// Prolog= and Epilog= are lists in Slurm (every value runs): past the
+/// bound on values kept, the file is refused in one line naming the key,
+/// never read with some of its programs missing.
+#[test]
+fn a_list_longer_than_the_bound_is_refused_in_one_line() {
+    let text = "Prolog=/usr/sbin/x\n".repeat(5000);
+    let site = Site::new(&text, None);
+    let line = site.doctor_line();
+    assert!(line.starts_with("FAIL"), "{line}");
+    assert!(
+        line.contains("Prolog") && line.contains("slurm.conf:"),
+        "{line}"
+    );
+    let ran = site.prolog();
+    ran.one_line_error(0, &["Prolog", "slurm.conf:"], "5000 Prolog lines");
+}

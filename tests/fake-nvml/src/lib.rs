@@ -613,7 +613,13 @@ pub unsafe extern "C" fn nvmlDeviceGetAccountingPids(
         if g.accounting_since.is_none() {
             return NOT_SUPPORTED;
         }
-        let list: Vec<c_uint> = accounted(g).iter().map(|p| p.pid).collect();
+        // A pid used twice is one process to NVML: only the latest is kept.
+        let mut list: Vec<c_uint> = Vec::new();
+        for p in accounted(g) {
+            if !list.contains(&p.pid) {
+                list.push(p.pid);
+            }
+        }
         write_list(&list, count, pids)
     })
 }
@@ -628,8 +634,14 @@ pub unsafe extern "C" fn nvmlDeviceGetAccountingStats(
         if g.accounting_since.is_none() {
             return NOT_SUPPORTED;
         }
-        // With a pid used twice, the one that ended last (NVML's rule).
-        let Some(p) = accounted(g).into_iter().rev().find(|p| p.pid == pid) else {
+        // With a pid used twice, the one that ended last (NVML's rule: "in
+        // case of pid collision stats of only the latest process (that
+        // terminated last) will be reported"); one still running is latest.
+        let Some(p) = accounted(g)
+            .into_iter()
+            .filter(|p| p.pid == pid)
+            .max_by_key(|p| p.end_us.unwrap_or(u64::MAX))
+        else {
             return nvmlReturn_enum_NVML_ERROR_NOT_FOUND;
         };
         let mut s: nvmlAccountingStats_t = std::mem::zeroed();

@@ -713,3 +713,29 @@ fn the_production_path_reads_what_nvidia_smi_showed_on_the_h100() {
     assert_eq!(pids[0].pid, 420);
     assert_eq!((pids[0].gpu_util, pids[0].max_memory_bytes), (None, None));
 }
+
+#[test]
+fn the_fake_reports_a_reused_pid_once_as_the_process_that_ended_last() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // pid 7 twice: the first ended at 1 s + 500 ms, the second at 5 s + 4 s.
+    let tables = "[[gpu.process]]\npid = 7\ngpu_util = 99\ntime_ms = 500\nstart_us = 1000000\n\
+                  [[gpu.process]]\npid = 7\ngpu_util = 60\ntime_ms = 4000\nstart_us = 5000000\n";
+    let node = Node::new(&[gpu(0, tables)]);
+    let gate = gate::run(
+        &node.cfg,
+        &GateRequest {
+            hook: Hook::Epilog,
+            gpus: None,
+            xid_after: &Default::default(),
+        },
+    );
+    use slurm_imex_gpu::nvml::Reading;
+    let Reading::Value(accounted) = &gate.snapshots[0].accounting else {
+        panic!("{:?}", gate.snapshots[0].accounting)
+    };
+    let seen: Vec<(u32, Option<u32>, u64)> = accounted
+        .iter()
+        .map(|p| (p.pid, p.gpu_util, p.start_us))
+        .collect();
+    assert_eq!(seen, [(7, Some(60), 5_000_000)]);
+}

@@ -1,0 +1,320 @@
+//! `slurm-imex job JOBID` on hostile answers from outside: a fake `sacct`
+//! beside `[slurm] scontrol` plays Slurm's accounting, and a tiny HTTP
+//! server on 127.0.0.1 plays Prometheus. A stored summary is shown only for
+//! the job it names, every piece of outside text is cut to 1 KiB, and the
+//! exit status tells "not found" and "not reported yet" from a bad config
+//! and a service that could not be asked.
+
+mod common;
+use common::*;
+use slurm_imex_jobsummary::comment;
+use slurm_imex_jobsummary::report::{Blame, GpuReport, JobSummary, NodeReport};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+
+/// The job every case asks for.
+const JOB: u32 = 4242;
+/// One piece of outside text may come out this long: 1 KiB, and the few
+/// bytes saying how much was left out.
+const PIECE_OUT: usize = 1024 + 40;
+/// An empty, successful Prometheus answer: no node reported the job.
+const NOTHING: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+
+/// A scratch site: imex.toml, a fake sacct printing `sacct.out` (and
+/// `sacct.err`, exiting `sacct.rc`), and Prometheus's URL when one runs.
+struct Site {
+    dir: tempfile::TempDir,
+}
+
+impl Site {
+    fn new() -> Site {
+        let site = Site { dir: scratch() };
+        let bin = site.path("bin");
+        std::fs::create_dir(&bin).unwrap();
+        std::fs::set_permissions(&bin, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let d = site.dir.path().display();
+        let script = format!(
+            "#!/bin/sh\ncat {d}/sacct.out\ncat {d}/sacct.err >&2\nexit $(cat {d}/sacct.rc)\n"
+        );
+        write_mode(&bin.join("sacct"), script.as_bytes(), 0o755);
+        site.sacct(0, "", "");
+        site
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// What the fake sacct prints and exits with.
+    fn sacct(&self, rc: i32, out: &str, err: &str) {
+        write_mode(&self.path("sacct.out"), out.as_bytes(), 0o644);
+        write_mode(&self.path("sacct.err"), err.as_bytes(), 0o644);
+        write_mode(&self.path("sacct.rc"), rc.to_string().as_bytes(), 0o644);
+    }
+
+    /// sacct's line for job 4242 of root, ended, on n[1-2].
+    fn accounted(&self, user: &str, admin_comment: &str) {
+        let line =
+            format!("{JOB}|{user}|0|COMPLETED|1790000000|1790000600|n[1-2]|{admin_comment}\n");
+        self.sacct(0, &line, "");
+    }
+
+    /// imex.toml naming the fake sacct's directory and `[job]` `job_keys`.
+    fn config(&self, job_keys: &str) -> PathBuf {
+        let p = self.path("imex.toml");
+        let text = format!(
+            "[slurm]\nscontrol = \"{}\"\n[job]\n{job_keys}",
+            self.path("bin/scontrol").display()
+        );
+        write_mode(&p, text.as_bytes(), 0o644);
+        p
+    }
+
+    /// `slurm-imex job 4242` with Prometheus at `url`.
+    fn job(&self, url: &str) -> Ran {
+        let cfg = self.config(&format!("prometheus_url = \"{url}\"\n"));
+        self.job_with(&cfg)
+    }
+
+    fn job_with(&self, config: &std::path::Path) -> Ran {
+        run(
+            &bin("slurm-imex"),
+            &[
+                "--config",
+                config.to_str().unwrap(),
+                "job",
+                &JOB.to_string(),
+            ],
+            &[],
+        )
+    }
+}
+
+/// Prometheus played on 127.0.0.1: every request is answered with
+/// `status` and `body`, for as long as the test runs. Its URL.
+fn prometheus(status: u16, body: String) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match conn.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(body.as_bytes());
+        }
+    });
+    url
+}
+
+/// A URL where nothing listens.
+fn nobody() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    url
+}
+
+/// A one-node summary of job `job_id` on `node`, one GPU `serial`; the node
+/// blamed the job with `cause` when one is given.
+fn summary(job_id: u32, node: &str, serial: &str, cause: Option<String>) -> String {
+    let s = JobSummary {
+        job_id,
+        nodes: vec![NodeReport {
+            node: node.into(),
+            blame: if cause.is_some() {
+                Blame::Job
+            } else {
+                Blame::None
+            },
+            cause,
+            gpus: vec![GpuReport {
+                index: 0,
+                serial: serial.into(),
+                verdict: "DRAIN".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    comment::encode(&s).unwrap()
+}
+
+/// Every line of the run, stdout and stderr.
+fn lines(r: &Ran) -> Vec<&str> {
+    r.stdout.lines().chain(r.stderr.lines()).collect()
+}
+
+#[test]
+fn a_stored_summary_is_shown_only_for_the_job_it_names() {
+    if !is_root() {
+        eprintln!("skipped: the fake sacct must pass the trust check (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    let url = prometheus(200, NOTHING.into());
+    // Its own summary is shown.
+    site.accounted("root", &summary(JOB, "n1", "SERIAL-OF-4242", None));
+    let own = site.job(&url);
+    own.ended_without_panic("own summary");
+    assert_eq!(own.code, Some(0), "own summary: {}", own.stderr);
+    assert!(
+        own.stdout.contains("source: stored summary (AdminComment)"),
+        "{}",
+        own.stdout
+    );
+    assert!(own.stdout.contains("SERIAL-OF-4242"), "{}", own.stdout);
+    // Another job's (an operator's edit, a restored database, ids that
+    // started again): never shown as this job's; one line says whose it
+    // is, and the answer is Prometheus's (here: nothing yet).
+    site.accounted("root", &summary(17, "other-node", "SERIAL-OF-17", None));
+    let other = site.job(&url);
+    other.ended_without_panic("another job's summary");
+    for shown in [
+        "SERIAL-OF-17",
+        "other-node",
+        "stored summary (AdminComment)",
+    ] {
+        assert!(
+            !other.stdout.contains(shown),
+            "job 17's summary shown as job {JOB}'s ({shown}): {}",
+            other.stdout
+        );
+    }
+    other.one_line_error(
+        1,
+        &[
+            &format!("job {JOB}'s AdminComment"),
+            "belongs to job 17",
+            "Prometheus",
+        ],
+        "another job's summary",
+    );
+    assert!(other.stdout.contains("source: none"), "{}", other.stdout);
+}
+
+#[test]
+fn outside_text_is_cut_to_one_kib_a_piece() {
+    if !is_root() {
+        eprintln!("skipped: the fake sacct must pass the trust check (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    let mib = "x".repeat(1 << 20);
+    let mut cases: Vec<(&str, Ran)> = Vec::new();
+    // Prometheus's own error, 1 MiB of it.
+    site.accounted("root", "");
+    let body = format!(r#"{{"status":"error","errorType":"bad_data","error":"{mib}"}}"#);
+    cases.push(("a 1 MiB Prometheus error", site.job(&prometheus(400, body))));
+    // A series whose cause label is 1 MiB: its note and its table cell.
+    let sample = format!(
+        r#"{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"{JOB}","node":"n1","blame":"job","cause":"{mib}"}},"value":[1790000000,"1"]}}"#
+    );
+    let body =
+        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{sample}]}}}}"#);
+    cases.push(("a 1 MiB label", site.job(&prometheus(200, body))));
+    // A stored summary whose cause is 1 MiB (it deflates to little).
+    site.accounted("root", &summary(JOB, "n1", "S", Some(mib.clone())));
+    cases.push(("a 1 MiB stored cause", site.job(&nobody())));
+    // sacct: a 1 MiB user name, and a 1 MiB error.
+    site.accounted(&"u".repeat(1 << 20), "");
+    cases.push(("a 1 MiB user", site.job(&prometheus(200, NOTHING.into()))));
+    site.sacct(1, "", &mib);
+    cases.push(("a 1 MiB sacct error", site.job(&nobody())));
+    for (case, r) in &cases {
+        r.ended_without_panic(case);
+        for l in lines(r) {
+            assert!(
+                l.len() <= PIECE_OUT + 200,
+                "{case}: a line of {} bytes: {}…",
+                l.len(),
+                l.chars().take(200).collect::<String>()
+            );
+        }
+        assert!(
+            r.stdout.len() + r.stderr.len() < 8 * PIECE_OUT,
+            "{case}: {} bytes printed",
+            r.stdout.len() + r.stderr.len()
+        );
+    }
+    eprintln!("bad-input: {} outside-text cases", cases.len());
+}
+
+#[test]
+fn job_exit_status_tells_not_found_from_bad_config_and_unreachable_services() {
+    if !is_root() {
+        eprintln!("skipped: the fake sacct must pass the trust check (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    // 1: the job is known, no node has reported it yet.
+    site.accounted("root", "");
+    let r = site.job(&prometheus(200, NOTHING.into()));
+    r.ended_without_panic("not reported yet");
+    assert_eq!(
+        r.code,
+        Some(1),
+        "not reported yet: {}{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("no node has reported this job (yet)"),
+        "{}",
+        r.stdout
+    );
+    // 2: accounting has no such job (or it is another user's).
+    site.sacct(0, "", "");
+    site.job(&nobody()).one_line_error(
+        2,
+        &[&format!("job {JOB}: not in Slurm's accounting")],
+        "not found",
+    );
+    // 3: the config cannot be used, refused at load naming file:line:key.
+    let cfg = site.config("prometheus_url = \"host:9090\"\n");
+    site.job_with(&cfg).one_line_error(
+        3,
+        &[
+            &format!("{}:4", cfg.display()),
+            "[job] prometheus_url",
+            "http://",
+        ],
+        "a URL without a scheme",
+    );
+    // 4: a service could not be asked, or answered what is not an answer.
+    site.accounted("root", "");
+    site.job(&nobody())
+        .one_line_error(4, &["Prometheus at", "did not answer"], "Prometheus down");
+    let bad = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
+    site.job(&prometheus(400, bad.into())).one_line_error(
+        4,
+        &["Prometheus at", "parse error"],
+        "Prometheus refuses",
+    );
+    site.job(&prometheus(200, "<html>proxy login</html>".into()))
+        .one_line_error(
+            4,
+            &["Prometheus at", "not its API's JSON"],
+            "not Prometheus",
+        );
+    site.sacct(
+        1,
+        "",
+        "sacct: error: Problem talking to the database: Connection refused",
+    );
+    site.job(&nobody())
+        .one_line_error(4, &["sacct failed", "Connection refused"], "SlurmDBD down");
+}
