@@ -7,7 +7,6 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// `[health] gate_timeout` of the node below.
@@ -15,30 +14,6 @@ const GATE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long past the gate's timeout the whole run may take.
 const GRACE: Duration = Duration::from_secs(4);
-
-/// The fake `libnvidia-ml.so` `cargo build --workspace` put beside the
-/// binaries; else built once into target/bad-input-bins.
-fn fake_nvml() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let name = "libnvidia_ml.so";
-    let beside = [profile_dir.join(name), profile_dir.join("deps").join(name)];
-    if let Some(found) = beside.into_iter().find(|p| p.exists()) {
-        return found;
-    }
-    let target = profile_dir.parent().unwrap().join("bad-input-bins");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
-    let status = std::process::Command::new(cargo)
-        .args(["build", "--quiet", "-p", "fake-nvml", "--lib"])
-        .arg("--manifest-path")
-        .arg(manifest)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("cannot run cargo to build the fake NVML");
-    assert!(status.success(), "building the fake NVML failed");
-    target.join("debug").join(name)
-}
 
 /// One GPU of the scenario, in clique 7 of the rack map's cluster, whose
 /// accounting calls each sleep `hang_ms`.

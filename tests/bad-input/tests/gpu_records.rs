@@ -9,30 +9,6 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 
-/// The fake `libnvidia-ml.so` `cargo build --workspace` put beside the
-/// binaries; else built once into target/bad-input-bins.
-fn fake_nvml() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let name = "libnvidia_ml.so";
-    let beside = [profile_dir.join(name), profile_dir.join("deps").join(name)];
-    if let Some(found) = beside.into_iter().find(|p| p.exists()) {
-        return found;
-    }
-    let target = profile_dir.parent().unwrap().join("bad-input-bins");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
-    let status = std::process::Command::new(cargo)
-        .args(["build", "--quiet", "-p", "fake-nvml", "--lib"])
-        .arg("--manifest-path")
-        .arg(manifest)
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("cannot run cargo to build the fake NVML");
-    assert!(status.success(), "building the fake NVML failed");
-    target.join("debug").join(name)
-}
-
 /// The boot id the fake node reports unless a test changes it.
 const BOOT_A: &str = "0b2f6c1e-1d7e-4c41-9d3a-6f0c2a9b7a11\n";
 
