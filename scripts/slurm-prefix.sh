@@ -85,7 +85,7 @@ need=
 for pkg in libmunge-dev libjson-c-dev libyaml-dev gcc make python3 pkg-config xz-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # $need: package names, split on purpose
 [ -z "$need" ] || apt-get install -y -qq --no-install-recommends $need >/dev/null
 
 build=$cache/build-$version-$layout
@@ -95,7 +95,7 @@ tar -xf "$tarball" -C "$build"
 src=$(find "$build" -mindepth 1 -maxdepth 1 -type d | sed -n 1p)
 start=$SECONDS
 echo "slurm-prefix: building $name ($layout layout; log: $log)" >&2
-# shellcheck disable=SC2086
+# shellcheck disable=SC2086 # $configure_flags: configure options, split on purpose
 if ! (cd "$src" && CFLAGS="$cflags" ./configure $configure_flags && make -j"$(( $(nproc) + 1 ))" &&
       make install DESTDIR="$build/dest") > "$log" 2>&1; then
   echo "slurm-prefix: the build failed; last lines of $log:" >&2

@@ -104,7 +104,7 @@ CTL
   (cd "$work/pkg" && equivs-build "$package" >/dev/null 2>&1) || { echo "smd_root: equivs-build failed" >&2; return 1; }
   local debian_slurm
   debian_slurm=$(dpkg-query --admindir="$work/root/var/lib/dpkg" -W -f='${Package}\n' | grep -E '^(slurm|libslurm|slurmd|slurmctld)' | tr '\n' ' ')
-  # shellcheck disable=SC2086
+  # shellcheck disable=SC2086 # $debian_slurm: package names, split on purpose
   in_rootfs_own_net "$work/root" dpkg --purge --force-depends $debian_slurm >/dev/null 2>&1
   rm -rf "$work"/root/var/lib/apt/lists/*
   cp "$work"/pkg/"$package"_*.deb "$work/root/srv/"

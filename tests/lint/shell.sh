@@ -1,7 +1,8 @@
 #!/bin/bash
 # Every shell file we ship or test with (the maintainer scripts, install.sh,
 # the healthcheck, the scripts, the tests, the benches, .ci/run):
-#  * shellcheck at severity warning, clean (each disable says why on its line);
+#  * shellcheck at severity warning, clean, and each disable says why on its
+#    line (`# shellcheck disable=SC2086 # a list of names, split on purpose`);
 #  * no pipeline whose reader stops reading early (`| head`, `| grep -q`, ...),
 #    which under `set -e -o pipefail` fails at random (tests/lint/sigpipe.py);
 #    the RPM spec's scriptlets are read for that too.
@@ -29,5 +30,9 @@ rc=0
 python3 tests/lint/sigpipe.py --self-test || rc=1
 python3 tests/lint/sigpipe.py "${files[@]}" packaging/rpm/slurm-imex.spec || rc=1
 shellcheck --severity=warning --format=gcc "${files[@]}" || rc=1
+# Each disable says why, on its line: "# shellcheck disable=SCnnnn # why".
+if grep -nHE '^[[:space:]]*# shellcheck .*disable=' "${files[@]}" | grep -vE 'disable=[A-Z0-9,]+ # .'; then
+  echo "shell lint: each shellcheck disable above gives no reason on its line (add '# why' after it)" >&2; rc=1
+fi
 [ $rc = 0 ] || { echo "shell lint: FAILED (each finding above names its file and line)" >&2; exit 1; }
-echo "shell lint: ${#files[@]} files: shellcheck --severity=warning clean, no pipeline reader that stops early"
+echo "shell lint: ${#files[@]} files: shellcheck --severity=warning clean, every disable with its reason, no pipeline reader that stops early"
