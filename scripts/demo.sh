@@ -25,14 +25,16 @@ preflight() {
 # network namespace: a listener that is not an earlier run's (in the e2e
 # cgroup, tests/e2e/reap.sh) is named, never killed, and the demo stops.
 ports_are_free() {
-  local port pid
+  local port pid who
   # shellcheck disable=SC2086 # E2E_HOST_PORTS is a list of port numbers
   while read -r port pid; do
     [ -n "$port" ] || continue
     if [ -n "$pid" ] && grep -F "/${E2E_CGROUP##*/}/" "/proc/$pid/cgroup" >/dev/null 2>&1; then
       continue # an earlier run's daemon: cluster_down stops it
     fi
-    die "port $port is taken by ${pid:+$(e2e_describe_pid "$pid")}${pid:-a process ss cannot name}: stop it (a site's slurmctld, slurmd or nvidia-imex?) and run the demo again"
+    who="a process ss cannot name"
+    [ -z "$pid" ] || who=$(e2e_describe_pid "$pid")
+    die "port $port is taken by $who: stop it (a site's slurmctld, slurmd or nvidia-imex?) and run the demo again"
   done < <(e2e_listeners $E2E_HOST_PORTS)
 }
 
