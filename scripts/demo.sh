@@ -15,10 +15,11 @@ preflight() {
   [ "$(id -u)" = 0 ] ||
     die "run it as root (it makes network namespaces, bind mounts and a test user): sudo bash scripts/demo.sh"
   if [ ! -r /etc/debian_version ] || ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
-    local this; this=$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release 2>/dev/null | tr -d '"')
+    local this; this=$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release 2>/dev/null | tr -d '"') || this=""
     die "it needs a Debian-family system (apt-get, dpkg; made on Debian 12), and this is ${this:-not one}"
   fi
-  command -v cargo >/dev/null || die "cargo is not on PATH: install Rust (rustup), then run it again"
+  command -v cargo >/dev/null ||
+    die "cargo is not on PATH: install Rust (rustup), or, under sudo (whose secure_path drops ~/.cargo/bin), run: sudo env PATH=\"\$PATH\" bash scripts/demo.sh"
 }
 
 # No stranger on the ports the cluster's daemons take in this machine's
@@ -39,11 +40,15 @@ ports_are_free() {
 }
 
 preflight
+# Before anything is installed or stopped (install-deps.sh disables the
+# packages' own slurmctld, slurmd and munge): a stranger on our ports.
+source tests/e2e/wait.sh
+source tests/e2e/reap.sh
+ports_are_free
 bash scripts/install-deps.sh
 cargo build --release --workspace --quiet
 E2E_NODES=3
 source tests/e2e/cluster.sh
-ports_are_free
 # What an earlier run left: its cluster, namespaces, munged and processes.
 cluster_down >/dev/null 2>&1 || true
 trap 'cluster_down >/dev/null 2>&1 || true' EXIT
@@ -70,14 +75,15 @@ sed -i "s#DEMO_BIN#$C/bin#" "$C/out/demo-job.sh"
 chmod 755 "$C/out/demo-job.sh"
 echo "\$ sbatch $C/out/demo-job.sh   (as $TEST_USER)"
 id=$(as_user sbatch --parsable -o "$C/out/demo-%j.out" "$C/out/demo-job.sh")
-wait_until 60 "job $id to end" job_is_in "$id" COMPLETED FAILED CANCELLED
+job_has_ended() { ! job_is_in "$1" PENDING CONFIGURING RUNNING COMPLETING SUSPENDED ""; }
+wait_until 60 "job $id to end" job_has_ended "$id"
 state=$(job_state_of "$id")
 echo "job $id: $state"
 cat "$C/out/demo-$id.out"
 [ "$state" = COMPLETED ] || die "job $id ended $state, not COMPLETED: its output is above; the nodes' logs are in $C/log"
 echo "after the job, the epilog restored idle: nodes_config.cfg on n1 has $(wc -l < "$C/nodes/n1/etc-imex/nodes_config.cfg") lines"
 echo "and a job without --imex sees an empty channel directory:"
-as_user srun -N1 ls -la /dev/nvidia-caps-imex-channels
+as_user srun -N1 --immediate=60 ls -la /dev/nvidia-caps-imex-channels
 
 # GPU health: an application XID during a job, then the history an admin reviews.
 echo

@@ -20,8 +20,13 @@ demo_misses() { # log rc
   job_line=$(sed -n 's/^job \([0-9][0-9]*\) on \([^ ]*\) as \([^ ]*\)$/\1 \2 \3/p' "$log" | sed -n 1p)
   read -r job _ user <<<"$job_line"
   [ -n "${user:-}" ] || echo "no 'job N on NODES as USER' line from the job"
+  [ "${user:-}" != root ] || echo "the job ran as root, not as a user: a private channel proves nothing"
   grep -qx "job ${job:-?}: COMPLETED" "$log" || echo "no 'job ${job:-N}: COMPLETED' line"
   for node in n1 n2 n3; do node_misses "$log" "$node" "${user:-?}"; done
+  # One job, one channel: the same on every node.
+  local channels
+  channels=$(sed -n 's/^  n[0-9]*: SLURM_IMEX_CHANNEL=\([0-9]*\) .*/\1/p' "$log" | sort -u | paste -sd ' ' -)
+  [[ $channels != *" "* ]] || echo "the job's nodes hold different channels: $channels"
   # A job without --imex: its listing (up to the next blank line) holds no channel.
   plain=$(sed -n '/^and a job without --imex sees an empty channel directory:$/,/^$/p' "$log")
   [ -n "$plain" ] || echo "no listing from the job without --imex"
@@ -30,11 +35,13 @@ demo_misses() { # log rc
 
 # One node's task line: "  nK: SLURM_IMEX_CHANNEL=N NVIDIA_IMEX_CHANNELS=N; <ls -l entries, ';'-joined>".
 node_misses() { # log node user
-  local line channel entries re
-  line=$(grep "^  $2: SLURM_IMEX_CHANNEL=" "$1" | sed -n 1p)
-  [ -n "$line" ] || { echo "$2: no task line (the job's step did not run there)"; return; }
-  channel=$(sed -n 's/.*SLURM_IMEX_CHANNEL=\([0-9][0-9]*\) .*/\1/p' <<<"$line")
-  [ -n "$channel" ] || { echo "$2: SLURM_IMEX_CHANNEL is not a channel number: $line"; return; }
+  local line channel entries re lines
+  lines=$(grep -c "^  $2: SLURM_IMEX_CHANNEL=" "$1")
+  [ "$lines" != 0 ] || { echo "$2: no task line (the job's step did not run there)"; return; }
+  [ "$lines" = 1 ] || { echo "$2: $lines task lines, want the one task per node"; return; }
+  line=$(grep "^  $2: SLURM_IMEX_CHANNEL=" "$1")
+  channel=$(sed -n 's/.*SLURM_IMEX_CHANNEL=\([0-9][0-9]*\) NVIDIA_IMEX_CHANNELS=\1;.*/\1/p' <<<"$line")
+  [ -n "$channel" ] || { echo "$2: SLURM_IMEX_CHANNEL and NVIDIA_IMEX_CHANNELS are not one channel number: $line"; return; }
   entries=${line#*; }
   re="^crw------- +[0-9]+ +$3 +[^ ]+ +[0-9]+, +$channel .* channel$channel\$"
   [[ $entries != *";"* ]] || { echo "$2: more than the job's channel is visible: $entries"; return; }
@@ -59,13 +66,14 @@ OUT
 
 # The good output passes; each way of breaking the promise is caught.
 self_test() {
-  local dir bad=0 sed_script out
+  local dir bad=0 sed_script out n=0
   dir=$(mktemp -d); trap 'rm -rf "$dir"' RETURN
   good_demo_output > "$dir/good"
   out=$(demo_misses "$dir/good" 0)
   [ -z "$out" ] || { echo "demo-check self-test: the good output fails: $out"; bad=1; }
   [ -n "$(demo_misses "$dir/good" 3)" ] || { echo "demo-check self-test: exit 3 not caught"; bad=1; }
   while IFS= read -r sed_script; do
+    n=$((n + 1))
     sed "$sed_script" "$dir/good" > "$dir/bad"
     [ -n "$(demo_misses "$dir/bad" 0)" ] || { echo "demo-check self-test: not caught: sed '$sed_script'"; bad=1; }
   done <<'BREAKS'
@@ -76,8 +84,12 @@ s/^\(  n3: .*\) 1 imexuser imexuser/\1 1 root root/
 s/^\(  n1: .*channel2\)$/\1;crw-rw-rw- 1 root root 507, 0 Nov 27 05:45 channel0/
 s/^\(  n2: .*\)channel2$/\1channel7/
 s/^total 0$/crw-rw-rw- 1 root root 507, 0 Nov 27 05:45 channel0/
+s/^job 1 on n\[1-3\] as imexuser$/job 1 on n[1-3] as root/
+s/^\(  n3: SLURM_IMEX_CHANNEL=\)2 NVIDIA_IMEX_CHANNELS=2; \(.*\) 507, 2 \(.*\)channel2$/\17 NVIDIA_IMEX_CHANNELS=7; \2 507, 7 \3channel7/
+s/^\(  n1: .*\)NVIDIA_IMEX_CHANNELS=2;/\1NVIDIA_IMEX_CHANNELS=;/
+/^  n1: /p
 BREAKS
-  [ $bad = 0 ] && echo "demo-check self-test: the good output passes; exit 3 and 7 broken outputs are caught"
+  [ $bad = 0 ] && echo "demo-check self-test: the good output passes; exit 3 and $n broken outputs are caught"
   return $bad
 }
 
@@ -101,6 +113,8 @@ case ${1:-} in
 esac
 mkdir -p target
 start=$SECONDS
-bash scripts/demo.sh 2>&1 | tee target/demo.log
+# Bounded: a demo that hangs (a drained node, a job that never ends) fails
+# the check instead of holding CI; the next cluster stops what it left.
+timeout --kill-after=30 1800 bash scripts/demo.sh 2>&1 | tee target/demo.log
 rc=${PIPESTATUS[0]}
 report target/demo.log "$rc" "$((SECONDS - start))"

@@ -62,8 +62,13 @@ impl NvmlRead {
         let limit = config.health.gate_timeout.0;
         let deadline = Instant::now() + limit;
         let (tx, rx) = mpsc::channel();
-        let call = Arc::new(Mutex::new(String::new()));
         let library = config.gpu.nvml_library.clone();
+        // Before the first NVML call: the library's trust check (a stat
+        // that can hang on a dead network filesystem).
+        let call = Arc::new(Mutex::new(format!(
+            "the trust check of [gpu] nvml_library {}",
+            library.display()
+        )));
         let running = call.clone();
         std::thread::spawn(move || {
             let _ = tx.send(read(&library, deadline, limit, &running));

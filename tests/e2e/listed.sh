@@ -6,11 +6,15 @@
 # however green the run: versions.sh fails on it first, naming it.
 # (tests/packaging/run.sh runs every test_* it defines on its own.)
 
-# "file name" of every test defined in the feature and package-test files.
+# "file name" of every test defined in the feature and package-test files,
+# in any of bash's forms: `test_x() {`, `function test_x {`, `function
+# test_x()`, indented, the brace on the next line. (The files are read, not
+# sourced: run.sh and versions.sh run the suite when sourced.)
 e2e_tests_defined() {
   local f
   for f in "$REPO"/tests/e2e/*.sh "$REPO"/tests/packaging/rpm.sh; do
-    sed -n "s#^\(test_[A-Za-z0-9_]*\) *() *{.*#${f#"$REPO"/} \1#p" "$f"
+    sed -nE -e "s#^[[:space:]]*function[[:space:]]+(test_[A-Za-z0-9_]+)[[:space:]]*(\(\))?[[:space:]]*(\{.*)?\$#${f#"$REPO"/} \1#p" \
+      -e "s#^[[:space:]]*(test_[A-Za-z0-9_]+)[[:space:]]*\(\)[[:space:]]*(\{.*)?\$#${f#"$REPO"/} \1#p" "$f"
   done
 }
 
@@ -27,7 +31,9 @@ e2e_tests_listed() {
       done
     done
   )
-  sed -n 's/.*run_package_test  *\(test_[A-Za-z0-9_]*\).*/\1/p' "$REPO"/tests/e2e/*.sh "$REPO"/tests/packaging/rpm.sh
+  # (comment lines are no listing)
+  sed -n '/^[[:space:]]*#/d; s/.*run_package_test  *\(test_[A-Za-z0-9_]*\).*/\1/p' \
+    "$REPO"/tests/e2e/*.sh "$REPO"/tests/packaging/rpm.sh
 }
 
 # The defined tests that nothing runs, one "file name" line each.
@@ -40,10 +46,12 @@ e2e_tests_unlisted() {
 }
 
 test_every_e2e_test_is_listed_in_a_phase() {
-  local file name n=0
+  local file name n=0 defined
+  defined=$(e2e_tests_defined | wc -l)
+  [ "$defined" -gt 0 ] || { fail "no e2e test_* function found in tests/e2e: the search itself is broken"; return; }
   while read -r file name; do
     fail "$file defines $name, which no phase runs: list it in tests/e2e/phases.sh (or in versions.sh's package tests)"
     n=$((n + 1))
   done < <(e2e_tests_unlisted)
-  echo "    $(e2e_tests_defined | wc -l) tests defined, $n listed nowhere"
+  echo "    $defined tests defined, $n listed nowhere"
 }

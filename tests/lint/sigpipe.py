@@ -21,11 +21,18 @@ No shell parser fits here: shellcheck exposes no syntax tree and bashlex
 fails on [[ ]], here-strings and arithmetic, so this reads each logical
 line (continuations joined) and looks at what follows every lone `|`.
 """
+from __future__ import annotations
+
+import os
 import re
 import sys
 
 # A lone pipe: not ||, not |& (stderr too: the same rule, checked alike).
 PIPE = re.compile(r"(?<![|])\|(?![|])&?")
+# Words before the reader's own command: an environment assignment, and
+# programs that run the rest of their words as a command.
+WRAPPER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*$")
+WRAPPERS = ("command", "env", "exec", "nice", "nohup", "stdbuf", "sudo", "timeout")
 GREP_EARLY = re.compile(r"(^|\s)(-[A-Za-z]*[qmlL][A-Za-z0-9]*|--quiet|--silent|--max-count\S*|--files-with\S*)(\s|$)")
 SED_QUIT = re.compile(r"(^|[;{'\"\s0-9/$])[qQ]([0-9]*)?\s*(['\";}]|$)")
 AWK_EXIT = re.compile(r"\bexit\b")
@@ -34,11 +41,17 @@ AWK_EXIT = re.compile(r"\bexit\b")
 def early_exit(reader: str) -> str | None:
     """Why this reader may stop reading early, or None."""
     words = reader.split()
-    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", words[0]):
-        words = words[1:]  # an environment prefix: LC_ALL=C grep ...
+    while words and (words[0] in "{(" or WRAPPER.match(words[0])):
+        words = words[1:]  # a group, or LC_ALL=C grep ...
+    if words and words[0] in WRAPPERS:
+        words = words[1:]  # timeout 5 grep -q ..., env grep -q ...
+        while words and (words[0].startswith("-") or re.fullmatch(r"[0-9.]+[smhd]?|[A-Za-z_][A-Za-z0-9_]*=\S*", words[0])):
+            words = words[1:]  # the wrapper's own options and arguments
     if not words:
         return None
-    cmd, rest = words[0], " ".join(words[1:])
+    cmd, rest = os.path.basename(words[0].strip("\\\"'")), " ".join(words[1:])
+    if cmd in ("gawk", "mawk", "nawk"):
+        cmd = "awk"
     if cmd == "head":
         return "head stops reading once it has its part"
     if cmd in ("grep", "egrep", "fgrep") and GREP_EARLY.search(" " + rest):
@@ -113,6 +126,11 @@ BAD = [
     "cmd | awk '/x/ { print; exit }'",
     "cmd | read -r first",
     "cmd |\n  head -2",
+    "cmd | timeout 5 grep -q x",
+    "cmd | env LC_ALL=C grep -q x",
+    "cmd | /usr/bin/head -1",
+    "cmd | { read -r x; }",
+    "cmd | gawk '/x/ { exit }'",
 ]
 GOOD = [
     "x=$(cmd | sed -n 1p)",
@@ -127,6 +145,8 @@ GOOD = [
     "cmd | sed -n 's/q/Q/p'",
     "cmd |& tee log",
     "# cmd | head -1 (a comment)",
+    "cmd | timeout 5 grep x >/dev/null",
+    "cmd | { cat; }",
 ]
 
 

@@ -533,8 +533,6 @@ mod tests {
         assert_eq!(read("").unwrap().job_id_range(), Ok((1, 0x03ff_0000)));
     }
 
-    /// FirstJobId/MaxJobId are S_P_UINT32 (read_config.c): strtoul base 0
-    /// and a k suffix (parse_value.c), then read_config.c's own checks.
     #[test]
     fn no_count_of_lines_changes_which_value_wins() {
         let mut text = String::new();
@@ -563,6 +561,8 @@ mod tests {
         );
     }
 
+    /// FirstJobId/MaxJobId are S_P_UINT32 (read_config.c): strtoul base 0
+    /// and a k suffix (parse_value.c), then read_config.c's own checks.
     #[test]
     fn job_ids_are_numbers_as_slurmctld_reads_them() {
         let range = |text: &str| read(text).unwrap().job_id_range();

@@ -134,17 +134,30 @@ impl StateDir {
     /// Read a state file (`what`, for the log) of at most `max_bytes`,
     /// under the same trust rules as the config (`crate::trust`): owned by
     /// root (or the caller), writable by nobody else, and a symlink judged
-    /// by where it leads. Missing: `Ok(None)`. Untrusted: renamed to
-    /// `<name>.untrusted` (replacing an older one), one line logged, and
-    /// `Ok(None)`: the caller starts afresh, as without the file (the XID
-    /// checkpoint: the kernel log is judged from its start). Unreadable:
-    /// the error.
+    /// by where it leads. Missing (or gone meanwhile): `Ok(None)`. The file
+    /// itself untrusted: renamed to `<name>.untrusted` (replacing an older
+    /// one), one line logged, and `Ok(None)`: the caller starts afresh, as
+    /// without the file (the XID checkpoint: the kernel log is judged from
+    /// its start). Its directory untrusted, a directory at its path, or
+    /// unreadable: the error, and nothing is moved (the fault is not the
+    /// file's, and moving it would lose a record the epilog needs).
     pub fn read_text(&self, path: &Path, what: &str, max_bytes: u64) -> Result<Option<String>> {
-        match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            _ => {}
+        let Some(meta) = metadata_unless_missing(path)? else {
+            return Ok(None);
+        };
+        if meta.is_dir() {
+            return Err(Error::invalid(format!(
+                "{what} {} is a directory, not a file: remove it",
+                path.display()
+            )));
+        }
+        if let Some(dir) = path.parent() {
+            crate::trust::check(dir, crate::trust::Expect::Dir, "the state directory")?;
         }
         if let Err(why) = crate::trust::check(path, crate::trust::Expect::File, what) {
+            if metadata_unless_missing(path)?.is_none() {
+                return Ok(None);
+            }
             set_aside_untrusted(path, what, &why);
             return Ok(None);
         }
@@ -204,6 +217,16 @@ impl StateDir {
 
 /// Rename a state file that failed the trust rules to `<name>.untrusted`
 /// (the name itself, never where a symlink leads) and say so in one line.
+/// `path`'s own metadata (a symlink's, not its target's); None when there
+/// is nothing there.
+fn metadata_unless_missing(path: &Path) -> Result<Option<std::fs::Metadata>> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => Ok(Some(meta)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(format!("{}: {e}", path.display()))),
+    }
+}
+
 fn set_aside_untrusted(path: &Path, what: &str, why: &Error) {
     let mut aside = path.as_os_str().to_owned();
     aside.push(".untrusted");
@@ -266,6 +289,31 @@ mod tests {
         assert!(!state.has_marker(&path, "marker"));
         assert!(open.exists() && !path.exists());
         assert_eq!(state.read_text(&path, "x", 10).unwrap(), None);
+    }
+
+    #[test]
+    fn a_fault_that_is_not_the_files_moves_nothing() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let state = StateDir::new(&d.path().join("state"));
+        let path = state.xid_checkpoint_path();
+        state
+            .write_json(&path, &BTreeMap::from([("a", 1u64)]))
+            .unwrap();
+        // Its directory made group-writable: an error, and the file stays.
+        let dir = path.parent().unwrap();
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+        let err = state.read_text(&path, "XID checkpoint", 4096).unwrap_err();
+        assert!(err.to_string().contains("state directory"), "{err}");
+        assert!(path.exists());
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // A directory where the file should be: an error, nothing renamed.
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let err = state.read_text(&path, "XID checkpoint", 4096).unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        assert!(path.is_dir());
     }
 
     #[test]

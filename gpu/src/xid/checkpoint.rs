@@ -29,7 +29,7 @@ pub struct Checkpoint {
     pub numbering: Option<Numbering>,
     pub judged: BTreeMap<String, u64>,
     /// The boot whose log it counts in (None: unknown, or written before
-    /// checkpoints said): it applies only to a log of that same boot.
+    /// checkpoints said): it never applies to a log of another known boot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<BootId>,
 }
@@ -89,12 +89,18 @@ impl Checkpoint {
         let Some(numbering) = self.numbering else {
             return Some("it was written by an older slurm-imex, which counted lines".into());
         };
-        if self.boot != log.boot {
-            return Some(
-                "it was written in another boot (or its boot is not known), whose numbering \
-                 this log does not continue"
-                    .into(),
-            );
+        // Only two known boots that differ say the numbering restarted. One
+        // unknown side (a checkpoint written before checkpoints said their
+        // boot, or a node whose boot id cannot be read) is judged by its
+        // numbering and position, as before: an upgrade must not judge the
+        // boot's handled XIDs again and drain for them twice.
+        if let (Some(mine), Some(now)) = (self.boot, log.boot) {
+            if mine != now {
+                return Some(
+                    "it was written in another boot, whose numbering this log does not continue"
+                        .into(),
+                );
+            }
         }
         if numbering != log.numbering {
             return Some(format!(
@@ -220,12 +226,14 @@ mod tests {
         let reset = cp.reconciled(next_boot, "k");
         assert!(reset.judged.is_empty());
         assert_eq!(reset.boot, Some(BootId(2)));
-        // A checkpoint of no known boot is not trusted in a known one.
+        // One written before checkpoints said their boot (an upgrade) is
+        // judged by numbering and position alone: behind the log, it holds.
         let unknown = Checkpoint {
             boot: None,
             ..cp.clone()
         };
-        assert!(unknown.reconciled(kernel(60), "k").judged.is_empty());
+        assert_eq!(unknown.reconciled(kernel(60), "k").judged, cp.judged);
+        assert!(unknown.reconciled(kernel(40), "k").judged.is_empty());
         // Advancing in the new boot replaces the old boot's positions.
         let d = tempfile::tempdir().unwrap();
         let state = StateDir::new(d.path());

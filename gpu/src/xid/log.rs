@@ -205,16 +205,31 @@ impl Window {
     }
 }
 
+/// At most this much of a log that is not a regular file (`/dev/kmsg`) is
+/// read at one gate: its ring buffer is far smaller, so only a flood of
+/// new records while it is read reaches it, and what the flood adds past
+/// it is judged at the next gate. A regular file is read up to the size it
+/// had when it was opened, so a writer appending to it cannot keep the
+/// read going either.
+const MAX_STREAM_BYTES: u64 = 256 << 20;
+
 /// /dev/kmsg returns one record per read() and EAGAIN at the end (opened
-/// non-blocking); a plain file returns 0 at its end. Everything is read;
-/// the window keeps the newest `keep` bytes (trimmed once it holds twice
-/// that, so each byte is moved at most once).
+/// non-blocking); a plain file returns 0 at its end. Everything up to the
+/// bound above is read; the window keeps the newest `keep` bytes (trimmed
+/// once it holds twice that, so each byte is moved at most once).
 fn read_newest(path: &Path, keep: usize) -> std::io::Result<Window> {
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
         .open(path)?;
+    let meta = file.metadata()?;
+    let bound = if meta.is_file() {
+        meta.len()
+    } else {
+        MAX_STREAM_BYTES
+    };
+    let mut file = file.take(bound);
     let mut window = Window {
         data: Vec::new(),
         skipped: Skipped { bytes: 0, lines: 0 },

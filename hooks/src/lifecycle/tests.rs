@@ -316,8 +316,10 @@ fn jobs_fault_before_any_daemon(node: &TestNode) -> String {
 
 #[test]
 fn row_this_nodes_daemon_or_channel_fails_the_prolog() {
-    // The daemon exits while the prolog waits for it.
-    let node = TestNode::new();
+    // The daemon exits while the prolog waits for it (seen at once: the
+    // wait is long, so a loaded machine cannot turn it into a timeout).
+    let mut node = TestNode::new();
+    node.cfg.imex.ready_timeout = slurm_imex_core::config::HumanDuration(Duration::from_secs(30));
     node.daemon_exits();
     let line = node_fault_on(&node);
     assert!(
