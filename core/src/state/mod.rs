@@ -151,10 +151,12 @@ impl StateDir {
                 path.display()
             )));
         }
-        if let Some(dir) = path.parent() {
-            crate::trust::check(dir, crate::trust::Expect::Dir, "the state directory")?;
-        }
         if let Err(why) = crate::trust::check(path, crate::trust::Expect::File, what) {
+            // Whose fault, asked only on failure (the check above already
+            // walked the directories: no second walk on the hooks' path).
+            if let Some(dir) = path.parent() {
+                crate::trust::check(dir, crate::trust::Expect::Dir, "the state directory")?;
+            }
             if metadata_unless_missing(path)?.is_none() {
                 return Ok(None);
             }
