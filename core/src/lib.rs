@@ -7,6 +7,7 @@
 //! - Slurm: `slurm` (what slurm-imex reads from Slurm: a hook's environment,
 //!   slurm.conf, hostlists, and the controller behind one `Scontrol` handle)
 //! - IMEX channels: `channel` (the plugin gives a job its channel)
+//! - what happened to a job's IMEX domain while it ran: `imex_event`
 //! - who is to blame for a failure: `blame` (docs/blame.md)
 //! - the node's own files: `state` (the state directory and the job records
 //!   kept there), `fsutil`
@@ -20,6 +21,7 @@ pub mod config;
 pub mod error;
 pub mod fsutil;
 pub mod hook;
+pub mod imex_event;
 pub mod logging;
 pub mod poll;
 pub mod process;

@@ -55,6 +55,16 @@ pub fn format_ts(ts: i64) -> String {
     humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(ts as u64)).to_string()
 }
 
+/// `02:10:00`, the time of day (UTC) of `ts`, for event lines whose date
+/// the job already says; out of range as [`format_ts`].
+pub fn clock_time(ts: i64) -> String {
+    let full = format_ts(ts);
+    match full.get(11..19) {
+        Some(clock) if full.len() == 20 => clock.to_string(),
+        _ => full,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,6 +93,8 @@ mod tests {
         assert_eq!(format_ts(1_793_491_200), "2026-11-01T00:00:00Z");
         assert_eq!(format_ts(i64::MAX), format!("@{}", i64::MAX));
         assert_eq!(format_ts(-5), "@-5");
+        assert_eq!(clock_time(1_793_491_200 + 8 * 3600 + 30), "08:00:30");
+        assert_eq!(clock_time(-5), "@-5");
         let e = parse_point("100000000000y", now, "--since").unwrap_err();
         assert!(e.to_string().contains("before 1970"), "{e}");
     }

@@ -2,7 +2,8 @@
 //! state directory (`node-metrics.json`) so each writer updates only its
 //! part: since when slurm-imex has had the node drained (the drain decision
 //! sets it), the last prolog, gate and epilog times (the epilog), and the
-//! IMEX domain (derived from the state at each export, never kept). The
+//! IMEX domain (derived from the state at each export, never kept), the
+//! count of IMEX domain events by kind (the watcher). The
 //! Prometheus export renders it.
 
 use super::StateDir;
@@ -40,6 +41,12 @@ pub struct NodeState {
     pub last_gate_ms: Option<u64>,
     pub last_prolog_ms: Option<u64>,
     pub last_epilog_ms: Option<u64>,
+    /// IMEX domain events the watcher saw on this node since the state
+    /// directory began (a reboot, on its tmpfs), by kind
+    /// (`crate::imex_event::ImexEventKind::as_str`): the node's Prometheus
+    /// counters, with no job label.
+    #[serde(default)]
+    pub imex_events: std::collections::BTreeMap<String, u64>,
 }
 
 impl NodeState {

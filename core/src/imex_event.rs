@@ -1,0 +1,160 @@
+//! What happened to a job's IMEX domain on one node while the job ran, as
+//! the domain's watcher (`slurm-imex-watch`) saw it: the daemon died, was
+//! restarted or left down, the domain left UP or came back, a member left
+//! READY or came back. The watcher records each one in the job database and
+//! the journal; `show`, `job` and the per-job series print them
+//! ([`ImexEvent::line`]). The kinds are a closed set, so the node's
+//! Prometheus counter per kind has bounded cardinality.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest detail kept with an event (a member list is capped before it).
+pub const DETAIL_MAX: usize = 400;
+
+/// The kind of an event; `as_str` is its database and metric label value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImexEventKind {
+    /// This node's daemon is gone (detail: how, when known).
+    DaemonDied,
+    /// The watcher started it again on the job's config.
+    DaemonRestarted,
+    /// It died more often than `[imex.watch] max_restarts`: left down, and
+    /// the node is drained after the job.
+    DaemonLeftDown,
+    /// The domain left UP (detail: the state and who is not READY).
+    DomainDegraded,
+    /// The domain is UP with every member READY again.
+    DomainUp,
+    /// A member left READY or lost its connection (detail: the node).
+    MemberLost,
+    /// That member is READY and connected again.
+    MemberBack,
+}
+
+impl ImexEventKind {
+    pub const ALL: [ImexEventKind; 7] = [
+        ImexEventKind::DaemonDied,
+        ImexEventKind::DaemonRestarted,
+        ImexEventKind::DaemonLeftDown,
+        ImexEventKind::DomainDegraded,
+        ImexEventKind::DomainUp,
+        ImexEventKind::MemberLost,
+        ImexEventKind::MemberBack,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImexEventKind::DaemonDied => "daemon-died",
+            ImexEventKind::DaemonRestarted => "daemon-restarted",
+            ImexEventKind::DaemonLeftDown => "daemon-left-down",
+            ImexEventKind::DomainDegraded => "domain-degraded",
+            ImexEventKind::DomainUp => "domain-up",
+            ImexEventKind::MemberLost => "member-lost",
+            ImexEventKind::MemberBack => "member-back",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ImexEventKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == text)
+    }
+
+    /// Whether the job's domain was interrupted by it (the job's verdict
+    /// says so): every kind but the recoveries.
+    pub fn interrupts(self) -> bool {
+        !matches!(
+            self,
+            ImexEventKind::DaemonRestarted | ImexEventKind::DomainUp | ImexEventKind::MemberBack
+        )
+    }
+
+    /// The words an admin reads after the node's name.
+    fn words(self) -> &'static str {
+        match self {
+            ImexEventKind::DaemonDied => "IMEX daemon died",
+            ImexEventKind::DaemonRestarted => "IMEX daemon restarted",
+            ImexEventKind::DaemonLeftDown => "IMEX daemon left down",
+            ImexEventKind::DomainDegraded => "IMEX domain left UP",
+            ImexEventKind::DomainUp => "IMEX domain UP again",
+            ImexEventKind::MemberLost => "IMEX peer lost",
+            ImexEventKind::MemberBack => "IMEX peer back",
+        }
+    }
+}
+
+/// One event on one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImexEvent {
+    pub job_id: u32,
+    /// The node that saw it (whose watcher recorded it).
+    pub node: String,
+    /// Unix milliseconds.
+    pub ts_ms: i64,
+    pub kind: ImexEventKind,
+    /// The cause or who, in a few words ("killed by signal 9", "n3
+    /// UNAVAILABLE"); empty when there is nothing to add.
+    pub detail: String,
+}
+
+impl ImexEvent {
+    pub fn new(job_id: u32, node: &str, ts_ms: i64, kind: ImexEventKind, detail: &str) -> Self {
+        ImexEvent {
+            job_id,
+            node: node.to_string(),
+            ts_ms,
+            kind,
+            detail: crate::text::cap(&crate::text::printable(detail), DETAIL_MAX),
+        }
+    }
+
+    /// "IMEX daemon died at 12:03:04 (killed by signal 9)", in local time.
+    pub fn line(&self) -> String {
+        let at = crate::timespec::clock_time(self.ts_ms / 1000);
+        match self.detail.is_empty() {
+            true => format!("{} at {at}", self.kind.words()),
+            false => format!("{} at {at} ({})", self.kind.words(), self.detail),
+        }
+    }
+}
+
+/// A node's events as one line: "IMEX daemon died at 12:03:04 (killed by
+/// signal 9); IMEX daemon restarted at 12:03:04; IMEX domain UP again at
+/// 12:03:21", capped at `max` characters (the count of those left out said).
+pub fn summary_line(events: &[ImexEvent], max: usize) -> String {
+    let lines: Vec<String> = events.iter().map(ImexEvent::line).collect();
+    crate::text::summarize_list(&lines, max).replace(", ", "; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_round_trip_and_recoveries_do_not_interrupt() {
+        for k in ImexEventKind::ALL {
+            assert_eq!(ImexEventKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(ImexEventKind::parse("nope"), None);
+        assert!(ImexEventKind::DaemonDied.interrupts());
+        assert!(ImexEventKind::MemberLost.interrupts());
+        assert!(!ImexEventKind::DomainUp.interrupts());
+    }
+
+    #[test]
+    fn a_line_names_the_event_its_time_and_cause() {
+        let e = ImexEvent::new(7, "n3", 0, ImexEventKind::DaemonDied, "killed by signal 9");
+        let line = e.line();
+        assert!(line.starts_with("IMEX daemon died at "), "{line}");
+        assert!(line.ends_with(" (killed by signal 9)"), "{line}");
+        let up = ImexEvent::new(7, "n3", 0, ImexEventKind::DomainUp, "");
+        assert!(!up.line().contains('('), "{}", up.line());
+    }
+
+    #[test]
+    fn a_long_detail_is_capped() {
+        let e = ImexEvent::new(7, "n3", 0, ImexEventKind::DomainDegraded, &"x".repeat(5000));
+        assert!(e.detail.len() <= DETAIL_MAX + 30, "{}", e.detail.len());
+        let forged = ImexEvent::new(7, "n3", 0, ImexEventKind::DaemonDied, "a\nb");
+        assert!(!forged.line().contains('\n'));
+    }
+}
