@@ -5,7 +5,11 @@
 //! database is opened only when it exists).
 
 mod check;
+mod daemon_cfg;
+mod imex_command;
 mod imex_node;
+mod imex_tls;
+mod listening;
 mod node_state;
 mod nvml_read;
 mod pattern;
@@ -13,14 +17,17 @@ mod plugin_stamp;
 mod plugstack;
 mod slurm_view;
 mod slurm_wiring;
+mod tls_file;
 
 pub use check::{Check, Status};
+pub use listening::{parse_listen_line, ProcNet};
 pub use slurm_view::SlurmView;
 
 use nvml_read::NvmlRead;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Error;
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// What the doctor is given: the config it loaded (defaults when the file
 /// failed, with `loaded` saying why) and where this node's programs live.
@@ -89,6 +96,11 @@ pub fn examine(p: &Patient) -> Vec<Check> {
     found.push(node_state::config_file(p.config_path, &p.loaded, p.config));
     found.extend(imex_node::programs(p.config));
     found.push(imex_node::base_config(p.config));
+    found.extend(imex_exposure(
+        p.config,
+        &ProcNet::default(),
+        SystemTime::now(),
+    ));
     found.push(imex_node::channel_device(p.config));
     found.push(imex_node::channel_dir(p.config));
     found.push(imex_node::ports(p.config));
@@ -97,6 +109,28 @@ pub fn examine(p: &Patient) -> Vec<Check> {
     found.extend(node_state::accounting(p.config, &nvml));
     found.push(node_state::database(p.config));
     found.push(node_state::textfile_dir(p.config));
+    found
+}
+
+/// Who can reach the IMEX daemon: its command service (`imex-command`,
+/// against the sockets `proc_net` lists) and the TLS between daemons
+/// (`imex-tls`, certificates judged at `now`), on the effective daemon
+/// config. Public for the bad-input suite, which injects both.
+pub fn imex_exposure(config: &Config, proc_net: &ProcNet, now: SystemTime) -> Vec<Check> {
+    let effective = match daemon_cfg::Effective::read(config) {
+        Ok(e) => e,
+        Err(e) => {
+            return ["imex-command", "imex-tls"]
+                .into_iter()
+                .map(|c| Check::warn(c, format!("not checked: {e}"), "make it a readable daemon config (imex-config names the base config's problem)"))
+                .collect()
+        }
+    };
+    let now = now
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    let mut found = vec![imex_command::check(&effective, &listening::read(proc_net))];
+    found.extend(imex_tls::check(&effective, now));
     found
 }
 

@@ -75,3 +75,84 @@ test_doctor_reads_the_nodes_slurm_conf_when_the_controller_is_away() {
   expect_contains "$out" "FAIL  prolog-flags    PrologFlags=Serial lacks Alloc" "PrologFlags without Alloc is a FAIL"
   expect_contains "$out" "FAIL  plugstack" "no plugstack line is a FAIL"
 }
+
+# The command service asks for no credentials. n1's base config, from
+# conf-examples, binds it to loopback: PASS. Opened to every interface
+# (IMEX_CMD_BIND_INTERFACE_IP=0.0.0.0), doctor FAILs imex-command naming the
+# key to set and the file. Then, with the config put back, a stray listener
+# on 0.0.0.0:50005 in n1's namespace (what a daemon started on the old
+# config shows) FAILs too, read from /proc/net/tcp. Assumes n1 idle in a
+# per-job-domain phase (no daemon on 50005) and python3 on the host.
+test_doctor_fails_a_command_service_open_to_the_network() {
+  local out rc pid i cfg=$C/nodes/n1/etc-imex/config.cfg
+  out=$(cli 1 doctor 2>&1)
+  expect_contains "$out" "PASS  imex-command    " "the shipped config keeps the command service on loopback"
+  sed -i 's/^IMEX_CMD_BIND_INTERFACE_IP=.*/IMEX_CMD_BIND_INTERFACE_IP=0.0.0.0/' "$cfg"
+  out=$(cli 1 doctor 2>&1); rc=$?
+  sed -i 's/^IMEX_CMD_BIND_INTERFACE_IP=.*/IMEX_CMD_BIND_INTERFACE_IP=127.0.0.1/' "$cfg"
+  echo "$out" | grep '^FAIL  imex-command ' | sed 's/^/       /'
+  expect_eq "$rc" 1 "doctor exit status with the command service open to every interface"
+  expect_contains "$out" "FAIL  imex-command    /etc/nvidia-imex/config.cfg: IMEX_CMD_BIND_INTERFACE_IP=0.0.0.0, which is every interface" "the setting is named"
+  expect_contains "$out" "set IMEX_CMD_BIND_INTERFACE_IP=127.0.0.1 in /etc/nvidia-imex/config.cfg" "the key to set and its file are named"
+  nsenter --net=/run/netns/imex-n1 python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 50005)); s.listen(); time.sleep(60)' &
+  pid=$!
+  for i in $(seq 1 50); do
+    grep ':C355 00000000:0000 0A' "/proc/$pid/net/tcp" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  out=$(cli 1 doctor 2>&1); rc=$?
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  echo "$out" | grep '^FAIL  imex-command ' | sed 's/^/       /'
+  expect_eq "$rc" 1 "doctor exit status with 0.0.0.0:50005 listening on n1 (after $i polls)"
+  expect_contains "$out" "FAIL  imex-command    the IMEX command port listens on 0.0.0.0:50005 (every interface)" "the open port is named"
+}
+
+# Certificates for n1's daemon in $1 (n1's /etc/nvidia-imex/tls): node.key
+# (0600), node.crt valid a year (0640), ca.crt (its copy), and expired.crt
+# (the same name, valid 2020-01-01 to 2020-01-02, through `openssl ca`,
+# since `openssl req -days` takes no past dates).
+tls_test_files() { # dir
+  local t=$1
+  rm -rf "$t" && install -d -m 0700 "$t" || return 1
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=n1 -days 365 \
+    -keyout "$t/node.key" -out "$t/node.crt" 2>/dev/null || return 1
+  cp "$t/node.crt" "$t/ca.crt"
+  printf '%s\n' '[ca]' 'default_ca = d' '[d]' "database = $t/index.txt" "new_certs_dir = $t" \
+    "serial = $t/serial" 'default_md = sha256' 'policy = p' '[p]' 'commonName = supplied' > "$t/ca.cnf"
+  : > "$t/index.txt"; echo 01 > "$t/serial"
+  openssl req -new -key "$t/node.key" -subj /CN=n1 -out "$t/node.csr" 2>/dev/null || return 1
+  openssl ca -config "$t/ca.cnf" -selfsign -keyfile "$t/node.key" -in "$t/node.csr" -batch -notext \
+    -startdate 20200101000000Z -enddate 20200102000000Z -out "$t/expired.crt" 2>/dev/null || return 1
+  chmod 0600 "$t/node.key"; chmod 0640 "$t/node.crt" "$t/ca.crt" "$t/expired.crt"
+}
+
+# TLS between the daemons turned on in n1's base config (SSL_TLS, files):
+# good files PASS imex-tls; an expired certificate, then a key others can
+# read, each FAIL naming the file and the fix. Needs the openssl CLI; the
+# daemon is not started (n1 idle), so only doctor reads the files.
+test_doctor_checks_the_daemons_tls_files() {
+  local out rc cfg=$C/nodes/n1/etc-imex/config.cfg t=$C/nodes/n1/etc-imex/tls
+  command -v openssl >/dev/null || { fail "no openssl CLI to make test certificates"; return; }
+  tls_test_files "$t" || { fail "cannot make test certificates in $t"; return; }
+  cp -p "$cfg" "$C/out/config.cfg.saved"
+  printf '%s\n' IMEX_ENABLE_AUTH_ENCRYPTION=1 IMEX_AUTH_ENCRYPTION_MODE=SSL_TLS IMEX_AUTH_SOURCE=FILE \
+    IMEX_SERVER_KEY=/etc/nvidia-imex/tls/node.key IMEX_SERVER_CERT=/etc/nvidia-imex/tls/node.crt \
+    IMEX_SERVER_CERT_AUTH=/etc/nvidia-imex/tls/ca.crt >> "$cfg"
+  out=$(cli 1 doctor 2>&1)
+  expect_contains "$out" "PASS  imex-tls        /etc/nvidia-imex/config.cfg: SSL_TLS, 3 files" "good TLS files pass"
+  cp "$t/node.crt" "$t/good.crt"; cp -p "$t/expired.crt" "$t/node.crt"
+  out=$(cli 1 doctor 2>&1); rc=$?
+  echo "$out" | grep '^FAIL  imex-tls ' | sed 's/^/       /'
+  expect_eq "$rc" 1 "doctor exit status with an expired certificate"
+  expect_contains "$out" "FAIL  imex-tls        /etc/nvidia-imex/tls/node.crt (IMEX_SERVER_CERT), certificate 1 (CN=n1) expired on 2020-01-02" "the expired certificate is named"
+  expect_contains "$out" "systemctl kill -s USR1 nvidia-imex" "the fix reloads without a restart"
+  cp -p "$t/good.crt" "$t/node.crt"; chmod 0644 "$t/node.key"
+  out=$(cli 1 doctor 2>&1); rc=$?
+  cp -p "$C/out/config.cfg.saved" "$cfg"; rm -rf "$t"
+  echo "$out" | grep '^FAIL  imex-tls ' | sed 's/^/       /'
+  expect_eq "$rc" 1 "doctor exit status with a key others can read"
+  expect_contains "$out" "FAIL  imex-tls        /etc/nvidia-imex/tls/node.key (IMEX_SERVER_KEY) is open to its group or others (mode 0644)" "the open key is named"
+  expect_contains "$out" "chmod 0600 /etc/nvidia-imex/tls/node.key" "the fix is named"
+}
