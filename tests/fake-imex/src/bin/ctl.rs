@@ -1,9 +1,14 @@
-//! Fake `nvidia-imex-ctl` (test double of docs/imex.md §2). Talks to the fake daemon's command port and prints the
-//! documented `-q`, `-N` and `-N -j` outputs with the documented exit codes.
+//! Fake `nvidia-imex-ctl` (test double of docs/imex.md §2). Talks to the
+//! fake daemon's command service (TCP via `-c`/`-i`, or its unix socket via
+//! `-u`) and prints the documented `-q`, `-N` and `-N -j` outputs with the
+//! documented exit codes. As NVIDIA's cmdservice page says, only one of -i,
+//! -u, -c may be given, and -N/-n need the config file: `-u PATH -q` works,
+//! `-u PATH -N` is a usage error (rc 1).
 
 use fake_imex::{DaemonCfg, DomainView, DEFAULT_CONFIG};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,11 +19,20 @@ fn usage_exit() -> ! {
     std::process::exit(1);
 }
 
+/// Where the daemon's command service is (only one of -i, -u, -c).
+#[derive(Debug, Clone)]
+enum Target {
+    /// `-c <config>`, or the default config: its IMEX_CMD_* keys.
+    Config(Option<PathBuf>),
+    /// `-i <ip> <port>`: a daemon's command port named directly.
+    Tcp(SocketAddr),
+    /// `-u <path>`: the daemon's IMEX_CMD_UNIX_DOMAIN_PATH.
+    Unix(PathBuf),
+}
+
 /// What the command line asks for.
 struct Request {
-    config: Option<PathBuf>,
-    /// `-i <ip> <port>`: a daemon's command port named directly.
-    target: Option<SocketAddr>,
+    target: Target,
     /// 'q' (-q), 'N' (-N once) or 'n' (-n, every second).
     mode: char,
     json: bool,
@@ -27,15 +41,14 @@ struct Request {
 
 fn parse_args() -> Request {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (mut config, mut target, mut mode, mut json, mut names) = (None, None, None, false, false);
+    let (mut targets, mut mode, mut json, mut names) = (Vec::new(), None, false, false);
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "-c" => {
                 i += 1;
-                config = Some(PathBuf::from(
-                    args.get(i).cloned().unwrap_or_else(|| usage_exit()),
-                ));
+                let path = args.get(i).cloned().unwrap_or_else(|| usage_exit());
+                targets.push(Target::Config(Some(PathBuf::from(path))));
             }
             "-i" => {
                 let ip: IpAddr = args
@@ -46,10 +59,14 @@ fn parse_args() -> Request {
                     .get(i + 2)
                     .and_then(|s| s.parse().ok())
                     .unwrap_or_else(|| usage_exit());
-                target = Some(SocketAddr::new(ip, port));
+                targets.push(Target::Tcp(SocketAddr::new(ip, port)));
                 i += 2;
             }
-            "-u" => i += 1, // unix socket: not offered by the fake daemon
+            "-u" => {
+                i += 1;
+                let path = args.get(i).cloned().unwrap_or_else(|| usage_exit());
+                targets.push(Target::Unix(PathBuf::from(path)));
+            }
             "-t" => i += 1,
             "-q" => mode = Some('q'),
             "-N" => mode = Some('N'),
@@ -61,8 +78,16 @@ fn parse_args() -> Request {
         i += 1;
     }
     let Some(mode) = mode else { usage_exit() };
+    // "only one of -i, -u, or -c can be specified"; none means the default -c.
+    if targets.len() > 1 {
+        usage_exit();
+    }
+    let target = targets.pop().unwrap_or(Target::Config(None));
+    // -n and -N need the config file (default or via -c).
+    if mode != 'q' && matches!(target, Target::Unix(_)) {
+        usage_exit();
+    }
     Request {
-        config,
         target,
         mode,
         json,
@@ -70,41 +95,41 @@ fn parse_args() -> Request {
     }
 }
 
-/// The daemon's command port: `-i`, or the config's IMEX_CMD_* keys. As the
-/// real ctl, -N/-n first insist on a readable node file.
-fn command_address(req: &Request) -> SocketAddr {
-    let config = req
-        .config
+/// Where to ask: `-i`, `-u`, or the config's IMEX_CMD_* keys (always TCP,
+/// on IMEX_CMD_BIND_INTERFACE_IP or loopback). As the real ctl, -N/-n
+/// first insist on a readable node file.
+fn command_target(req: &Request) -> Target {
+    let Target::Config(config) = &req.target else {
+        return req.target.clone();
+    };
+    let config = config
         .clone()
         .unwrap_or_else(|| PathBuf::from(DEFAULT_CONFIG));
-    let cfg = match DaemonCfg::read(&config) {
-        Ok(c) => c,
-        Err(_) if req.target.is_some() => DaemonCfg::default(),
-        Err(_) => {
-            println!("Unable to open configuration file at {}", config.display());
-            usage_exit();
-        }
+    let Ok(cfg) = DaemonCfg::read(&config) else {
+        println!("Unable to open configuration file at {}", config.display());
+        usage_exit();
     };
-    if req.mode != 'q' && req.target.is_none() {
+    if req.mode != 'q' {
         let node_file = cfg.get("IMEX_NODE_CONFIG_FILE");
         if std::fs::read_to_string(&node_file).is_err() {
             println!("Failed to read node configuration file {node_file}");
             std::process::exit(255);
         }
     }
-    req.target.unwrap_or_else(|| {
-        let bind = cfg.get("IMEX_CMD_BIND_INTERFACE_IP");
-        let ip: IpAddr = bind.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
-        SocketAddr::new(ip, cfg.port("IMEX_CMD_PORT").unwrap_or(50005))
-    })
+    let bind = cfg.get("IMEX_CMD_BIND_INTERFACE_IP");
+    let ip: IpAddr = bind.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    Target::Tcp(SocketAddr::new(
+        ip,
+        cfg.port("IMEX_CMD_PORT").unwrap_or(50005),
+    ))
 }
 
 fn main() {
     let req = parse_args();
-    let addr = command_address(&req);
+    let target = command_target(&req);
     loop {
         let request = if req.mode == 'q' { "QUERY" } else { "STATUS" };
-        let answer = ask(addr, request).unwrap_or_else(|e| connect_failed(addr, e));
+        let answer = ask(&target, request).unwrap_or_else(|e| connect_failed(&target, e));
         if req.mode == 'q' {
             println!("{}", answer.trim());
             return;
@@ -127,26 +152,53 @@ fn main() {
 }
 
 /// The gRPC error the real ctl prints when no daemon answers, exit 1.
-fn connect_failed(addr: SocketAddr, e: std::io::Error) -> ! {
-    let family = if addr.is_ipv4() { "ipv4" } else { "ipv6" };
-    let why = if e.kind() == std::io::ErrorKind::ConnectionRefused {
-        "Connection refused".to_string()
-    } else {
-        e.to_string()
+fn connect_failed(target: &Target, e: std::io::Error) -> ! {
+    let address = match target {
+        Target::Tcp(addr) if addr.is_ipv4() => format!("ipv4:{addr}"),
+        Target::Tcp(addr) => format!("ipv6:{addr}"),
+        Target::Unix(path) => format!("unix:{}", path.display()),
+        Target::Config(_) => "unknown".into(),
+    };
+    let why = match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "Connection refused".to_string(),
+        std::io::ErrorKind::NotFound => "No such file or directory".to_string(),
+        std::io::ErrorKind::PermissionDenied => "Permission denied".to_string(),
+        _ => e.to_string(),
     };
     println!(
         "Query Status returned error code: 14 - failed to connect to all addresses; \
-         last error: UNKNOWN: {family}:{addr}: {why}"
+         last error: UNKNOWN: {address}: {why}"
     );
     std::process::exit(1);
 }
 
-fn ask(addr: SocketAddr, request: &str) -> std::io::Result<String> {
-    let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    (&stream).write_all(format!("{request}\n").as_bytes())?;
+fn ask(target: &Target, request: &str) -> std::io::Result<String> {
+    match target {
+        Target::Unix(path) => {
+            let stream = UnixStream::connect(path)?;
+            stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+            exchange(&stream, request)
+        }
+        Target::Tcp(addr) => {
+            let stream = TcpStream::connect_timeout(addr, Duration::from_secs(2))?;
+            stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+            exchange(&stream, request)
+        }
+        Target::Config(_) => Err(std::io::ErrorKind::InvalidInput.into()),
+    }
+}
+
+/// One request line, one answer line. The daemon closes first (we read to
+/// its EOF), so the closed connection's TIME_WAIT stays on the daemon's
+/// port and never holds an ephemeral port that a test's daemon then binds
+/// (the per-job SERVER_PORTs lie in that range).
+fn exchange<S: Read + Write + Copy>(stream: S, request: &str) -> std::io::Result<String> {
+    let mut out = stream;
+    out.write_all(format!("{request}\n").as_bytes())?;
     let mut line = String::new();
-    BufReader::new(&stream).read_line(&mut line)?;
+    let mut reader = BufReader::new(stream);
+    reader.read_line(&mut line)?;
+    let _ = reader.read_to_end(&mut Vec::new());
     Ok(line)
 }
 
