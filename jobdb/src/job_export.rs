@@ -163,6 +163,7 @@ mod tests {
             }),
             epilog: None,
             gpus: vec![],
+            imex_events: vec![],
         }
     }
 
