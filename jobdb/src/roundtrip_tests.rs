@@ -536,6 +536,15 @@ mod imex_events {
         let exported = db.recently_ended(16, 0).unwrap();
         let n3 = exported.iter().find(|j| j.node == "n3").unwrap();
         assert_eq!(n3.imex_events, events);
+        let report = crate::job_export::node_report(n3);
+        let line = report.imex_events.unwrap();
+        assert!(line.starts_with("IMEX daemon died at "), "{line}");
+        assert!(
+            line.contains("(killed by signal 9)") && line.contains("IMEX domain UP again at"),
+            "{line}"
+        );
+        let n5 = exported.iter().find(|j| j.node == "n5").unwrap();
+        assert_eq!(crate::job_export::node_report(n5).imex_events, None);
         // The row's events are never written from the row: rewriting it
         // (a rerun epilog) neither duplicates nor drops them.
         db.record_job(of("n3")).unwrap();
