@@ -14,6 +14,7 @@ use slurm_imex_gpu::stats::GpuUsage;
 use slurm_imex_hooks as hooks;
 use slurm_imex_hooks::check::CheckReport;
 use slurm_imex_hooks::drain::{CheckFlags, DrainAction};
+use slurm_imex_jobdb::imex_events::IMEX_EVENTS_MAX;
 use slurm_imex_jobdb::query::{HistoryFilter, HistoryRow};
 use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::JobDb;
@@ -193,6 +194,7 @@ fn history_table(rows: &[HistoryRow]) -> Table {
         "PEAK_MEM_GIB",
         "IDLE_GPUS",
         "XIDS",
+        "IMEX",
         "VERDICT",
         "REASON",
     ]);
@@ -209,11 +211,23 @@ fn history_table(rows: &[HistoryRow]) -> Table {
             gibibytes(r.peak_memory_bytes.map(|b| b.max(0) as u64)),
             or_dash(r.idle_gpus),
             r.xids.to_string(),
+            imex_cell(r.imex, r.imex_interrupted).into(),
             r.verdict.clone(),
             or_dash(r.reason.as_deref()),
         ]);
     }
     t
+}
+
+/// The history's IMEX column: `no` (no --imex), `yes`, or `interrupted`
+/// (the domain watcher recorded the daemon dying or left down, the domain
+/// leaving UP, or a member lost while the job ran; `show JOBID` has when).
+fn imex_cell(imex: bool, interrupted: bool) -> &'static str {
+    match (imex, interrupted) {
+        (_, true) => "interrupted",
+        (true, false) => "yes",
+        (false, false) => "no",
+    }
 }
 
 fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
@@ -257,6 +271,9 @@ fn print_job_phases(j: &JobRow) -> Result<()> {
     if let Some(source) = &j.imex_rack_source {
         out!("  imex domain members from {source}");
     }
+    for line in imex_event_lines(j) {
+        out!("{line}");
+    }
     for (name, phase) in [("prolog", &j.prolog), ("epilog", &j.epilog)] {
         if let Some(p) = phase {
             out!("  {name}: {} in {} ms", p.verdict.as_str(), p.ms);
@@ -266,6 +283,23 @@ fn print_job_phases(j: &JobRow) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// One line per event of the job's IMEX domain on this node, by time:
+/// "  imex event: IMEX daemon died at 12:03:04 (killed by signal 9)"; and
+/// a last line when the database held more than are read.
+fn imex_event_lines(j: &JobRow) -> Vec<String> {
+    let mut lines: Vec<String> = j
+        .imex_events
+        .iter()
+        .map(|e| format!("  imex event: {}", e.line()))
+        .collect();
+    if j.imex_events.len() >= IMEX_EVENTS_MAX {
+        lines.push(format!(
+            "  imex events: only the first {IMEX_EVENTS_MAX} are shown"
+        ));
+    }
+    lines
 }
 
 fn job_gpu_table(j: &JobRow) -> Table {
@@ -598,4 +632,97 @@ fn undrain_node(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> 
         }
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind};
+
+    fn row(events: Vec<ImexEvent>) -> JobRow {
+        JobRow {
+            job_id: 7,
+            node: "n3".into(),
+            user: None,
+            uid: None,
+            start_ts: 0,
+            end_ts: None,
+            imex: true,
+            imex_domain: None,
+            imex_rack_source: None,
+            imex_outcome: None,
+            prolog: None,
+            epilog: None,
+            gpus: vec![],
+            imex_events: events,
+        }
+    }
+
+    #[test]
+    fn show_prints_one_line_per_imex_event() {
+        let e = |ts_ms, kind, detail| ImexEvent::new(7, "n3", ts_ms, kind, detail);
+        let j = row(vec![
+            e(43_384_000, ImexEventKind::DaemonDied, "killed by signal 9"),
+            e(43_384_200, ImexEventKind::DaemonRestarted, ""),
+            e(43_401_000, ImexEventKind::DomainUp, ""),
+        ]);
+        assert_eq!(
+            imex_event_lines(&j),
+            [
+                "  imex event: IMEX daemon died at 12:03:04 (killed by signal 9)",
+                "  imex event: IMEX daemon restarted at 12:03:04",
+                "  imex event: IMEX domain UP again at 12:03:21",
+            ]
+        );
+        assert!(imex_event_lines(&row(vec![])).is_empty());
+        let many = row((0..IMEX_EVENTS_MAX as i64)
+            .map(|i| e(i, ImexEventKind::MemberLost, "n1"))
+            .collect());
+        let lines = imex_event_lines(&many);
+        assert_eq!(lines.len(), IMEX_EVENTS_MAX + 1);
+        assert_eq!(
+            lines.last().unwrap(),
+            "  imex events: only the first 1000 are shown"
+        );
+    }
+
+    fn history_row(imex: bool, interrupted: bool) -> HistoryRow {
+        HistoryRow {
+            job_id: 7,
+            node: "n3".into(),
+            user: Some("alice".into()),
+            start_ts: 0,
+            end_ts: Some(60),
+            imex,
+            imex_interrupted: interrupted,
+            gpus: 4,
+            energy_mj: None,
+            xids: 0,
+            gpu_util_pct: None,
+            peak_memory_bytes: None,
+            idle_gpus: None,
+            verdict: "PASS".into(),
+            prolog_verdict: None,
+            epilog_verdict: None,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn history_says_whether_the_imex_domain_was_interrupted() {
+        let text = history_table(&[
+            history_row(true, true),
+            history_row(true, false),
+            history_row(false, false),
+        ])
+        .render();
+        let lines: Vec<Vec<&str>> = text
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        let at = lines[0].iter().position(|h| *h == "IMEX").unwrap();
+        assert_eq!(lines[0][at + 1], "VERDICT", "{text}");
+        let cells: Vec<&str> = lines[1..].iter().map(|l| l[at]).collect();
+        assert_eq!(cells, ["interrupted", "yes", "no"], "{text}");
+    }
 }

@@ -156,6 +156,7 @@ fn print_view(view: &JobView) -> Result<()> {
         );
     }
     out_raw!("{}", node_table(&s.nodes).render());
+    print_imex_events(&s.nodes)?;
     out_raw!("{}", gpu_table(s).render());
     let notes = s.notes();
     if !notes.is_empty() {
@@ -166,6 +167,39 @@ fn print_view(view: &JobView) -> Result<()> {
     }
     out!("{}", summary_line(s));
     Ok(())
+}
+
+/// What happened to the job's IMEX domain on each node where something
+/// did, one line per node: "  n3: IMEX daemon died at 12:03:04 (killed by
+/// signal 9); IMEX daemon restarted at 12:03:04".
+fn print_imex_events(nodes: &[NodeReport]) -> Result<()> {
+    for line in imex_events_lines(nodes) {
+        out!("{line}");
+    }
+    Ok(())
+}
+
+/// The lines of [`print_imex_events`]: a heading, then one per node with
+/// events (outside text: made printable, so it stays one line); none when
+/// no node had any.
+fn imex_events_lines(nodes: &[NodeReport]) -> Vec<String> {
+    let per_node: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| {
+            let events = n.imex_events.as_deref()?;
+            Some(format!(
+                "  {}: {}",
+                text::printable(&n.node),
+                text::printable(events)
+            ))
+        })
+        .collect();
+    if per_node.is_empty() {
+        return per_node;
+    }
+    std::iter::once("IMEX events:".to_string())
+        .chain(per_node)
+        .collect()
 }
 
 fn dash<T: ToString>(v: Option<T>) -> String {
@@ -315,4 +349,36 @@ fn store_pass(cli: &Cli, config: &Config, now: i64) -> Result<u8> {
     } else {
         0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_node_with_imex_events_gets_one_line() {
+        let node = |name: &str, events: Option<&str>| NodeReport {
+            node: name.into(),
+            imex: true,
+            imex_events: events.map(str::to_string),
+            ..Default::default()
+        };
+        assert!(imex_events_lines(&[node("n1", None)]).is_empty());
+        let lines = imex_events_lines(&[
+            node("n1", None),
+            node(
+                "n3",
+                Some("IMEX daemon died at 12:03:04 (killed by signal 9); IMEX daemon restarted at 12:03:04; IMEX domain UP again at 12:03:21"),
+            ),
+            node("n4", Some("IMEX peer lost at 12:03:05 (n3)\nforged line")),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "IMEX events:",
+                "  n3: IMEX daemon died at 12:03:04 (killed by signal 9); IMEX daemon restarted at 12:03:04; IMEX domain UP again at 12:03:21",
+                "  n4: IMEX peer lost at 12:03:05 (n3)\\x0aforged line",
+            ]
+        );
+    }
 }

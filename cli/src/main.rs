@@ -60,9 +60,16 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Jobs recorded on this node, newest first (like sacct).
+    /// Jobs recorded on this node, newest first (like sacct). The IMEX
+    /// column says "no" (no --imex), "yes", or "interrupted": the job's IMEX
+    /// domain watcher saw the daemon die or left down, the domain leave UP,
+    /// or a member lost while the job ran (show JOBID lists when; --json:
+    /// imex_interrupted).
     History(HistoryArgs),
-    /// Everything recorded for one job.
+    /// Everything recorded for one job: its row per node, each GPU's stats,
+    /// XIDs and processes, and one "imex event:" line per event of its IMEX
+    /// domain there (the daemon died, was restarted or left down, the domain
+    /// left UP or came back, a member was lost or came back).
     Show { job_id: u32 },
     /// Per-GPU totals, flakiest boards first.
     Gpus {
@@ -110,8 +117,10 @@ pub enum Command {
     },
     /// One job across all its nodes, from a login or controller host, for
     /// its owner or root: nodes, IMEX domains and channel, each node's
-    /// prolog/epilog verdicts and blame, each GPU's energy, use and health,
-    /// and notes (idle GPUs, XIDs your code caused versus the hardware's).
+    /// prolog/epilog verdicts and blame, what happened to the IMEX domain
+    /// on each node while the job ran (one line per node with events), each
+    /// GPU's energy, use and health, and notes (idle GPUs, XIDs your code
+    /// caused versus the hardware's).
     /// Reads the summary stored in the job's AdminComment (only when it
     /// names this job), else Prometheus ([job] prometheus_url). Exit 0 the
     /// summary is shown; 1 the job is known but has no summary yet (none

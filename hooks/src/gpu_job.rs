@@ -323,6 +323,7 @@ fn job_row(job: &JobEnv, start: Option<&StartState>, gate: &GateResult) -> JobRo
             ms: gate.elapsed.as_millis() as u64,
         }),
         gpus,
+        imex_events: Vec::new(),
     }
 }
 

@@ -64,6 +64,7 @@ fn job(id: u32, start: i64) -> JobRow {
                 }
             })
             .collect(),
+        imex_events: Vec::new(),
     }
 }
 

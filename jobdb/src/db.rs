@@ -222,6 +222,21 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     -- The per-job export reads the node's latest jobs by end at every epilog.
     CREATE INDEX jobs_end ON jobs (end_ts);
     "#,
+    // v7: what the IMEX domain watcher (`slurm-imex-watch`) saw happen to
+    // a running job's domain on this node (slurm_imex_core::imex_event),
+    // written while the job runs, before its row exists: keyed by job and
+    // node, not by a job row (crate::imex_events). Pruned by time.
+    r#"
+    CREATE TABLE imex_events (
+        id INTEGER PRIMARY KEY,
+        job_id INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        ts_ms INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX imex_events_job ON imex_events (job_id, node);
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -10,6 +10,8 @@ use crate::write::{GpuRecord, JobRow};
 use crate::JobDb;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
+use slurm_imex_core::imex_event::ImexEvent;
+use slurm_imex_core::text::cap;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobsummary::report::{Blame, GpuReport, NodeReport, XidCount};
 use slurm_imex_jobsummary::series;
@@ -58,7 +60,39 @@ pub fn node_report(j: &JobRow) -> NodeReport {
         prolog_ms: j.prolog.as_ref().map(|p| p.ms),
         epilog_ms: j.epilog.as_ref().map(|p| p.ms),
         gpus: j.gpus.iter().map(gpu_report).collect(),
+        imex_events: imex_events_line(&j.imex_events),
     }
+}
+
+/// Longest line of a node's IMEX events in its report (the series label,
+/// the stored summary): the events that fit, then how many more.
+pub const IMEX_EVENTS_LINE_MAX: usize = 300;
+
+/// The node's IMEX events as one line for its report ("IMEX daemon died at
+/// 12:03:04 (killed by signal 9); IMEX daemon restarted at 12:03:04"): the
+/// events that fit in [`IMEX_EVENTS_LINE_MAX`], then "; … (N more)"; None
+/// without any. (Not `imex_event::summary_line`, which as of this writing
+/// joins with "," and turns a detail's own ", " into "; ".)
+fn imex_events_line(events: &[ImexEvent]) -> Option<String> {
+    let lines: Vec<String> = events.iter().map(ImexEvent::line).collect();
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let sep = if i == 0 { "" } else { "; " };
+        if out.len() + sep.len() + line.len() > IMEX_EVENTS_LINE_MAX {
+            let more = lines.len() - i;
+            if i == 0 {
+                out = cap(line, IMEX_EVENTS_LINE_MAX);
+                return Some(match more - 1 {
+                    0 => out,
+                    rest => format!("{out}; … ({rest} more)"),
+                });
+            }
+            return Some(format!("{out}; … ({more} more)"));
+        }
+        out.push_str(sep);
+        out.push_str(line);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Who this node's record blames, and why: an IMEX failure as the prolog
@@ -163,7 +197,70 @@ mod tests {
             }),
             epilog: None,
             gpus: vec![],
+            imex_events: vec![],
         }
+    }
+
+    #[test]
+    fn a_nodes_imex_events_become_one_bounded_line() {
+        use slurm_imex_core::imex_event::ImexEventKind;
+        let mut j = row();
+        assert_eq!(node_report(&j).imex_events, None);
+        j.imex_events = vec![
+            ImexEvent::new(
+                5,
+                "n1",
+                43_384_000,
+                ImexEventKind::DaemonDied,
+                "killed by signal 9",
+            ),
+            ImexEvent::new(5, "n1", 43_384_500, ImexEventKind::DaemonRestarted, ""),
+            ImexEvent::new(5, "n1", 43_401_000, ImexEventKind::DomainUp, ""),
+        ];
+        assert_eq!(
+            node_report(&j).imex_events.as_deref(),
+            Some(
+                "IMEX daemon died at 12:03:04 (killed by signal 9); IMEX daemon restarted at \
+                 12:03:04; IMEX domain UP again at 12:03:21"
+            )
+        );
+        j.imex_events = (0..200)
+            .map(|i| {
+                ImexEvent::new(
+                    5,
+                    "n1",
+                    i * 1000,
+                    ImexEventKind::MemberLost,
+                    "n2 UNAVAILABLE",
+                )
+            })
+            .collect();
+        let line = node_report(&j).imex_events.unwrap();
+        assert!(line.len() <= IMEX_EVENTS_LINE_MAX + 20, "{}", line.len());
+        assert!(
+            line.starts_with(
+                "IMEX peer lost at 00:00:00 (n2 UNAVAILABLE); IMEX peer lost at 00:00:01"
+            ),
+            "{line}"
+        );
+        assert!(line.ends_with("; … (194 more)"), "{line}");
+        // A detail's own commas stay commas.
+        j.imex_events = vec![ImexEvent::new(
+            5,
+            "n1",
+            0,
+            ImexEventKind::DomainDegraded,
+            "n2, n3 not READY",
+        )];
+        assert_eq!(
+            node_report(&j).imex_events.as_deref(),
+            Some("IMEX domain left UP at 00:00:00 (n2, n3 not READY)")
+        );
+        // One event longer than the line is cut, with how many follow.
+        let long = ImexEvent::new(5, "n1", 0, ImexEventKind::DomainDegraded, &"x".repeat(390));
+        j.imex_events = vec![long.clone(), long];
+        let line = node_report(&j).imex_events.unwrap();
+        assert!(line.ends_with("more bytes); … (1 more)"), "{line}");
     }
 
     #[test]

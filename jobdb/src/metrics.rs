@@ -3,7 +3,8 @@
 //! the job database's totals, and this node's IMEX, drain and timing state.
 //! Refreshed atomically by the epilog and by `slurm-imex check`. Labels are
 //! board identity only (serial, uuid, pci) and small fixed sets (XID class,
-//! throttle reason): never a job id, so series do not grow with jobs.
+//! throttle reason, IMEX event kind): never a job id, so series do not grow
+//! with jobs.
 //!
 //! The exposition text is written here (HELP, TYPE, escaped labels; `render`)
 //! rather than with the prometheus or prometheus-client crates: those keep a
@@ -14,6 +15,7 @@ use crate::query::BoardCounters;
 use crate::JobDb;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
+use slurm_imex_core::imex_event::ImexEventKind;
 use slurm_imex_core::state::NodeState;
 use slurm_imex_jobsummary::series::escape_label;
 use std::collections::BTreeMap;
@@ -87,6 +89,8 @@ fn with_zeros(seen: &BTreeMap<String, i64>, known: &[&str]) -> BTreeMap<String, 
 pub enum Source {
     Board(fn(&BoardCounters) -> Vec<(String, String)>),
     Node(fn(&NodeState) -> Option<(String, String)>),
+    /// Several samples for the node, each with its labels (a fixed set).
+    NodeEach(fn(&NodeState) -> Vec<(String, String)>),
 }
 
 /// One exported metric; [`METRICS`] lists them all, and the dashboard and
@@ -117,6 +121,19 @@ fn per_key(
                 format!("{:.9}", v as f64 / scale)
             };
             (format!(",{label}=\"{}\"", escape_label(&k)), value)
+        })
+        .collect()
+}
+
+/// The node's IMEX domain events by kind: every kind of the closed set
+/// (`ImexEventKind::ALL`), 0 when the watcher saw none, so the series are
+/// fixed and `increase()` sees the first of each.
+fn imex_events_by_kind(n: &NodeState) -> Vec<(String, String)> {
+    ImexEventKind::ALL
+        .into_iter()
+        .map(|k| {
+            let count = n.imex_events.get(k.as_str()).copied().unwrap_or(0);
+            (format!("{{kind=\"{}\"}}", k.as_str()), count.to_string())
         })
         .collect()
 }
@@ -188,6 +205,8 @@ pub const METRICS: &[Metric] = &[
     metric!("slurm_imex_last_gate_duration_seconds", "gauge", "Wall time of the last prolog's GPU health gate.", Source::Node(|n| seconds(n.last_gate_ms))),
     metric!("slurm_imex_last_prolog_duration_seconds", "gauge", "Wall time of the last prolog.", Source::Node(|n| seconds(n.last_prolog_ms))),
     metric!("slurm_imex_last_epilog_duration_seconds", "gauge", "Wall time of the last epilog (up to this export).", Source::Node(|n| seconds(n.last_epilog_ms))),
+    metric!("slurm_imex_imex_events_total", "counter", "IMEX domain events the watcher saw on this node while jobs ran, by kind (daemon-died, daemon-restarted, daemon-left-down, domain-degraded, domain-up, member-lost, member-back); since the state directory began (boot).",
+        Source::NodeEach(imex_events_by_kind)),
 ];
 
 /// The exposition text: HELP and TYPE for every metric, then its samples.
@@ -215,6 +234,11 @@ pub fn render(boards: &[BoardCounters], node: &NodeState) -> String {
             }
             Source::Node(sample) => {
                 if let Some((labels, value)) = sample(node) {
+                    let _ = writeln!(out, "{}{labels} {value}", m.name);
+                }
+            }
+            Source::NodeEach(samples) => {
+                for (labels, value) in samples(node) {
                     let _ = writeln!(out, "{}{labels} {value}", m.name);
                 }
             }
@@ -266,6 +290,45 @@ mod tests {
             "no sample when unknown"
         );
         assert!(text.contains("slurm_imex_node_info{node=\"gb-r1-01\""));
+    }
+
+    #[test]
+    fn imex_events_are_counted_by_kind_with_every_kind_present() {
+        let mut node = NodeState::default();
+        node.imex_events.insert("daemon-died".into(), 3);
+        node.imex_events.insert("domain-up".into(), 1);
+        // A kind this version does not know is not exported (fixed set).
+        node.imex_events.insert("daemon-exploded".into(), 9);
+        let text = render(&[], &node);
+        assert!(
+            text.contains("# HELP slurm_imex_imex_events_total IMEX domain events the watcher saw")
+        );
+        assert!(text.contains("# TYPE slurm_imex_imex_events_total counter\n"));
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("slurm_imex_imex_events_total{"))
+            .collect();
+        assert_eq!(
+            samples,
+            [
+                "slurm_imex_imex_events_total{kind=\"daemon-died\"} 3",
+                "slurm_imex_imex_events_total{kind=\"daemon-restarted\"} 0",
+                "slurm_imex_imex_events_total{kind=\"daemon-left-down\"} 0",
+                "slurm_imex_imex_events_total{kind=\"domain-degraded\"} 0",
+                "slurm_imex_imex_events_total{kind=\"domain-up\"} 1",
+                "slurm_imex_imex_events_total{kind=\"member-lost\"} 0",
+                "slurm_imex_imex_events_total{kind=\"member-back\"} 0",
+            ]
+        );
+        assert!(!text.contains("daemon-exploded"));
+        assert_eq!(
+            render(&[], &NodeState::default())
+                .lines()
+                .filter(|l| l.starts_with("slurm_imex_imex_events_total{"))
+                .count(),
+            7,
+            "all seven from the start"
+        );
     }
 
     #[test]

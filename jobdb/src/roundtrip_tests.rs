@@ -52,6 +52,7 @@ pub(crate) fn job(
                 reasons: vec![],
             })
             .collect(),
+        imex_events: Vec::new(),
     }
 }
 
@@ -489,4 +490,229 @@ fn each_gpus_usage_and_processes_round_trip_and_unknown_stays_unknown() {
         .unwrap();
     let h = &db.history(&all()).unwrap()[0];
     assert_eq!((h.job_id, h.gpu_util_pct, h.idle_gpus), (10, None, None));
+}
+
+mod imex_events {
+    use super::*;
+    use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind};
+
+    fn died(job_id: u32, node: &str, ts_ms: i64) -> ImexEvent {
+        ImexEvent::new(
+            job_id,
+            node,
+            ts_ms,
+            ImexEventKind::DaemonDied,
+            "killed by signal 9",
+        )
+    }
+
+    fn recovered(job_id: u32, node: &str, ts_ms: i64) -> [ImexEvent; 2] {
+        [
+            ImexEvent::new(job_id, node, ts_ms, ImexEventKind::DaemonRestarted, ""),
+            ImexEvent::new(job_id, node, ts_ms + 17_000, ImexEventKind::DomainUp, ""),
+        ]
+    }
+
+    #[test]
+    fn show_and_the_per_job_export_carry_the_rows_own_events() {
+        let (_d, mut db) = db();
+        // The watcher writes while the job runs, before the epilog's row.
+        let mut events = vec![died(7, "n3", 1_000_500)];
+        events.extend(recovered(7, "n3", 1_000_600));
+        for e in &events {
+            db.record_imex_event(e).unwrap();
+        }
+        db.record_imex_event(&died(7, "n4", 1_000_700)).unwrap();
+        db.record_imex_event(&died(8, "n3", 1_000_800)).unwrap();
+        for node in ["n3", "n4", "n5"] {
+            db.record_job(&job(7, node, 1_000, &["S1"], Verdict::Pass))
+                .unwrap();
+        }
+        let shown = db.show(7).unwrap();
+        let of = |node: &str| shown.iter().find(|j| j.node == node).unwrap();
+        assert_eq!(of("n3").imex_events, events);
+        assert!(of("n3").imex_interrupted() && of("n4").imex_interrupted());
+        assert!(of("n5").imex_events.is_empty() && !of("n5").imex_interrupted());
+        let exported = db.recently_ended(16, 0).unwrap();
+        let n3 = exported.iter().find(|j| j.node == "n3").unwrap();
+        assert_eq!(n3.imex_events, events);
+        let report = crate::job_export::node_report(n3);
+        let line = report.imex_events.unwrap();
+        assert!(line.starts_with("IMEX daemon died at "), "{line}");
+        assert!(
+            line.contains("(killed by signal 9)") && line.contains("IMEX domain UP again at"),
+            "{line}"
+        );
+        let n5 = exported.iter().find(|j| j.node == "n5").unwrap();
+        assert_eq!(crate::job_export::node_report(n5).imex_events, None);
+        // The row's events are never written from the row: rewriting it
+        // (a rerun epilog) neither duplicates nor drops them.
+        db.record_job(of("n3")).unwrap();
+        assert_eq!(db.imex_events(7, "n3").unwrap(), events);
+    }
+
+    #[test]
+    fn history_marks_a_job_whose_domain_was_interrupted() {
+        let (_d, mut db) = db();
+        for id in 1..=3 {
+            let mut j = job(id, "n1", 100 * id as i64, &["S1"], Verdict::Pass);
+            j.imex = true;
+            db.record_job(&j).unwrap();
+        }
+        // 1: died and recovered; 2: only recoveries (no interruption
+        // recorded); 3: nothing. Another node's events are not this row's.
+        db.record_imex_event(&died(1, "n1", 100_000)).unwrap();
+        for e in recovered(1, "n1", 100_500) {
+            db.record_imex_event(&e).unwrap();
+        }
+        for e in recovered(2, "n1", 200_500) {
+            db.record_imex_event(&e).unwrap();
+        }
+        db.record_imex_event(&died(3, "n2", 300_000)).unwrap();
+        for kind in [
+            ImexEventKind::DaemonLeftDown,
+            ImexEventKind::DomainDegraded,
+            ImexEventKind::MemberLost,
+        ] {
+            assert!(kind.interrupts());
+        }
+        let rows = db.history(&all()).unwrap();
+        let flags: Vec<(u32, bool)> = rows
+            .iter()
+            .map(|r| (r.job_id, r.imex_interrupted))
+            .collect();
+        assert_eq!(flags, [(3, false), (2, false), (1, true)]);
+        // The same with --gpu (the per-board query).
+        let rows = db
+            .history(&HistoryFilter {
+                gpu: Some("S1".into()),
+                ..all()
+            })
+            .unwrap();
+        assert!(
+            rows.iter()
+                .find(|r| r.job_id == 1)
+                .unwrap()
+                .imex_interrupted
+        );
+        // SQL and JobRow agree.
+        for r in db.show(1).unwrap().iter().chain(db.show(2).unwrap().iter()) {
+            let h = db
+                .history(&HistoryFilter {
+                    job_id: Some(r.job_id),
+                    ..all()
+                })
+                .unwrap();
+            assert_eq!(
+                h[0].imex_interrupted,
+                r.imex_interrupted(),
+                "job {}",
+                r.job_id
+            );
+        }
+    }
+
+    #[test]
+    fn retention_prunes_old_events_with_old_jobs() {
+        let (_d, mut db) = db();
+        db.record_job(&job(1, "n1", 100, &["A"], Verdict::Pass))
+            .unwrap();
+        db.record_job(&job(2, "n1", 10_000, &["A"], Verdict::Pass))
+            .unwrap();
+        db.record_imex_event(&died(1, "n1", 150_000)).unwrap();
+        db.record_imex_event(&died(2, "n1", 10_050_000)).unwrap();
+        // A watcher's event of a job still running, newer than the cutoff.
+        db.record_imex_event(&died(3, "n1", 19_000_000)).unwrap();
+        assert_eq!(db.prune(5_000, 20_000, 86_400).unwrap(), 1);
+        assert!(db.imex_events(1, "n1").unwrap().is_empty());
+        assert_eq!(db.imex_events(2, "n1").unwrap().len(), 1);
+        assert_eq!(db.imex_events(3, "n1").unwrap().len(), 1);
+        // Within the prune's interval nothing goes, events included.
+        assert_eq!(db.prune(50_000, 20_100, 86_400).unwrap(), 0);
+        assert_eq!(db.imex_events(2, "n1").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_v6_database_is_migrated_to_v7_and_keeps_its_jobs() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("jobs.db");
+        {
+            // What slurm-imex with schema v6 left: a job and no events table.
+            let c = rusqlite::Connection::open(&path).unwrap();
+            for sql in &crate::db::MIGRATIONS[..6] {
+                c.execute_batch(sql).unwrap();
+            }
+            c.execute_batch(
+                "INSERT INTO jobs (id, job_id, node, start_ts, end_ts, imex, verdict, imex_channel, imex_node_fault)
+                     VALUES (1, 7, 'n1', 100, 160, 1, 'PASS', 8, 0);",
+            )
+            .unwrap();
+            c.pragma_update(None, "user_version", 6).unwrap();
+        }
+        let mut db = JobDb::open(&path, Duration::from_secs(5)).unwrap();
+        let v: i64 = db
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 7);
+        let shown = db.show(7).unwrap();
+        assert_eq!(shown.len(), 1);
+        assert!(shown[0].imex_events.is_empty());
+        assert_eq!(shown[0].imex_outcome.as_ref().unwrap().channel, Some(8));
+        db.record_imex_event(&died(7, "n1", 120_000)).unwrap();
+        assert!(db.show(7).unwrap()[0].imex_interrupted());
+        assert!(db.history(&all()).unwrap()[0].imex_interrupted);
+        drop(db);
+        // A database of a newer slurm-imex is still refused.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.pragma_update(None, "user_version", 8).unwrap();
+        drop(c);
+        let e = JobDb::open(&path, Duration::from_secs(5))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("has schema v8, newer than this slurm-imex (v7)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn watchers_write_events_beside_epilogs_without_losing_any() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("jobs.db");
+        JobDb::open(&path, Duration::from_secs(5)).unwrap();
+        let threads: Vec<_> = (0..32u32)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    let mut db = JobDb::open(&path, Duration::from_secs(30)).unwrap();
+                    if i % 2 == 0 {
+                        for k in 0..10 {
+                            db.record_imex_event(&died(7, &format!("n{}", i % 4), k))
+                                .unwrap();
+                        }
+                    } else {
+                        db.record_job(&job(
+                            1000 + i,
+                            "n1",
+                            100 + i as i64,
+                            &["A", "B"],
+                            Verdict::Pass,
+                        ))
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let db = JobDb::open(&path, Duration::from_secs(5)).unwrap();
+        let events: usize = (0..4)
+            .map(|n| db.imex_events(7, &format!("n{n}")).unwrap().len())
+            .sum();
+        assert_eq!(events, 160);
+        assert_eq!(db.history(&all()).unwrap().len(), 16);
+    }
 }

@@ -6,6 +6,7 @@ use crate::db::{err, JobDb};
 use rusqlite::{params, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::error::Result;
+use slurm_imex_core::imex_event::ImexEvent;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_gpu::stats::GpuJobStats;
 use slurm_imex_gpu::xid::Bucket;
@@ -51,6 +52,12 @@ pub struct JobRow {
     pub prolog: Option<HookVerdict>,
     pub epilog: Option<HookVerdict>,
     pub gpus: Vec<GpuRecord>,
+    /// What the IMEX domain watcher saw happen to the job's domain on this
+    /// node while it ran, by time (crate::imex_events). Filled when rows
+    /// are read (`show`, the per-job export); never written from the row:
+    /// the watcher writes each event as it happens.
+    #[serde(default)]
+    pub imex_events: Vec<ImexEvent>,
 }
 
 /// The job's IMEX domain on this node, as the prolog left it.
@@ -101,6 +108,14 @@ impl JobRow {
         }
     }
 
+    /// Whether the job's IMEX domain was interrupted here while it ran
+    /// (an event of a kind that interrupts: the daemon died or was left
+    /// down, the domain left UP, a member was lost); `history` computes the
+    /// same in SQL (query/history.rs).
+    pub fn imex_interrupted(&self) -> bool {
+        self.imex_events.iter().any(|e| e.kind.interrupts())
+    }
+
     /// The worse of the two phases.
     pub fn verdict(&self) -> Verdict {
         [&self.prolog, &self.epilog]
@@ -137,8 +152,9 @@ impl JobDb {
         }
         tx.commit().map_err(|e| err(&path, "commit failed", e))
     }
-    /// Delete jobs that ended before `cutoff_ts`, at most once per
-    /// `min_interval_s`. Returns how many job rows went.
+    /// Delete jobs that ended before `cutoff_ts`, and IMEX events from
+    /// before it, at most once per `min_interval_s`. Returns how many job
+    /// rows went.
     pub fn prune(&mut self, cutoff_ts: i64, now_ts: i64, min_interval_s: i64) -> Result<usize> {
         let path = self.path().to_path_buf();
         let tx = self
@@ -160,6 +176,8 @@ impl JobDb {
                 [cutoff_ts],
             )
             .map_err(|e| err(&path, "prune failed", e))?;
+        crate::imex_events::prune(&tx, cutoff_ts)
+            .map_err(|e| err(&path, "pruning IMEX events failed", e))?;
         tx.execute(
             "INSERT INTO meta (key, value) VALUES ('last_prune', ?1)
              ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -28,14 +28,26 @@ pub fn is_ours(comment: &str) -> bool {
 }
 
 /// The stored text for `summary`. A summary too large for the field keeps
-/// every node and every GPU with a finding, and drops healthy GPUs
-/// (counted in `trimmed_gpus`) until it fits; None if even that is too large.
+/// every node and every GPU with a finding: it drops first the nodes' IMEX
+/// events lines (counted in `trimmed_imex_events`; each node's `slurm-imex
+/// show` still has them), then healthy GPUs (counted in `trimmed_gpus`),
+/// until it fits; None if even that is too large.
 pub fn encode(summary: &JobSummary) -> Option<String> {
     let text = encode_exactly(summary)?;
     if text.len() <= MAX_LEN {
         return Some(text);
     }
     let mut trimmed = summary.clone();
+    for node in &mut trimmed.nodes {
+        if node.imex_events.take().is_some() {
+            trimmed.trimmed_imex_events += 1;
+        }
+    }
+    if trimmed.trimmed_imex_events > 0 {
+        if let Some(text) = encode_exactly(&trimmed).filter(|t| t.len() <= MAX_LEN) {
+            return Some(text);
+        }
+    }
     for node in &mut trimmed.nodes {
         let before = node.gpus.len();
         node.gpus
@@ -159,6 +171,73 @@ mod tests {
         assert_eq!(back.trimmed_gpus, 7999);
         assert_eq!(back.nodes[3].gpus[0].verdict, "DRAIN");
         assert_eq!(back.totals().gpus, 8000);
+    }
+
+    /// A line of IMEX events as the watcher's would read, different on
+    /// every node (times, peers), so deflate cannot fold them together.
+    fn events_line(n: usize) -> String {
+        (0..6)
+            .map(|i| {
+                format!(
+                    "IMEX peer lost at {:02}:{:02}:{:02} (gb-r{}-{:02} UNAVAILABLE {:x})",
+                    (n * 7 + i) % 24,
+                    (n * 13 + i) % 60,
+                    (n * 31 + i) % 60,
+                    n % 97,
+                    (n + i) % 18,
+                    n.wrapping_mul(2_654_435_761) ^ i
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    #[test]
+    fn imex_events_are_kept_when_they_fit() {
+        let mut s = summary(18, 4);
+        for (i, n) in s.nodes.iter_mut().enumerate() {
+            n.imex_events = Some(events_line(i));
+        }
+        let back = decode(&encode(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.trimmed_imex_events, 0);
+    }
+
+    #[test]
+    fn imex_events_are_the_first_thing_left_out_and_the_notes_say_so() {
+        // Fits without its events lines, not with them.
+        let mut s = summary(400, 4);
+        assert!(encode_exactly(&s).unwrap().len() <= MAX_LEN);
+        for (i, n) in s.nodes.iter_mut().enumerate() {
+            n.imex_events = Some(events_line(i));
+        }
+        assert!(
+            encode_exactly(&s).unwrap().len() > MAX_LEN,
+            "the test needs a summary over the budget"
+        );
+        let text = encode(&s).unwrap();
+        assert!(text.len() <= MAX_LEN, "{}", text.len());
+        let back = decode(&text).unwrap();
+        assert_eq!(back.trimmed_imex_events, 400);
+        assert_eq!(
+            back.trimmed_gpus, 0,
+            "no GPU left out while dropping the events was enough"
+        );
+        assert!(back.nodes.iter().all(|n| n.imex_events.is_none()));
+        let notes = back.notes().join("\n");
+        assert!(
+            notes.contains("the IMEX events of 400 nodes were left out of the stored summary")
+                && notes.contains("slurm-imex show 99 on each node"),
+            "{notes}"
+        );
+        // Too large even so: the healthy GPUs go too, every node kept.
+        let mut huge = summary(2000, 4);
+        for (i, n) in huge.nodes.iter_mut().enumerate() {
+            n.imex_events = Some(events_line(i));
+        }
+        let back = decode(&encode(&huge).unwrap()).unwrap();
+        assert_eq!((back.nodes.len(), back.trimmed_imex_events), (2000, 2000));
+        assert_eq!(back.trimmed_gpus, 7999);
     }
 
     #[test]

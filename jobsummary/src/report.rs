@@ -1,8 +1,9 @@
 //! One node's report of one job, and the whole job's summary built from the
 //! reports of all its nodes: what the epilog knew (prolog and epilog
 //! verdicts, who was blamed, the IMEX domain and channel, each GPU's use and
-//! health) and the notes a user reads first (idle GPUs, low utilization,
-//! XIDs their code caused versus the hardware's, nodes that never reported).
+//! health, what happened to its IMEX domain while it ran) and the notes a
+//! user reads first (idle GPUs, low utilization, XIDs their code caused
+//! versus the hardware's, nodes that never reported).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -72,6 +73,12 @@ pub struct NodeReport {
     pub epilog_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<GpuReport>,
+    /// What happened to the job's IMEX domain here while it ran, as the
+    /// domain watcher recorded it, in one line ("IMEX daemon died at
+    /// 12:03:04 (killed by signal 9); IMEX daemon restarted at 12:03:04");
+    /// None when nothing did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imex_events: Option<String>,
 }
 
 /// One GPU of the job on one node. Counts are over the job; None: not known.
@@ -151,6 +158,10 @@ pub struct JobSummary {
     /// Healthy GPUs left out to fit Slurm's field (`comment::MAX_LEN`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub trimmed_gpus: u32,
+    /// Nodes whose IMEX events line was left out to fit Slurm's field (the
+    /// first thing left out; `slurm-imex show JOBID` on the node has them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trimmed_imex_events: u32,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -223,6 +234,14 @@ impl JobSummary {
                 )),
                 Blame::None => {}
             }
+        }
+        if self.trimmed_imex_events > 0 {
+            notes.push(format!(
+                "the IMEX events of {} nodes were left out of the stored summary (Slurm's field holds {} characters); slurm-imex show {} on each node has them",
+                self.trimmed_imex_events,
+                crate::comment::MAX_LEN,
+                self.job_id
+            ));
         }
         if self.trimmed_gpus > 0 {
             notes.push(format!(
@@ -342,6 +361,7 @@ mod tests {
             }],
             missing: vec!["gb-r1-02".into()],
             trimmed_gpus: 0,
+            trimmed_imex_events: 0,
         };
         let notes = s.notes().join("\n");
         assert!(notes.contains("no report from gb-r1-02"), "{notes}");

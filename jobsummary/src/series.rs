@@ -2,7 +2,8 @@
 //! the epilog writes them for node_exporter's textfile collector
 //! (`slurm_imex_jobs.prom`), and the same reports rebuilt from the samples
 //! a Prometheus query returns. Every series carries `jobid` and `node`; GPU
-//! series add `gpu` and `serial`. Only the node's latest jobs are written
+//! series add `gpu` and `serial`; the node's info series carries its
+//! verdicts, blame and cause, and its IMEX events line (`imex_events`). Only the node's latest jobs are written
 //! (`[metrics] job_series`), so the series per node stay bounded while
 //! Prometheus keeps each job for its retention.
 //!
@@ -18,6 +19,10 @@ pub const FILE_NAME: &str = "slurm_imex_jobs.prom";
 pub const PREFIX: &str = "slurm_imex_job_";
 /// Longest label value written (a cause line, a GPU name).
 const LABEL_MAX: usize = 200;
+/// Longest `imex_events` label written: the node's events line is built
+/// to about 300 characters (jobdb's job_export), with room for its
+/// "… (N more)".
+const EVENTS_LABEL_MAX: usize = 400;
 
 const NODE_INFO: &str = "slurm_imex_job_node_info";
 const START: &str = "slurm_imex_job_node_start_timestamp_seconds";
@@ -41,7 +46,7 @@ const NVLINK: &str = "slurm_imex_job_gpu_nvlink_errors";
 
 /// Every family, with its help text, in the order written.
 pub const FAMILIES: &[(&str, &str)] = &[
-    (NODE_INFO, "One job on this node: user, IMEX domain and channel, prolog and epilog verdicts, who was blamed and why (always 1)."),
+    (NODE_INFO, "One job on this node: user, IMEX domain and channel, prolog and epilog verdicts, who was blamed and why, what happened to the IMEX domain while it ran (always 1)."),
     (START, "When the job started on this node."),
     (END, "When the job's epilog ran on this node."),
     (PROLOG_S, "Wall time of the job's prolog on this node."),
@@ -89,7 +94,7 @@ fn node_lines(job_id: u32, r: &NodeReport, emit: &mut Emit) {
     let id = format!("jobid=\"{job_id}\",node=\"{}\"", escape(&r.node));
     let opt = |v: &Option<String>| escape(v.as_deref().unwrap_or(""));
     let info = format!(
-        "{id},user=\"{}\",imex=\"{}\",domain=\"{}\",channel=\"{}\",prolog=\"{}\",epilog=\"{}\",blame=\"{}\",cause=\"{}\"",
+        "{id},user=\"{}\",imex=\"{}\",domain=\"{}\",channel=\"{}\",prolog=\"{}\",epilog=\"{}\",blame=\"{}\",cause=\"{}\",imex_events=\"{}\"",
         opt(&r.user),
         r.imex,
         opt(&r.domain),
@@ -98,6 +103,10 @@ fn node_lines(job_id: u32, r: &NodeReport, emit: &mut Emit) {
         opt(&r.epilog),
         r.blame.as_str(),
         opt(&r.cause),
+        escape_label(&slurm_imex_core::text::cap(
+            r.imex_events.as_deref().unwrap_or(""),
+            EVENTS_LABEL_MAX
+        )),
     );
     emit(NODE_INFO, info, "1".into());
     emit(START, id.clone(), r.start_ts.to_string());
@@ -276,6 +285,7 @@ fn apply_node(r: &mut NodeReport, s: &Sample) {
             r.epilog = text("epilog");
             r.blame = s.label("blame").and_then(Blame::parse).unwrap_or_default();
             r.cause = text("cause");
+            r.imex_events = text("imex_events");
         }
         START => r.start_ts = s.value as i64,
         END => r.end_ts = Some(s.value as i64),
@@ -336,8 +346,8 @@ fn apply_gpu(g: &mut GpuReport, s: &Sample) {
 mod tests {
     use super::*;
 
-    /// The exposition lines back as samples (test only: label values here
-    /// hold no `,` or `}`, except where escaped quotes are tested).
+    /// The exposition lines back as samples, label values unescaped as
+    /// Prometheus does (`\\`, `\"`, `\n`).
     fn parse(text: &str) -> Vec<Sample> {
         text.lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
@@ -345,18 +355,26 @@ mod tests {
                 let (series, value) = l.rsplit_once(' ').unwrap();
                 let (name, rest) = series.split_once('{').unwrap();
                 let mut labels = BTreeMap::new();
-                let mut rest = rest.trim_end_matches('}');
-                while let Some((k, v)) = rest.split_once("=\"") {
-                    let mut end = 0;
-                    let b = v.as_bytes();
-                    while !(b[end] == b'"' && (end == 0 || b[end - 1] != b'\\')) {
-                        end += 1;
+                let mut chars = rest.chars();
+                loop {
+                    let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+                    if key.is_empty() || key == "}" {
+                        break;
                     }
-                    labels.insert(
-                        k.to_string(),
-                        v[..end].replace("\\\"", "\"").replace("\\\\", "\\"),
-                    );
-                    rest = v[end + 1..].trim_start_matches(',');
+                    assert_eq!(chars.next(), Some('"'), "{l}");
+                    let mut v = String::new();
+                    while let Some(c) = chars.next() {
+                        match c {
+                            '"' => break,
+                            '\\' => match chars.next() {
+                                Some('n') => v.push('\n'),
+                                Some(c @ ('\\' | '"')) => v.push(c),
+                                other => panic!("bad escape {other:?} in {l}"),
+                            },
+                            c => v.push(c),
+                        }
+                    }
+                    labels.insert(key.trim_start_matches(',').to_string(), v);
                 }
                 Sample {
                     name: name.into(),
@@ -406,6 +424,10 @@ mod tests {
             cause: Some("peer gb-r1-02 \"never\" connected".into()),
             prolog_ms: Some(1643),
             epilog_ms: Some(212),
+            imex_events: Some(
+                "IMEX daemon died at 12:03:04 (killed by signal 9); IMEX daemon restarted at 12:03:04"
+                    .into(),
+            ),
             gpus: vec![
                 g,
                 GpuReport {
@@ -430,9 +452,46 @@ mod tests {
     }
 
     #[test]
+    fn an_imex_events_line_survives_quotes_backslashes_and_newlines() {
+        let mut r = report();
+        let hostile =
+            "IMEX domain left UP at 12:03:05 (n3 \"UNAVAILABLE\" C:\\x\\ \\\"\nforged 1)\\";
+        r.imex_events = Some(hostile.into());
+        let text = render(&[(7, r.clone())]);
+        let info = text.lines().find(|l| l.starts_with(NODE_INFO)).unwrap();
+        assert!(
+            info.contains(",imex_events=\"IMEX domain left UP at 12:03:05 (n3 \\\"UNAVAILABLE\\\""),
+            "{info}"
+        );
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with(NODE_INFO)).count(),
+            1,
+            "no forged line"
+        );
+        let back = reports_from(&parse(&text));
+        assert_eq!(back[&7]["gb-r1-01"].imex_events.as_deref(), Some(hostile));
+        // None stays None: an empty label is no line.
+        r.imex_events = None;
+        let back = reports_from(&parse(&render(&[(7, r)])));
+        assert_eq!(back[&7]["gb-r1-01"].imex_events, None);
+    }
+
+    #[test]
+    fn a_long_imex_events_line_is_bounded() {
+        let mut r = report();
+        r.imex_events = Some("IMEX peer lost at 12:00:00 (n9); ".repeat(500));
+        let text = render(&[(7, r)]);
+        let back = reports_from(&parse(&text));
+        let line = back[&7]["gb-r1-01"].imex_events.clone().unwrap();
+        assert!(line.len() <= EVENTS_LABEL_MAX + 32, "{}", line.len());
+        assert!(line.ends_with("more bytes)"), "{line}");
+    }
+
+    #[test]
     fn series_stay_within_their_labels_and_bounds() {
         let mut r = report();
         r.cause = Some("x".repeat(10_000) + "\nsecond line");
+        r.imex_events = Some("y".repeat(10_000) + "\nsecond line");
         let text = render(&[(1, r)]);
         assert!(text.lines().all(|l| l.len() < 1024), "a label is bounded");
         assert_eq!(

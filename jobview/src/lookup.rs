@@ -228,6 +228,7 @@ pub fn summary_of(
         nodes: reports.into_values().collect(),
         missing,
         trimmed_gpus: 0,
+        trimmed_imex_events: 0,
     }))
 }
 

@@ -1,5 +1,6 @@
 //! `history`: job rows filtered like sacct, newest first, with the job's
-//! totals or, with `--gpu`, that board's numbers.
+//! totals or, with `--gpu`, that board's numbers, and whether its IMEX
+//! domain was interrupted there (crate::imex_events).
 
 use super::node_set;
 use crate::JobDb;
@@ -30,6 +31,10 @@ pub struct HistoryRow {
     pub start_ts: i64,
     pub end_ts: Option<i64>,
     pub imex: bool,
+    /// The job's IMEX domain was interrupted here while it ran: the IMEX
+    /// domain watcher recorded an event of a kind that interrupts
+    /// (daemon-died, daemon-left-down, domain-degraded, member-lost).
+    pub imex_interrupted: bool,
     pub gpus: i64,
     pub energy_mj: Option<i64>,
     pub xids: i64,
@@ -110,12 +115,15 @@ impl JobDb {
         let sql = format!(
             "SELECT j.job_id, j.node, j.user, j.start_ts, j.end_ts, j.imex, {}, {},
                     j.prolog_verdict, j.epilog_verdict,
-                    CASE WHEN j.epilog_verdict = j.verdict THEN j.epilog_reasons ELSE j.prolog_reasons END
+                    CASE WHEN j.epilog_verdict = j.verdict THEN j.epilog_reasons ELSE j.prolog_reasons END,
+                    EXISTS (SELECT 1 FROM imex_events e WHERE e.job_id = j.job_id AND e.node = j.node
+                            AND e.kind IN ({}))
              FROM jobs j {gpu_join}
              {}
              ORDER BY j.start_ts DESC, j.id DESC LIMIT {}",
             figure_columns(f.gpu.is_some()),
             usage_columns(f.gpu.is_some()),
+            crate::imex_events::interrupting_kinds_sql(),
             c.where_clause(),
             f.limit.max(1)
         );
@@ -160,6 +168,7 @@ fn history_row(r: &rusqlite::Row) -> rusqlite::Result<HistoryRow> {
         start_ts: r.get(3)?,
         end_ts: r.get(4)?,
         imex: r.get(5)?,
+        imex_interrupted: r.get(16)?,
         gpus: r.get(6)?,
         energy_mj: r.get(7)?,
         xids: r.get(8)?,

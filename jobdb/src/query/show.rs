@@ -1,5 +1,6 @@
 //! `show`: everything recorded about one job: its row per node (and per
-//! start, if requeued), each GPU's stats, XIDs and processes.
+//! start, if requeued), each GPU's stats, XIDs and processes, and its IMEX
+//! domain's events there.
 
 use super::reason_lines;
 use crate::write::{GpuRecord, HookVerdict, ImexOutcome, JobRow};
@@ -32,7 +33,8 @@ impl JobDb {
         )
     }
 
-    /// Whole records (with their GPUs) of the job rows `filter` selects.
+    /// Whole records (with their GPUs and IMEX events) of the job rows
+    /// `filter` selects.
     fn jobs_where(&self, filter: &str, args: &[Value]) -> Result<Vec<JobRow>> {
         let sql = format!(
             "SELECT id, job_id, node, user, uid, start_ts, end_ts, imex, prolog_verdict, prolog_reasons,
@@ -46,6 +48,7 @@ impl JobDb {
         let mut out = Vec::new();
         for (row_id, mut job) in jobs {
             job.gpus = self.gpus_of(row_id)?;
+            job.imex_events = self.imex_events(job.job_id, &job.node)?;
             out.push(job);
         }
         Ok(out)
@@ -118,6 +121,7 @@ fn job_from_row(r: &rusqlite::Row) -> rusqlite::Result<JobRow> {
         prolog: phase(r.get(8)?, r.get(9)?, r.get(10)?),
         epilog: phase(r.get(11)?, r.get(12)?, r.get(13)?),
         gpus: Vec::new(),
+        imex_events: Vec::new(),
     })
 }
 

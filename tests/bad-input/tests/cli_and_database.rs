@@ -58,6 +58,7 @@ impl Site {
                 prolog: None,
                 epilog: None,
                 gpus: Vec::new(),
+                imex_events: Vec::new(),
             })
             .unwrap();
         }

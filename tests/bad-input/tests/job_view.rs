@@ -226,6 +226,23 @@ fn outside_text_is_cut_to_one_kib_a_piece() {
     let body =
         format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{sample}]}}}}"#);
     cases.push(("a 1 MiB label", site.job(&prometheus(200, body))));
+    // A node's IMEX events line of 1 MiB with escapes and a newline: one
+    // line for the node, cut, printable.
+    let sample = format!(
+        r#"{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"{JOB}","node":"n1","imex_events":"IMEX daemon died\u001b[2J\nforged {mib}"}},"value":[1790000000,"1"]}}"#
+    );
+    let body =
+        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{sample}]}}}}"#);
+    let events = site.job(&prometheus(200, body));
+    assert!(
+        events
+            .stdout
+            .contains("\n  n1: IMEX daemon died\\x1b[2J\\x0aforged xxx"),
+        "{}",
+        events.stdout
+    );
+    assert!(!events.stdout.chars().any(|c| c.is_control() && c != '\n'));
+    cases.push(("a 1 MiB IMEX events label", events));
     // A stored summary whose cause is 1 MiB (it deflates to little).
     site.accounted("root", &summary(JOB, "n1", "S", Some(mib.clone())));
     cases.push(("a 1 MiB stored cause", site.job(&nobody())));
