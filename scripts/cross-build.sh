@@ -6,7 +6,7 @@
 #
 # Output, in cargo's own layout for a --target build, under target/cross so
 # that the builder's rustc never shares fingerprints with this machine's:
-#   target/cross/TARGET/release/{slurm-imex,slurm-imex-prolog,slurm-imex-epilog}
+#   target/cross/TARGET/release/{slurm-imex,slurm-imex-prolog,slurm-imex-epilog,slurm-imex-watch}
 #   target/cross/TARGET/release/{nvidia-imex,nvidia-imex-ctl,libnvidia_ml.so}
 #     (the fake IMEX and fake NVML, so the tests run on that architecture)
 #   target/cross/TARGET/release/libspank_imex.so (bundled bindings, stamped

@@ -19,7 +19,7 @@ set -euo pipefail
 # checks every shell file (tests/lint/shell.sh).
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
-      strace sqlite3 python3 prometheus-node-exporter prometheus
+      strace sqlite3 python3 openssl prometheus-node-exporter prometheus
       equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev gcc make pkg-config xz-utils
       rpm rpmlint binutils-aarch64-linux-gnu qemu-user-static binfmt-support file shellcheck)
 missing=()

@@ -209,7 +209,7 @@ write_file() { # mode dest (contents on stdin)
 
 install_files() {
   local mm=$1 b
-  for b in slurm-imex-prolog slurm-imex-epilog; do put 0755 "$PAYLOAD/bin/$b" "$prefix/sbin/$b"; done
+  for b in slurm-imex-prolog slurm-imex-epilog slurm-imex-watch; do put 0755 "$PAYLOAD/bin/$b" "$prefix/sbin/$b"; done
   put 0755 "$PAYLOAD/bin/slurm-imex" "$prefix/bin/slurm-imex"
   put 0644 "$PAYLOAD/plugins/$mm/spank_imex.so" "$plugin_dir/spank_imex.so"
   write_file 0755 "$prefix/sbin/slurm-imex-healthcheck" <<EOF

@@ -40,7 +40,7 @@ bindir=target/$triple/release
 # scripts/cross-build.sh puts another architecture's build under target/cross/.
 [ -x "$bindir/slurm-imex-prolog" ] || [ ! -x "target/cross/$triple/release/slurm-imex-prolog" ] || bindir=target/cross/$triple/release
 [ -x "$bindir/slurm-imex-prolog" ] || [ "$triple" != "$host" ] || bindir=target/release
-for b in slurm-imex-prolog slurm-imex-epilog slurm-imex; do
+for b in slurm-imex-prolog slurm-imex-epilog slurm-imex-watch slurm-imex; do
   [ -x "$bindir/$b" ] || die "no $bindir/$b: build it first (cargo build --release${1:+ --target $triple})"
   is_arch "$bindir/$b" || die "$bindir/$b is $(elf_machine "$bindir/$b"), not $arch"
 done
@@ -67,7 +67,7 @@ done < <(find target/slurm-plugins "target/cross/$triple/slurm-plugins" -name li
 work=target/rpm-build/$arch
 rm -rf "$work"; mkdir -p "$work"/{stage/bin,stage/plugin,stage/man,SOURCES,RPMS,BUILD,tmp}
 stage=$REPO/$work/stage
-for b in slurm-imex-prolog slurm-imex-epilog slurm-imex; do
+for b in slurm-imex-prolog slurm-imex-epilog slurm-imex-watch slurm-imex; do
   install -m 0755 "$bindir/$b" "$stage/bin/$b"
   "$strip_tool" --strip-unneeded "$stage/bin/$b"
 done

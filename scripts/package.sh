@@ -46,7 +46,7 @@ if [ "$arch" = "$native" ]; then
   cargo_deb() { cargo deb "$@"; }
 else
   rust_target=$(dpkg-architecture -a"$arch" -qDEB_HOST_GNU_CPU 2>/dev/null)-unknown-linux-gnu
-  for b in slurm-imex slurm-imex-prolog slurm-imex-epilog; do
+  for b in slurm-imex slurm-imex-prolog slurm-imex-epilog slurm-imex-watch; do
     [ -x "target/cross/$rust_target/release/$b" ] ||
       { echo "package: target/cross/$rust_target/release/$b missing: run scripts/cross-build.sh $rust_target" >&2; exit 1; }
   done

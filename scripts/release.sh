@@ -38,7 +38,7 @@ name=slurm-imex-$version-$cpu-linux
 stage=target/release-stage/$name
 rm -rf "target/release-stage/$name"
 mkdir -p "$stage"/{bin,plugins,share/man}
-for b in slurm-imex-prolog slurm-imex-epilog slurm-imex; do
+for b in slurm-imex-prolog slurm-imex-epilog slurm-imex-watch slurm-imex; do
   [ -f "$bin_dir/$b" ] || { echo "release: $bin_dir/$b missing (cargo build --release, or scripts/cross-build.sh)" >&2; exit 1; }
   install -m 0755 "$bin_dir/$b" "$stage/bin/$b"
   $strip_tool --strip-unneeded "$REPO/$stage/bin/$b"

@@ -66,6 +66,22 @@ pub fn write_all(dir: &Path) -> Result<()> {
     write_page(
         dir,
         hook_page(
+            "slurm-imex-watch",
+            "the watcher of an --imex job's IMEX domain, from the prolog to the epilog",
+            "Started by slurm-imex-prolog once a per-job IMEX domain is UP (slurm-imex-watch --job N \
+             --node NAME), stopped by slurm-imex-epilog; never run by hand. Every [imex.watch] \
+             interval it looks at the node's nvidia-imex and asks it for the domain: a daemon that \
+             died is restarted on the job's config, up to [imex.watch] max_restarts times per job, \
+             then left down and the node drained after the job. Each event (daemon died, restarted \
+             or left down; domain left UP or UP again; peer lost or back) goes to the journal, the \
+             job database (slurm-imex show JOBID) and the node's Prometheus counters \
+             (slurm_imex_imex_events_total). See slurm-imex(1).",
+        ),
+        "8",
+    )?;
+    write_page(
+        dir,
+        hook_page(
             "slurm-imex-healthcheck",
             "Slurm HealthCheckProgram: slurm-imex check --drain --undrain",
             "Set HealthCheckProgram=/usr/sbin/slurm-imex-healthcheck in slurm.conf. It runs the GPU \

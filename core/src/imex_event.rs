@@ -119,10 +119,28 @@ impl ImexEvent {
 
 /// A node's events as one line: "IMEX daemon died at 12:03:04 (killed by
 /// signal 9); IMEX daemon restarted at 12:03:04; IMEX domain UP again at
-/// 12:03:21", capped at `max` characters (the count of those left out said).
-pub fn summary_line(events: &[ImexEvent], max: usize) -> String {
+/// 12:03:21": the events that fit in `max` bytes, then "; … (N more)";
+/// None without any.
+pub fn summary_line(events: &[ImexEvent], max: usize) -> Option<String> {
     let lines: Vec<String> = events.iter().map(ImexEvent::line).collect();
-    crate::text::summarize_list(&lines, max).replace(", ", "; ")
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let sep = if i == 0 { "" } else { "; " };
+        if out.len() + sep.len() + line.len() > max {
+            let more = lines.len() - i;
+            if i == 0 {
+                let first = crate::text::cap(line, max);
+                return Some(match more - 1 {
+                    0 => first,
+                    rest => format!("{first}; … ({rest} more)"),
+                });
+            }
+            return Some(format!("{out}; … ({more} more)"));
+        }
+        out.push_str(sep);
+        out.push_str(line);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 #[cfg(test)]
@@ -148,6 +166,25 @@ mod tests {
         assert!(line.ends_with(" (killed by signal 9)"), "{line}");
         let up = ImexEvent::new(7, "n3", 0, ImexEventKind::DomainUp, "");
         assert!(!up.line().contains('('), "{}", up.line());
+    }
+
+    #[test]
+    fn a_summary_keeps_each_details_commas_and_says_how_many_did_not_fit() {
+        let e = |d: &str| ImexEvent::new(7, "n1", 0, ImexEventKind::DomainDegraded, d);
+        let events = [
+            e("DEGRADED: n2 UNAVAILABLE, n3 UNAVAILABLE"),
+            e("x"),
+            e("y"),
+        ];
+        let all = summary_line(&events, 1000).unwrap();
+        assert!(
+            all.contains("(DEGRADED: n2 UNAVAILABLE, n3 UNAVAILABLE); IMEX"),
+            "{all}"
+        );
+        assert_eq!(all.matches("; IMEX").count(), 2, "{all}");
+        let cut = summary_line(&events, 80).unwrap();
+        assert!(cut.ends_with("; … (2 more)"), "{cut}");
+        assert_eq!(summary_line(&[], 80), None);
     }
 
     #[test]

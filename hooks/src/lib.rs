@@ -8,6 +8,8 @@
 //!   snapshot, and after it the deltas, verdict and database row (judge and
 //!   record only: acting on a verdict is `drain`)
 //! - `check`: the health check hook, and publishing the node's clique
+//! - `watch`: the job's domain watcher (`slurm-imex-watch`), from the
+//!   prolog to the epilog: a dead daemon restarted, every event recorded
 //! - `drain`: what a drain-class finding does to the node in Slurm, for the
 //!   prolog, the epilog and the check alike
 
@@ -15,3 +17,4 @@ pub mod check;
 pub mod drain;
 pub mod gpu_job;
 pub mod lifecycle;
+pub mod watch;

@@ -6,7 +6,7 @@
 use crate::drain::{self, DrainAction};
 use crate::gpu_job::{self, GpuEpilog, GpuOutcome};
 use slurm_imex_core::blame::{Blamed, Fault};
-use slurm_imex_core::config::Config;
+use slurm_imex_core::config::{Config, DomainScope};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::env::JobEnv;
@@ -68,10 +68,18 @@ pub trait PrologSteps: Sync {
     fn note_drained(&self, action: &DrainAction);
     /// Return IMEX on this node to idle (`domain::teardown`).
     fn teardown(&self) -> Result<TeardownOutcome>;
+    /// Start the watcher of the job's per-job domain, now UP (`watch::spawn`).
+    fn watch_domain(&self) -> Result<()>;
 }
 
 /// The steps an epilog runs (see [`PrologSteps`]).
 pub trait EpilogSteps {
+    /// Stop the job's domain watcher, before anything reads what it wrote
+    /// (`watch::stop`).
+    fn stop_watch(&self) -> Result<()>;
+    /// The drain line when the watcher left the daemon down (it died past
+    /// `[imex.watch] max_restarts`), read once (`watch::left_down`).
+    fn watch_left_down(&self) -> Option<String>;
     /// The node's standing, after sweeping temporary files left by killed writers.
     fn load_node(&self) -> NodeState;
     /// What the prolog recorded of the job's IMEX domain here.
@@ -151,9 +159,22 @@ impl PrologSteps for Live<'_> {
     fn teardown(&self) -> Result<TeardownOutcome> {
         domain::teardown(self.job.job_id, self.cfg)
     }
+    fn watch_domain(&self) -> Result<()> {
+        let watch = &self.cfg.imex.watch;
+        if !watch.enabled || self.cfg.imex.domain != DomainScope::Job {
+            return Ok(());
+        }
+        crate::watch::spawn(self.job.job_id, &self.job.node_name, self.cfg)
+    }
 }
 
 impl EpilogSteps for Live<'_> {
+    fn stop_watch(&self) -> Result<()> {
+        crate::watch::stop(self.cfg)
+    }
+    fn watch_left_down(&self) -> Option<String> {
+        crate::watch::left_down(self.cfg, self.job.job_id)
+    }
     fn load_node(&self) -> NodeState {
         sweep::sweep_orphan_temps(self.cfg);
         NodeState::load(&StateDir::of(self.cfg))
@@ -236,7 +257,13 @@ pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
     };
     match check_own_clique(domain, record.as_mut(), &gate, steps) {
         Ok(waited) => {
-            tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP")
+            tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP");
+            if let Err(e) = steps.watch_domain() {
+                // The domain is UP: the job runs, unwatched, and says so.
+                exit.note(format!(
+                    "slurm-imex-prolog: the IMEX domain is not watched: {e}"
+                ));
+            }
         }
         Err(Fault::Job(cause)) => {
             // Not this node's fault: the plugin fails the job with this cause.
@@ -354,6 +381,11 @@ pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
 pub fn epilog_with(job: &JobEnv, steps: &impl EpilogSteps) -> Exit {
     let started = std::time::Instant::now();
     let mut exit = Exit::ok();
+    if job.imex_requested {
+        if let Err(e) = steps.stop_watch() {
+            tracing::warn!("cannot stop the IMEX watcher: {e}");
+        }
+    }
     let mut node = steps.load_node();
     node.node = job.node_name.clone();
     // The job's whole prolog time and its IMEX domain here, before teardown
@@ -363,6 +395,7 @@ pub fn epilog_with(job: &JobEnv, steps: &impl EpilogSteps) -> Exit {
     let imex_domain = record.as_ref().and_then(|r| r.domain.clone());
     if job.imex_requested {
         teardown_domain(job, steps, &mut node, &mut exit);
+        drain_if_left_down(job, steps, &mut node, &mut exit);
     }
     let gpus = steps.judge_gpus(record.as_ref());
     if let Some(e) = &gpus.unrecorded {
@@ -404,6 +437,22 @@ fn teardown_domain(job: &JobEnv, steps: &impl EpilogSteps, node: &mut NodeState,
             steps.imex_node_fault(&line).record(node, now_s());
             exit.fail(format!("slurm-imex-epilog on {}: {line}", job.node_name))
         }
+    }
+}
+
+/// A daemon the watcher left down (it died more often than the bound
+/// allows) is this node's fault, and only this node's: the epilog fails
+/// with the reason, so Slurm drains the node after the job. Its peers'
+/// epilogs find no such line and pass.
+fn drain_if_left_down(
+    job: &JobEnv,
+    steps: &impl EpilogSteps,
+    node: &mut NodeState,
+    exit: &mut Exit,
+) {
+    if let Some(line) = steps.watch_left_down() {
+        steps.imex_node_fault(&line).record(node, now_s());
+        exit.fail(format!("slurm-imex-epilog on {}: {line}", job.node_name))
     }
 }
 

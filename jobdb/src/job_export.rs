@@ -11,7 +11,6 @@ use crate::JobDb;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::imex_event::ImexEvent;
-use slurm_imex_core::text::cap;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobsummary::report::{Blame, GpuReport, NodeReport, XidCount};
 use slurm_imex_jobsummary::series;
@@ -68,31 +67,10 @@ pub fn node_report(j: &JobRow) -> NodeReport {
 /// the stored summary): the events that fit, then how many more.
 pub const IMEX_EVENTS_LINE_MAX: usize = 300;
 
-/// The node's IMEX events as one line for its report ("IMEX daemon died at
-/// 12:03:04 (killed by signal 9); IMEX daemon restarted at 12:03:04"): the
-/// events that fit in [`IMEX_EVENTS_LINE_MAX`], then "; … (N more)"; None
-/// without any. (Not `imex_event::summary_line`, which as of this writing
-/// joins with "," and turns a detail's own ", " into "; ".)
+/// The node's IMEX events as one line for its report
+/// (`imex_event::summary_line`, at most [`IMEX_EVENTS_LINE_MAX`]).
 fn imex_events_line(events: &[ImexEvent]) -> Option<String> {
-    let lines: Vec<String> = events.iter().map(ImexEvent::line).collect();
-    let mut out = String::new();
-    for (i, line) in lines.iter().enumerate() {
-        let sep = if i == 0 { "" } else { "; " };
-        if out.len() + sep.len() + line.len() > IMEX_EVENTS_LINE_MAX {
-            let more = lines.len() - i;
-            if i == 0 {
-                out = cap(line, IMEX_EVENTS_LINE_MAX);
-                return Some(match more - 1 {
-                    0 => out,
-                    rest => format!("{out}; … ({rest} more)"),
-                });
-            }
-            return Some(format!("{out}; … ({more} more)"));
-        }
-        out.push_str(sep);
-        out.push_str(line);
-    }
-    (!out.is_empty()).then_some(out)
+    slurm_imex_core::imex_event::summary_line(events, IMEX_EVENTS_LINE_MAX)
 }
 
 /// Who this node's record blames, and why: an IMEX failure as the prolog

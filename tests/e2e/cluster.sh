@@ -99,7 +99,7 @@ prefix_install() {
   cat /proc/sys/net/ipv4/ip_local_reserved_ports > "$C/admin/host-reserved-before"
   admin_install_sh "$C"/release/slurm-imex-*/install.sh --slurm-prefix "$SLURM_PREFIX" > "$C/install.out" 2>&1 ||
     { echo "cluster_install: install.sh failed:" >&2; cat "$C/install.out" >&2; return 1; }
-  ln -s /usr/local/sbin/slurm-imex-prolog /usr/local/sbin/slurm-imex-epilog /usr/local/bin/slurm-imex "$C/bin/"
+  ln -s /usr/local/sbin/slurm-imex-prolog /usr/local/sbin/slurm-imex-epilog /usr/local/sbin/slurm-imex-watch /usr/local/bin/slurm-imex "$C/bin/"
 }
 
 # The node install.sh runs on (E2E_INSTALL=prefix). install.sh changes the
@@ -173,10 +173,10 @@ rpm_install() {
   { e2e_rpm -V --nodeps slurm-imex; echo "rc=$?"; } > "$C/rpm-verify.out"
   e2e_rpm -ql slurm-imex > "$C/rpm-files"
   local f
-  for f in /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex /usr/lib64/slurm/spank_imex.so; do
+  for f in /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/sbin/slurm-imex-watch /usr/bin/slurm-imex /usr/lib64/slurm/spank_imex.so; do
     grep -qx "$f" "$C/rpm-files" || { echo "cluster_install: the RPM installed no $f" >&2; return 1; }
   done
-  ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex "$C/bin/"
+  ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/sbin/slurm-imex-watch /usr/bin/slurm-imex "$C/bin/"
 }
 
 # The RPM for this Slurm's major.minor: E2E_RPM, else target/rpm's.
@@ -224,14 +224,14 @@ cluster_install() {
   for f in nvidia-imex nvidia-imex-ctl fake-gpu-job; do cp "$bin/$f" "$C/bin/"; done
   if [ "$E2E_INSTALL" = package ]; then
     # What dpkg installed; the tests call them through $C/bin as well.
-    ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/bin/slurm-imex "$C/bin/"
+    ln -s /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/sbin/slurm-imex-watch /usr/bin/slurm-imex "$C/bin/"
     [ -f "$PLUGIN_DIR/spank_imex.so" ] || { echo "cluster_install: the package's $PLUGIN_DIR/spank_imex.so is missing" >&2; return 1; }
   elif [ "$E2E_INSTALL" = prefix ]; then
     prefix_install || return 1
   elif [ "$E2E_INSTALL" = rpm ]; then
     rpm_install || return 1
   else
-    for f in slurm-imex-prolog slurm-imex-epilog slurm-imex; do cp "$bin/$f" "$C/bin/"; done
+    for f in slurm-imex-prolog slurm-imex-epilog slurm-imex-watch slurm-imex; do cp "$bin/$f" "$C/bin/"; done
     cp "${E2E_PLUGIN:-$bin/libspank_imex.so}" "$C/bin/spank_imex.so"
   fi
   # What every test task reports, one line: hostname, step, channel env,

@@ -3,7 +3,7 @@
 # A test is a function test_* in the feature file named after what it
 # proves (jobs.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
 # topology.sh, rack-map.sh, rack-domains.sh, controller.sh, segments.sh,
-# faults.sh, fleet.sh, accounting.sh, nvl72.sh, containers.sh, upgrade.sh,
+# faults.sh, fleet.sh, accounting.sh, watch.sh, nvl72.sh, containers.sh, upgrade.sh,
 # systemd.sh, prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks
 # the phases per Slurm.
 
@@ -87,14 +87,22 @@ phase_tests() { # phase
       test_64_concurrent_prolog_epilog_pairs
       test_database_full_readonly_corrupt_never_fails_a_job
       test_second_user_cannot_open_the_channel";;
+    # (and the daemons' command service and TLS files, once: no Slurm
+    # release changes them)
     fleet) echo "
       test_node_exporter_serves_what_the_cli_reports
-      test_epilog_logs_one_structured_journal_event";;
-    # Four nodes: a 4-node --imex job across all its nodes, and the node-fault
-    # drains of a 4-node --imex job.
+      test_epilog_logs_one_structured_journal_event
+      test_the_command_port_refuses_other_nodes
+      test_doctor_fails_a_command_service_open_to_the_network
+      test_doctor_checks_the_daemons_tls_files";;
+    # Four nodes: a 4-node --imex job across all its nodes, the node-fault
+    # drains of a 4-node --imex job, and the domain watched while it runs.
     accounting) echo "
       test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm
-      test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forget_it";;
+      test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forget_it
+      test_a_killed_daemon_is_restarted_and_the_jobs_next_step_finds_its_domain
+      test_a_daemon_killed_past_the_bound_drains_only_its_node_after_the_job
+      test_a_peer_cut_off_mid_job_is_named_on_its_peers_and_nothing_is_drained";;
     rack) echo "
       test_rack_of_18_nodes_forms_one_domain";;
     containers) echo "

@@ -16,7 +16,7 @@ phase_environment "$E2E_PHASE"
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
 for feature in jobs blame doctor prefix-install rpm-install gpu-health switch topology rack-map rack-domains \
-  controller segments faults fleet accounting nvl72 containers upgrade systemd; do
+  controller segments faults fleet accounting watch nvl72 containers upgrade systemd; do
   # shellcheck disable=SC1090 # the feature files, each checked on its own
   source "$HERE/$feature.sh"
 done
@@ -42,7 +42,7 @@ run_phase_tests() { # list-function
 # Every binary the cluster installs, built.
 check_built() {
   local f
-  for f in slurm-imex-prolog slurm-imex-epilog slurm-imex nvidia-imex nvidia-imex-ctl fake-gpu-job libnvidia_ml.so; do
+  for f in slurm-imex-prolog slurm-imex-epilog slurm-imex-watch slurm-imex nvidia-imex nvidia-imex-ctl fake-gpu-job libnvidia_ml.so; do
     [ -e "$BIN/$f" ] || { echo "e2e: $BIN/$f missing: run cargo build --release --workspace" >&2; return 1; }
   done
 }

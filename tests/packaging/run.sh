@@ -106,7 +106,7 @@ $d/plugstack.conf.d/imex.conf:1: required /usr/lib64/slurm/spank_imex.so config=
 payload() {
   local p; p=$(mktemp -d /var/tmp/slurm-imex-payload.XXXXXX)
   chmod 755 "$p"; mkdir -p "$p"/{bin,plugins/22.05}
-  for b in slurm-imex-prolog slurm-imex-epilog slurm-imex; do printf '#!/bin/sh\n' > "$p/bin/$b"; chmod 755 "$p/bin/$b"; done
+  for b in slurm-imex-prolog slurm-imex-epilog slurm-imex-watch slurm-imex; do printf '#!/bin/sh\n' > "$p/bin/$b"; chmod 755 "$p/bin/$b"; done
   : > "$p/plugins/22.05/spank_imex.so"
   cp -r conf-examples "$p/"; echo test > "$p/VERSION"
   install -m 0755 scripts/install.sh "$p/install.sh"

@@ -48,6 +48,12 @@ pub fn durations(c: &Config) -> Vec<(DurationBound, Duration)> {
         d("imex.ready_timeout", 100 * MS, HOUR, c.imex.ready_timeout.0),
         d("imex.ready_poll_max", MS, MIN, c.imex.ready_poll_max.0),
         d(
+            "imex.watch.interval",
+            100 * MS,
+            10 * MIN,
+            c.imex.watch.interval.0,
+        ),
+        d(
             "imex.daemon.stop_timeout",
             100 * MS,
             10 * MIN,
@@ -118,6 +124,14 @@ pub fn counts(c: &Config) -> Vec<(CountBound, u64)> {
                 max: MAX_NODES_LIMIT,
             },
             c.imex.max_nodes as u64,
+        ),
+        (
+            CountBound {
+                key: "imex.watch.max_restarts",
+                min: 0,
+                max: 100,
+            },
+            c.imex.watch.max_restarts as u64,
         ),
         (
             CountBound {

@@ -190,6 +190,7 @@ pub struct ImexConfig {
     pub rack_map: AutoPath,
     pub daemon: DaemonConfig,
     pub addresses: AddressesConfig,
+    pub watch: WatchConfig,
 }
 
 impl Default for ImexConfig {
@@ -211,6 +212,7 @@ impl Default for ImexConfig {
             rack_map: AutoPath::Auto,
             daemon: DaemonConfig::default(),
             addresses: AddressesConfig::default(),
+            watch: WatchConfig::default(),
         }
     }
 }
@@ -263,6 +265,30 @@ impl ChannelMode {
             ChannelMode::Auto => "auto",
             ChannelMode::Plugin => "plugin",
             ChannelMode::Slurm => "slurm",
+        }
+    }
+}
+
+/// The watcher of a per-job IMEX domain while its job runs
+/// (`slurm-imex-watch`, docs/guide.md "While the job runs").
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WatchConfig {
+    /// Watch each `--imex` job's domain on every node of it.
+    pub enabled: bool,
+    /// How often the daemon is looked at and the domain asked for.
+    pub interval: HumanDuration,
+    /// Deaths of the daemon one job may see restarted; the next one leaves
+    /// it down and the node is drained after the job. 0: never restart.
+    pub max_restarts: u32,
+}
+
+impl Default for WatchConfig {
+    fn default() -> Self {
+        WatchConfig {
+            enabled: true,
+            interval: HumanDuration(Duration::from_secs(2)),
+            max_restarts: 3,
         }
     }
 }

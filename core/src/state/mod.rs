@@ -8,6 +8,8 @@
 //! domain.lock, domain.owner   which job owns this node's IMEX daemon (domain.rs)
 //! jobs/<job>.json             what the prolog concluded for an --imex job (job_record.rs, domain.rs)
 //! nvidia-imex.pid, .out       the daemon the process manager spawned (slurm_imex_domain::imex::daemon)
+//! watch.pid                   the job's domain watcher, pid and start time (slurm_imex_hooks::watch)
+//! watch.json                  what that watcher saw of the daemon: deaths, restarts (watch.rs)
 //! gpu-jobs/<job>.json         a GPU job's start snapshot, prolog -> epilog
 //! xid-checkpoint.json         per GPU, the last kernel-log XID already judged
 //! node-metrics.json           this node's standing for the export (node.rs)
@@ -21,9 +23,11 @@ pub mod job_record;
 mod node;
 mod published;
 pub mod sweep;
+mod watch;
 
 pub use domain::DomainLock;
 pub use node::NodeState;
+pub use watch::WatchState;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -85,6 +89,16 @@ impl StateDir {
 
     pub fn pid_file(&self) -> PathBuf {
         self.root.join("nvidia-imex.pid")
+    }
+
+    /// The domain watcher of the job that owns the daemon: `<pid> <start>`.
+    pub fn watcher_pid_file(&self) -> PathBuf {
+        self.root.join("watch.pid")
+    }
+
+    /// What that watcher saw of the daemon (`WatchState`).
+    fn watch_state_path(&self) -> PathBuf {
+        self.root.join("watch.json")
     }
 
     /// Where a daemon spawned by the process manager writes stdout/stderr.
@@ -334,6 +348,8 @@ mod tests {
             state.published_clique_path(),
             state.extra_left_alone_path(),
             state.no_gpu_path(),
+            state.watcher_pid_file(),
+            state.watch_state_path(),
         ] {
             assert!(
                 dirs.iter().any(|d| file.parent() == Some(d.as_path())),

@@ -283,11 +283,22 @@ impl Ctl<'_> {
         let cfg = self.config.to_string_lossy();
         let mut args = vec!["-c", &cfg];
         args.extend_from_slice(mode);
-        let out = run_bounded(self.program, &args, self.timeout)?;
+        self.run_with(&args, &mode.join(" "))
+    }
+
+    /// The daemon's unix socket, when the config it runs on names one.
+    fn unix_socket(&self) -> Option<String> {
+        let config = crate::imex::daemon_config::DaemonConfigFile::read(self.config).ok()?;
+        let path = config.get("IMEX_CMD_UNIX_DOMAIN_PATH")?.trim();
+        (!path.is_empty()).then(|| path.to_string())
+    }
+
+    fn run_with(&self, args: &[&str], mode: &str) -> Result<String> {
+        let out = run_bounded(self.program, args, self.timeout)?;
         if !out.success() {
             return Err(Error::new(format!(
                 "nvidia-imex-ctl {} exited {}: {}",
-                mode.join(" "),
+                mode,
                 out.code.map_or("on a signal".into(), |c| c.to_string()),
                 snippet(&out.one_line())
             )));
@@ -295,9 +306,16 @@ impl Ctl<'_> {
         Ok(out.stdout)
     }
 
-    /// `nvidia-imex-ctl -c <cfg> -q`: the local daemon's state word.
+    /// `nvidia-imex-ctl -q`: the local daemon's state word. Asked over the
+    /// daemon's unix socket when its config sets IMEX_CMD_UNIX_DOMAIN_PATH
+    /// (`-u`), else through the config (`-c`, the command port). `-N`
+    /// cannot go over the socket: NVIDIA's ctl takes one of `-i`, `-u`,
+    /// `-c`, and `-N` needs the config (docs/imex.md §2).
     pub fn local_state(&self) -> Result<String> {
-        let out = self.run(&["-q"])?;
+        let out = match self.unix_socket() {
+            Some(socket) => self.run_with(&["-u", &socket, "-q"], "-q")?,
+            None => self.run(&["-q"])?,
+        };
         parse_query(&out).ok_or_else(|| {
             Error::new(format!(
                 "nvidia-imex-ctl -q printed no state: {}",
@@ -310,6 +328,42 @@ impl Ctl<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_local_state_is_asked_over_the_unix_socket_when_the_config_names_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let ctl = dir.path().join("ctl");
+        std::fs::write(
+            &ctl,
+            "#!/bin/sh\ncase \"$1 $2 $3\" in\n  \"-u /run/imex/cmd.sock -q\") echo READY;;\n  \"-c \"*\" -q\") echo INITIALIZING;;\n  *) exit 1;;\nesac\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&ctl, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let with_socket = dir.path().join("with.cfg");
+        std::fs::write(
+            &with_socket,
+            "IMEX_CMD_UNIX_DOMAIN_PATH=/run/imex/cmd.sock\n",
+        )
+        .unwrap();
+        let without = dir.path().join("without.cfg");
+        std::fs::write(
+            &without,
+            "IMEX_CMD_UNIX_DOMAIN_PATH=\nIMEX_CMD_PORT=50005\n",
+        )
+        .unwrap();
+        let ask = |config: &Path| {
+            Ctl {
+                program: &ctl,
+                config,
+                timeout: Duration::from_secs(5),
+            }
+            .local_state()
+            .unwrap()
+        };
+        assert_eq!(ask(&with_socket), "READY");
+        assert_eq!(ask(&without), "INITIALIZING");
+    }
 
     #[test]
     fn huge_state_strings_are_bounded() {

@@ -115,9 +115,12 @@ impl<'a> Daemon<'a> {
                         Err(e) => Liveness::Exited(format!("cannot wait for it: {e}")),
                     };
                 }
-                match self.tracked() {
-                    Some(_) => Liveness::Running,
-                    None => Liveness::Exited("no running nvidia-imex process".into()),
+                match (self.tracked(), self.recorded()) {
+                    (Some(_), _) => Liveness::Running,
+                    (None, Some(id)) => {
+                        Liveness::Exited(format!("is no longer running (pid {})", id.pid))
+                    }
+                    (None, None) => Liveness::Exited("no running nvidia-imex process".into()),
                 }
             }
             DaemonManager::Systemd => {
@@ -127,12 +130,60 @@ impl<'a> Daemon<'a> {
                     Duration::from_secs(5),
                 ) {
                     Ok(o) if o.success() => Liveness::Running,
-                    Ok(o) => {
-                        Liveness::Exited(format!("unit {} is {}", self.cfg.unit, o.stdout.trim()))
-                    }
+                    Ok(o) => Liveness::Exited(format!(
+                        "unit {} is {}{}",
+                        self.cfg.unit,
+                        o.stdout.trim(),
+                        self.unit_exit_cause()
+                    )),
                     Err(e) => Liveness::Exited(e.to_string()),
                 }
             }
+        }
+    }
+
+    /// The daemon's process now: the pid file's (process manager), or
+    /// the unit's MainPID (systemd). A watcher reads `/proc` for it between
+    /// looks instead of asking systemd each time.
+    pub fn main_pid(&self) -> Option<ProcId> {
+        match self.cfg.manager {
+            DaemonManager::Process => self.tracked(),
+            DaemonManager::Systemd => {
+                let args = ["show", "-p", "MainPID", "--value", &self.cfg.unit];
+                let out = run_bounded(&self.cfg.systemctl, &args, Duration::from_secs(5)).ok()?;
+                let pid: i32 = out.stdout.trim().parse().ok().filter(|p| *p > 1)?;
+                ProcId::of(pid)
+            }
+        }
+    }
+
+    /// How the unit's main process ended, from systemd (`Result`,
+    /// `ExecMainStatus`): " (killed by signal 9)", or nothing when unsaid.
+    fn unit_exit_cause(&self) -> String {
+        let args = [
+            "show",
+            "-p",
+            "Result",
+            "-p",
+            "ExecMainStatus",
+            &self.cfg.unit,
+        ];
+        let Ok(out) = run_bounded(&self.cfg.systemctl, &args, Duration::from_secs(5)) else {
+            return String::new();
+        };
+        let value = |key: &str| {
+            out.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                .map(str::trim)
+                .unwrap_or("")
+                .to_string()
+        };
+        match (value("Result").as_str(), value("ExecMainStatus")) {
+            ("signal" | "core-dump", status) => format!(" (killed by signal {status})"),
+            ("exit-code", status) => format!(" (exited with status {status})"),
+            ("success" | "", _) => String::new(),
+            (other, _) => format!(" ({other})"),
         }
     }
 
@@ -248,6 +299,15 @@ impl<'a> Daemon<'a> {
             Some(id) => Some(id).filter(|id| id.alive()),
             None => self.legacy_tracked(&text),
         }
+    }
+
+    /// The process the pid file names, alive or not.
+    fn recorded(&self) -> Option<ProcId> {
+        let text = self
+            .state
+            .read_text(&self.state.pid_file(), "IMEX daemon pid file", 4096)
+            .ok()??;
+        ProcId::parse(&text)
     }
 
     /// A bare-pid file written by slurm-imex 0.1 before the upgrade (no

@@ -6,7 +6,9 @@
 //! and neither knows the other. Beneath: the daemon (`daemon`, its process
 //! identity `daemon_proc`, its config files `daemon_config`, its port
 //! `port`), the control tool (`ctl`), and the node's IMEX status as an
-//! admin asks for it (`status`). What the prolog concluded for a job is
+//! admin asks for it (`status`). While the job runs, `watch` decides what
+//! a look at the daemon and domain means (events, restart or leave down).
+//! What the prolog concluded for a job is
 //! `slurm_imex_core::state::job_record`: the plugin reads it too.
 
 pub mod ctl;
@@ -20,3 +22,4 @@ pub mod port;
 pub mod rack_channels;
 pub mod rack_domain;
 pub mod status;
+pub mod watch;

@@ -89,6 +89,9 @@ struct Prolog<'a> {
     records: Mutex<Vec<JobRecord>>,
     drains: Mutex<Vec<DrainAction>>,
     teardowns: Mutex<usize>,
+    /// What starting the domain's watcher does, and how often it was asked.
+    watch: Result<()>,
+    watches: Mutex<usize>,
 }
 
 /// Where the prolog's domain steps (the domain, its record, the own-clique
@@ -115,6 +118,8 @@ impl<'a> Prolog<'a> {
             records: Mutex::default(),
             drains: Mutex::default(),
             teardowns: Mutex::default(),
+            watch: Ok(()),
+            watches: Mutex::default(),
         }
     }
 
@@ -219,6 +224,10 @@ impl PrologSteps for Prolog<'_> {
     fn teardown(&self) -> Result<TeardownOutcome> {
         *self.teardowns.lock().unwrap() += 1;
         self.teardown.clone()
+    }
+    fn watch_domain(&self) -> Result<()> {
+        *self.watches.lock().unwrap() += 1;
+        self.watch.clone()
     }
 }
 
@@ -806,6 +815,9 @@ struct Epilog {
     teardown: Result<TeardownOutcome>,
     gpus: GpuEpilog,
     teardowns: Mutex<usize>,
+    /// The watcher's drain line, when it left the daemon down.
+    left_down: Option<&'static str>,
+    watch_stops: Mutex<usize>,
     published: Mutex<Option<NodeState>>,
     summary: Mutex<Option<(Option<String>, Option<u64>)>>,
 }
@@ -831,6 +843,8 @@ impl Epilog {
                 unrecorded: None,
             },
             teardowns: Mutex::default(),
+            left_down: None,
+            watch_stops: Mutex::default(),
             published: Mutex::default(),
             summary: Mutex::default(),
         }
@@ -843,6 +857,18 @@ impl Epilog {
 }
 
 impl EpilogSteps for Epilog {
+    fn stop_watch(&self) -> Result<()> {
+        assert_eq!(
+            *self.teardowns.lock().unwrap(),
+            0,
+            "the watch stops before teardown"
+        );
+        *self.watch_stops.lock().unwrap() += 1;
+        Ok(())
+    }
+    fn watch_left_down(&self) -> Option<String> {
+        self.left_down.map(String::from)
+    }
     fn load_node(&self) -> NodeState {
         NodeState::default()
     }
@@ -969,4 +995,79 @@ fn row_job_database_refusing_the_row_fails_nothing() {
         )]
     );
     assert_eq!(steps.published().drained_since, None);
+}
+
+const LEFT_DOWN: &str = "nvidia-imex died 4 times while the job ran (restart bound 3): left down";
+
+#[test]
+fn row_daemon_left_down_by_the_watcher_drains_this_node_after_the_job() {
+    let mut steps = Epilog::new(None);
+    steps.left_down = Some(LEFT_DOWN);
+    let exit = epilog_with(&job(true), &steps);
+    assert_eq!(exit.code, 1);
+    assert_eq!(
+        exit.errors,
+        [format!("slurm-imex-epilog on n1: {LEFT_DOWN}")]
+    );
+    assert_eq!(*steps.watch_stops.lock().unwrap(), 1);
+    assert_eq!(
+        *steps.teardowns.lock().unwrap(),
+        1,
+        "torn down all the same"
+    );
+    let standing = steps.published();
+    assert_eq!(
+        standing.drained_for.as_deref(),
+        Some(format!("imex-health: imex n1: {LEFT_DOWN} (job {JOB})").as_str())
+    );
+}
+
+#[test]
+fn row_a_peer_whose_daemon_was_restarted_within_the_bound_passes() {
+    // Its watcher left nothing down: the epilog passes, nothing drained.
+    let steps = Epilog::new(None);
+    assert_eq!(epilog_with(&job(true), &steps), Exit::ok());
+    assert_eq!(*steps.watch_stops.lock().unwrap(), 1);
+    assert_eq!(steps.published().drained_since, None);
+    // A job without --imex has no watcher to stop.
+    let plain = Epilog::new(None);
+    assert_eq!(epilog_with(&job(false), &plain), Exit::ok());
+    assert_eq!(*plain.watch_stops.lock().unwrap(), 0);
+}
+
+#[test]
+fn row_a_watcher_that_cannot_start_leaves_the_job_running_and_says_so() {
+    let mut steps = Prolog::new(Gate::Pass { clique: None }, up());
+    steps.watch = Err(Error::new(
+        "cannot start slurm-imex-watch: No such file or directory",
+    ));
+    let exit = prolog_with(&job(true), &steps);
+    assert_eq!(exit.code, 0);
+    assert_eq!(
+        exit.errors,
+        [
+            "slurm-imex-prolog: the IMEX domain is not watched: cannot start slurm-imex-watch: No \
+          such file or directory"
+        ]
+    );
+    assert_eq!(steps.drains(), []);
+    assert_eq!(*steps.watches.lock().unwrap(), 1);
+}
+
+#[test]
+fn a_domain_that_is_not_up_is_not_watched() {
+    let steps = Prolog::new(
+        Gate::Pass { clique: None },
+        node_fault("nvidia-imex exited 1"),
+    );
+    prolog_with(&job(true), &steps);
+    let job_fault = Prolog::new(
+        Gate::Pass { clique: None },
+        Err(Fault::Job("no address".into())),
+    );
+    prolog_with(&job(true), &job_fault);
+    assert_eq!(
+        *steps.watches.lock().unwrap() + *job_fault.watches.lock().unwrap(),
+        0
+    );
 }

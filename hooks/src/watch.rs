@@ -1,0 +1,322 @@
+//! The job's domain watcher, `slurm-imex-watch`: started by the prolog of
+//! an `--imex` job once its per-job domain is UP ([`spawn`]), stopped by
+//! the epilog before teardown ([`stop`]). In between it looks at this
+//! node's daemon every `[imex.watch] interval` (a `/proc` read) and asks it
+//! for the domain (`nvidia-imex-ctl -N -j`); what a look means is decided
+//! by `slurm_imex_domain::imex::watch`, and each event is recorded by
+//! `record`. A daemon that died is started again on the job's config,
+//! under the domain lock and only while the job still owns the domain.
+
+mod record;
+
+use slurm_imex_core::config::{Config, DaemonManager};
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::fsutil::{remove_if_exists, write_atomic};
+use slurm_imex_core::state::job_record::Outcome;
+use slurm_imex_core::state::{StateDir, WatchState};
+use slurm_imex_domain::imex::ctl::Ctl;
+use slurm_imex_domain::imex::daemon::{Daemon, Liveness};
+use slurm_imex_domain::imex::daemon_proc::ProcId;
+use slurm_imex_domain::imex::watch::{Act, DomainWatch, Look};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The watcher binary, installed beside the prolog.
+pub const PROGRAM: &str = "slurm-imex-watch";
+
+/// How long the epilog waits for the watcher to leave after SIGTERM (it
+/// may be restarting the daemon) before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Start the watcher of `job_id`'s domain, detached from the prolog (its
+/// own session, no stdio: slurmd waits for neither). Its identity goes to
+/// `watch.pid` for the epilog.
+pub fn spawn(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
+    let program = watcher_program()?;
+    let mut cmd = Command::new(&program);
+    cmd.arg("--job")
+        .arg(job_id.to_string())
+        .arg("--node")
+        .arg(node)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some(source) = &cfg.source {
+        cmd.env(slurm_imex_core::config::CONFIG_ENV, source);
+    }
+    // SAFETY: setsid is async-signal-safe; it leaves slurmd's process group
+    // so the prolog's end (and a kill of its group) does not end the watch.
+    unsafe {
+        cmd.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(Into::into));
+    }
+    let child = cmd
+        .spawn()
+        .map_err(|e| Error::new(format!("cannot start {}: {e}", program.display())))?;
+    let pid = child.id() as i32;
+    let id = ProcId::of(pid).unwrap_or(ProcId { pid, start: 0 });
+    let state = StateDir::of(cfg);
+    write_atomic(&state.watcher_pid_file(), id.render().as_bytes(), 0o644)
+}
+
+/// `slurm-imex-watch` beside this program (`/proc/self/exe`, links
+/// resolved), trusted as every program root runs.
+fn watcher_program() -> Result<PathBuf> {
+    let me = std::env::current_exe()
+        .map_err(|e| Error::new(format!("cannot find this program's path: {e}")))?;
+    let beside = me.with_file_name(PROGRAM);
+    slurm_imex_core::trust::trusted_program(&beside, PROGRAM)
+}
+
+/// Stop the watcher, if one runs: SIGTERM, then SIGKILL after
+/// [`STOP_GRACE`]. Only the exact process in `watch.pid` (pid and start
+/// time) is signalled. Idempotent.
+pub fn stop(cfg: &Config) -> Result<()> {
+    let state = StateDir::of(cfg);
+    let path = state.watcher_pid_file();
+    let text = state.read_text(&path, "IMEX watcher pid file", 4096)?;
+    if let Some(id) = text
+        .as_deref()
+        .and_then(ProcId::parse)
+        .filter(|id| id.alive())
+    {
+        let pid = nix::unistd::Pid::from_raw(id.pid);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        if !gone_within(id, STOP_GRACE) {
+            tracing::warn!(
+                pid = id.pid,
+                "the IMEX watcher ignored SIGTERM; sending SIGKILL"
+            );
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            gone_within(id, Duration::from_secs(2));
+        }
+    }
+    remove_if_exists(&path)
+}
+
+fn gone_within(id: ProcId, limit: Duration) -> bool {
+    let start = Instant::now();
+    while id.alive() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// What the epilog reads of the watch: the drain line when the daemon was
+/// left down in `job_id`, then the watch state is forgotten.
+pub fn left_down(cfg: &Config, job_id: u32) -> Option<String> {
+    let state = StateDir::of(cfg);
+    let line = WatchState::load(&state, job_id).left_down;
+    if let Err(e) = WatchState::clear(&state) {
+        tracing::warn!("cannot remove the IMEX watch state: {e}");
+    }
+    line
+}
+
+/// `slurm-imex-watch`'s arguments: which job's domain, on which node (the
+/// prolog passes Slurm's SLURM_JOB_ID and SLURMD_NODENAME).
+#[derive(clap::Parser)]
+#[command(name = PROGRAM, about = "Watch one --imex job's IMEX domain on this node (started by slurm-imex-prolog)")]
+struct Args {
+    #[arg(long)]
+    job: u32,
+    #[arg(long)]
+    node: String,
+}
+
+/// The binary: arguments, logging, config, then [`run`]; every failure is
+/// one line in the journal (there is no terminal), and status 1.
+pub fn run_from_args() -> u8 {
+    use clap::Parser;
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return 2;
+        }
+    };
+    slurm_imex_core::logging::init(PROGRAM);
+    let span = slurm_imex_core::logging::job_span(args.job, &args.node);
+    let _guard = span.enter();
+    let outcome = Config::load(None)
+        .and_then(|(c, _)| c.check_trust().map(|_| c))
+        .and_then(|cfg| run(args.job, &args.node, &cfg));
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            slurm_imex_core::logging::report_error(&format!("{PROGRAM} on {}: {e}", args.node));
+            1
+        }
+    }
+}
+
+/// The watcher's whole run: watch `job_id`'s domain until the epilog stops
+/// it or the job no longer owns the domain. The exit status is 0 unless it
+/// could not start watching.
+pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
+    let signals = stop_signals()?;
+    let state = StateDir::of(cfg);
+    let Some(record) = state.read_record(job_id)? else {
+        return Err(Error::new(format!(
+            "job {job_id} has no IMEX record on {node}"
+        )));
+    };
+    if !matches!(record.outcome, Outcome::Ready { .. }) {
+        return Ok(());
+    }
+    let started = Instant::now();
+    let watch_state = WatchState::load(&state, job_id);
+    let mut watch = DomainWatch::new(node, record.nodes, cfg.imex.watch.max_restarts, watch_state);
+    let mut daemon = Daemon::new(&cfg.imex.daemon, &state);
+    let mut pid = daemon.main_pid();
+    let mut recorder = record::Recorder::new(cfg);
+    tracing::info!(
+        job_id,
+        interval_ms = cfg.imex.watch.interval.0.as_millis() as u64,
+        "watching the IMEX domain"
+    );
+    while !signals.wait(cfg.imex.watch.interval.0) {
+        if state.read_owner().ok().flatten() != Some(job_id) {
+            break;
+        }
+        let look = look(cfg, &mut daemon, pid);
+        let (events, act) = watch.look(&look);
+        recorder.record(&events);
+        let acted = act != Act::Nothing;
+        match act {
+            Act::Nothing => {}
+            Act::Restart => {
+                if restart(cfg, &state, job_id, &mut daemon)? {
+                    pid = daemon.main_pid();
+                    recorder.record(&[watch.restarted(now_ms())]);
+                } else {
+                    watch.restart_failed();
+                }
+            }
+            Act::LeaveDown(line) => tracing::error!("{line}"),
+        }
+        if !recorder.is_idle() || acted {
+            save(&state, &watch.state);
+        }
+    }
+    save(&state, &watch.state);
+    report_cost(job_id, started.elapsed());
+    Ok(())
+}
+
+/// One look: is the daemon alive (its pid, read from `/proc`; the
+/// manager's word only once that pid is gone), and if so, the domain.
+fn look(cfg: &Config, daemon: &mut Daemon, pid: Option<ProcId>) -> Look {
+    let alive = match (cfg.imex.daemon.manager, pid) {
+        (DaemonManager::Process, _) => daemon.liveness(),
+        (DaemonManager::Systemd, Some(p)) if p.alive() => Liveness::Running,
+        (DaemonManager::Systemd, _) => daemon.liveness(),
+    };
+    let domain = (alive == Liveness::Running).then(|| {
+        let ctl = Ctl {
+            program: &cfg.imex.daemon.ctl,
+            config: &cfg.imex.daemon.job_config,
+            timeout: cfg.imex.daemon.ctl_timeout.0,
+        };
+        ctl.domain_status().map_err(|e| e.to_string())
+    });
+    Look {
+        daemon: alive,
+        domain,
+        now_ms: now_ms(),
+    }
+}
+
+/// Start the daemon again on the job's config, under the domain lock and
+/// only while `job_id` still owns it (the epilog may be tearing it down).
+/// Ok(false): it could not be started (the next look counts a death).
+fn restart(cfg: &Config, state: &StateDir, job_id: u32, daemon: &mut Daemon) -> Result<bool> {
+    let lock = state.lock()?;
+    if state.owner(&lock)? != Some(job_id) || !Path::new(&cfg.imex.daemon.job_config).exists() {
+        return Ok(false);
+    }
+    match daemon.start() {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            tracing::warn!("cannot restart nvidia-imex for job {job_id}: {e}");
+            Ok(false)
+        }
+    }
+}
+
+fn save(state: &StateDir, watch: &WatchState) {
+    if let Err(e) = watch.save(state) {
+        tracing::warn!("cannot save the IMEX watch state: {e}");
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// The watch's cost, for the journal: its own CPU and its children's
+/// (`nvidia-imex-ctl`), per hour watched.
+fn report_cost(job_id: u32, watched: Duration) {
+    let cpu = |who| {
+        nix::sys::resource::getrusage(who)
+            .map(|u| {
+                let t = |tv: nix::sys::time::TimeVal| {
+                    tv.tv_sec() as f64 * 1000.0 + tv.tv_usec() as f64 / 1000.0
+                };
+                t(u.user_time()) + t(u.system_time())
+            })
+            .unwrap_or(0.0)
+    };
+    let own_ms = cpu(nix::sys::resource::UsageWho::RUSAGE_SELF);
+    let ctl_ms = cpu(nix::sys::resource::UsageWho::RUSAGE_CHILDREN);
+    let hours = watched.as_secs_f64().max(1.0) / 3600.0;
+    tracing::info!(
+        job_id,
+        watched_s = watched.as_secs(),
+        cpu_ms = format!("{:.0}", own_ms + ctl_ms).as_str(),
+        cpu_s_per_hour = format!("{:.2}", (own_ms + ctl_ms) / 1000.0 / hours).as_str(),
+        "IMEX watch of job {job_id} ended after {} s: {:.0} ms CPU ({:.0} ms of it nvidia-imex-ctl)",
+        watched.as_secs(),
+        own_ms + ctl_ms,
+        ctl_ms
+    );
+}
+
+/// SIGTERM, SIGINT and SIGHUP, blocked and waited for between looks: the
+/// epilog's stop ends the watch at once, never in the middle of a restart.
+struct StopSignals {
+    set: nix::sys::signal::SigSet,
+}
+
+fn stop_signals() -> Result<StopSignals> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for s in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(s);
+    }
+    set.thread_block()
+        .map_err(|e| Error::new(format!("cannot block signals: {e}")))?;
+    Ok(StopSignals { set })
+}
+
+impl StopSignals {
+    /// Sleep `interval`; true when a stop signal came instead.
+    fn wait(&self, interval: Duration) -> bool {
+        let ts = libc::timespec {
+            tv_sec: interval.as_secs() as libc::time_t,
+            tv_nsec: interval.subsec_nanos() as libc::c_long,
+        };
+        let set = self.set.as_ref() as *const libc::sigset_t;
+        // SAFETY: `set` points to a live sigset_t and `ts` to a timespec for
+        // the call's duration; a null siginfo pointer is allowed.
+        let got = unsafe { libc::sigtimedwait(set, std::ptr::null_mut(), &ts) };
+        got > 0
+    }
+}
