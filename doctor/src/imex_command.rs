@@ -112,12 +112,12 @@ fn exposed_now(base: &Service, exposed: &[SocketAddr]) -> Check {
 fn would_listen(base: &Service, port: u16) -> String {
     let path = base.cfg.path.display();
     let what = match base.bind.parse::<IpAddr>() {
-        _ if base.bind.is_empty() => "is empty, which is every interface".to_string(),
+        _ if base.bind.is_empty() => " is empty, which is every interface".to_string(),
         Ok(ip) if ip.is_unspecified() => format!("={ip}, which is every interface"),
         Ok(ip) => format!("={ip}, not a loopback address"),
         Err(_) => format!("={} is not an IP address", base.bind),
     };
-    format!("{path}: IMEX_CMD_BIND_INTERFACE_IP {what}: the daemon's unauthenticated command service (port {port}) would be open to the network")
+    format!("{path}: IMEX_CMD_BIND_INTERFACE_IP{what}: the daemon's unauthenticated command service (port {port}) would be open to the network")
 }
 
 /// The unix socket's directory: root's, and closed to others.

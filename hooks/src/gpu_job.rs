@@ -11,6 +11,7 @@ use slurm_imex_core::config::{Config, GpuJobs};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
+use slurm_imex_core::imex_event::{summary_line, ImexEvent};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::node::NodeRead;
 use slurm_imex_core::state::job_record::{JobRecord, Outcome};
@@ -234,7 +235,7 @@ pub fn judge_and_record(job: &JobEnv, cfg: &Config, imex: Option<&JobRecord>) ->
     row.imex_domain = imex.and_then(|r| r.domain.clone());
     row.imex_rack_source = imex.and_then(|r| r.rack_source.clone());
     row.imex_outcome = imex.map(imex_outcome);
-    let unrecorded = record(cfg, &row).err();
+    let unrecorded = record(cfg, &mut row).err();
     gate.advance_checkpoint(&state);
     if let Err(e) = remove_if_exists(&path) {
         tracing::warn!("{e}");
@@ -327,8 +328,34 @@ fn job_row(job: &JobEnv, start: Option<&StartState>, gate: &GateResult) -> JobRo
     }
 }
 
-fn record(cfg: &Config, row: &JobRow) -> Result<()> {
+/// What the domain's watcher saw while the job ran (`crate::watch`): a
+/// domain that was interrupted makes the job's epilog verdict at least
+/// WARN, with the events as its reason. It is no finding of the GPUs and
+/// drains nothing: a daemon left down drains through the epilog's IMEX side.
+fn judge_interruptions(row: &mut JobRow, events: Vec<ImexEvent>) {
+    row.imex_events = events;
+    if !row.imex_interrupted() {
+        return;
+    }
+    let Some(epilog) = row.epilog.as_mut() else {
+        return;
+    };
+    let events = summary_line(&row.imex_events, INTERRUPTION_REASON_MAX).unwrap_or_default();
+    epilog.verdict = epilog.verdict.max(Verdict::Warn);
+    epilog
+        .reasons
+        .push(format!("imex: the job's IMEX domain was interrupted: {events}"));
+}
+
+/// Longest list of events in an interruption's reason.
+const INTERRUPTION_REASON_MAX: usize = 300;
+
+fn record(cfg: &Config, row: &mut JobRow) -> Result<()> {
     let mut db = JobDb::open(&cfg.database.path, cfg.database.busy_timeout.0)?;
+    match db.imex_events(row.job_id, &row.node) {
+        Ok(events) => judge_interruptions(row, events),
+        Err(e) => tracing::warn!("the IMEX watcher's events of this job are not read: {e}"),
+    }
     db.record_job(row)?;
     let retention = cfg.database.retention.0;
     if retention.is_zero() {
@@ -342,4 +369,72 @@ fn record(cfg: &Config, row: &JobRow) -> Result<()> {
         tracing::warn!("retention pruning failed: {e}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use slurm_imex_core::imex_event::ImexEventKind;
+
+    fn row() -> JobRow {
+        JobRow {
+            job_id: 7,
+            node: "n3".into(),
+            user: None,
+            uid: None,
+            start_ts: 0,
+            end_ts: Some(1),
+            imex: true,
+            imex_domain: None,
+            imex_rack_source: None,
+            imex_outcome: None,
+            prolog: None,
+            epilog: Some(HookVerdict {
+                verdict: Verdict::Pass,
+                reasons: Vec::new(),
+                ms: 3,
+            }),
+            gpus: Vec::new(),
+            imex_events: Vec::new(),
+        }
+    }
+
+    fn event(kind: ImexEventKind, detail: &str) -> ImexEvent {
+        ImexEvent::new(7, "n3", 0, kind, detail)
+    }
+
+    #[test]
+    fn an_interrupted_domain_makes_the_epilog_verdict_a_warning_naming_the_events() {
+        let mut r = row();
+        judge_interruptions(
+            &mut r,
+            vec![
+                event(ImexEventKind::DaemonDied, "killed by signal 9"),
+                event(ImexEventKind::DaemonRestarted, "restart 1 of 3"),
+            ],
+        );
+        let epilog = r.epilog.as_ref().unwrap();
+        assert_eq!(epilog.verdict, Verdict::Warn);
+        assert!(
+            epilog.reasons[0].starts_with(
+                "imex: the job's IMEX domain was interrupted: IMEX daemon died at 00:00:00 \
+                 (killed by signal 9); IMEX daemon restarted at"
+            ),
+            "{:?}",
+            epilog.reasons
+        );
+        assert_eq!(r.verdict(), Verdict::Warn);
+    }
+
+    #[test]
+    fn recoveries_alone_and_a_drain_verdict_are_left_as_they_are() {
+        let mut r = row();
+        judge_interruptions(&mut r, vec![event(ImexEventKind::DomainUp, "")]);
+        assert_eq!(r.verdict(), Verdict::Pass);
+        assert_eq!(r.imex_events.len(), 1);
+        let mut drained = row();
+        drained.epilog.as_mut().unwrap().verdict = Verdict::Drain;
+        judge_interruptions(&mut drained, vec![event(ImexEventKind::MemberLost, "n4")]);
+        assert_eq!(drained.verdict(), Verdict::Drain);
+    }
 }

@@ -203,9 +203,32 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
             save(&state, &watch.state);
         }
     }
+    last_look(cfg, &state, job_id, &mut watch, &mut daemon, pid, &mut recorder);
     save(&state, &watch.state);
     report_cost(job_id, started.elapsed());
     Ok(())
+}
+
+/// Stopped by the epilog: one more look, so a domain that came back since
+/// the last one ends its record UP again (the job may end right after a
+/// recovery). Nothing is restarted: the job is over.
+fn last_look(
+    cfg: &Config,
+    state: &StateDir,
+    job_id: u32,
+    watch: &mut DomainWatch,
+    daemon: &mut Daemon,
+    pid: Option<ProcId>,
+    recorder: &mut record::Recorder,
+) {
+    if state.read_owner().ok().flatten() != Some(job_id) {
+        return;
+    }
+    let look = look(cfg, daemon, pid);
+    if look.daemon == Liveness::Running {
+        let (events, _) = watch.look(&look);
+        recorder.record(&events);
+    }
 }
 
 /// One look: is the daemon alive (its pid, read from `/proc`; the

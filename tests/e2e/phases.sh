@@ -119,6 +119,7 @@ phase_tests() { # phase
       test_job_without_imex_sees_no_channel
       test_systemd_unit_that_fails_to_start_is_a_node_fault
       test_systemd_runs_a_burst_of_short_imex_jobs
+      test_systemd_restarts_a_killed_daemon_and_names_the_signal
       test_peer_that_never_connects_fails_job_without_draining
       test_prolog_killed_midway_then_epilog_restores_idle
       test_epilog_is_idempotent_without_prolog

@@ -79,3 +79,29 @@ test_systemd_runs_a_burst_of_short_imex_jobs() {
   case "$(node_state n1)" in drain*|down*) fail "n1 drained: $(node_reason n1)";; esac
   wait_node_free n1; expect_idle 1
 }
+
+# manager = "systemd": the watcher restarts a unit whose main process was
+# killed, names systemd's cause, and the job completes.
+test_systemd_restarts_a_killed_daemon_and_names_the_signal() {
+  local id main t0
+  id=$(submit -N3 --imex "srun -N3 true
+$STARTED_MARKER
+$HOLD_UNTIL_RELEASED
+srun -N3 true") || { fail "sbatch failed"; return; }
+  wait_started "$id" || { fail "job $id never started"; return; }
+  main=$(node_systemctl 2 show -p MainPID --value nvidia-imex)
+  [ "${main:-0}" -gt 1 ] || { fail "n2's unit has no main process"; return; }
+  t0=$SECONDS
+  in_node 2 kill -9 "$main"
+  wait_until 25 "n2's unit to be active again on a new main process" eval \
+    '[ "$(node_systemctl 2 is-active nvidia-imex)" = active ] && [ "$(node_systemctl 2 show -p MainPID --value nvidia-imex)" != "$main" ]'
+  echo "    figure: n2's unit active again $((SECONDS - t0)) s after SIGKILL of its main process"
+  release "$id"
+  expect_eq "$(wait_done "$id" 60)" COMPLETED "job $id"
+  wait_node_free n2
+  case "$(node_state n2)" in drain*|down*) fail "n2 drained: $(node_reason n2)";; esac
+  expect_contains "$(cli 2 show "$id")" "IMEX daemon died at " "n2's record names the death"
+  expect_contains "$(cli 2 show "$id")" "killed by signal 9" "systemd's cause is named"
+  expect_contains "$(cli 2 show "$id")" "IMEX daemon restarted at " "n2's record names the restart"
+  expect_idle 2
+}

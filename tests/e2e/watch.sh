@@ -37,6 +37,9 @@ expect_nothing_drained() {
 
 test_a_killed_daemon_is_restarted_and_the_jobs_next_step_finds_its_domain() {
   local n=$E2E_NODES id pid t0 waited out
+  # `slurm-imex job` on the login node reads the nodes' series in Prometheus.
+  prometheus_has_targets_up || prometheus_up || { fail "Prometheus"; return; }
+  sed -i -e "s#^prometheus_url = .*#prometheus_url = \"http://127.0.0.1:$PROM_PORT\"#" "$C/etc-slurm/imex.toml"
   id=$(hold_imex_job) || { fail "sbatch"; return; }
   wait_started "$id" || { fail "job $id never started"; return; }
   pid=$(daemon_pid_of 3)
@@ -55,11 +58,21 @@ test_a_killed_daemon_is_restarted_and_the_jobs_next_step_finds_its_domain() {
   expect_contains "$out" "IMEX daemon died at " "n3's show names the death: $out"
   expect_contains "$out" "IMEX daemon restarted at " "n3's show names the restart"
   expect_contains "$out" "IMEX domain UP again at " "n3's show names the domain UP again"
+  expect_contains "$out" "verdict WARN" "n3's verdict says the domain was interrupted"
+  expect_contains "$(cli 3 history 2>&1 | grep -w "$id")" "interrupted" "n3's history marks the job"
   out=$(cli 1 show "$id")
   expect_contains "$out" "IMEX peer lost at " "n1's show names n3 lost: $out"
   expect_contains "$out" "(n3 " "n1's show names n3"
+  expect_contains "$out" "IMEX peer back at " "n1's show names n3 back"
+  expect_contains "$out" "IMEX domain UP again at " "n1's show ends with its domain UP again"
+  # From the login node: every node's record, through Prometheus.
+  poll_until 30 prometheus_knows_job "$id" || { fail "Prometheus never scraped job $id's series from all $n nodes"; return; }
+  out=$(as_user "$C/bin/slurm-imex" job "$id" 2>&1)
+  expect_contains "$out" "n3: IMEX daemon died at " "slurm-imex job names n3's event: $out"
+  expect_contains "$out" "IMEX domain UP again at " "slurm-imex job names the domain UP again"
   echo "    figure: SIGKILL of n3's daemon mid-job: domain UP on all $n nodes again after $waited s; n3's record:"
   cli 3 show "$id" | grep -i 'imex' | sed 's/^/      /'
+  echo "    figure: slurm-imex job $id on the login node:"; grep -A5 'IMEX events' <<<"$out" | sed 's/^/      /'
 }
 
 test_a_daemon_killed_past_the_bound_drains_only_its_node_after_the_job() {
@@ -109,7 +122,11 @@ test_a_peer_cut_off_mid_job_is_named_on_its_peers_and_nothing_is_drained() {
     expect_contains "$out" "IMEX peer lost at " "n$i's show names the lost peer: $out"
     expect_contains "$out" "(n4 " "n$i's show names n4"
   done
-  expect_not_contains "$(cli 4 show "$id")" "IMEX daemon died" "n4's daemon never died"
+  expect_contains "$out" "IMEX domain UP again at " "n3's record ends with its domain UP again"
+  out=$(cli 4 show "$id")
+  expect_not_contains "$out" "IMEX daemon died" "n4's daemon never died"
+  echo "    figure: n4 cut off mid-job, as n1 and n4 recorded it:"
+  { cli 1 show "$id"; cli 4 show "$id"; } | grep 'imex event' | sed 's/^/      /'
 }
 
 test_the_command_port_refuses_other_nodes() {
@@ -117,9 +134,11 @@ test_the_command_port_refuses_other_nodes() {
   id=$(submit -N2 --imex "srun -N2 true; $STARTED_MARKER; $HOLD_UNTIL_RELEASED") || { fail "sbatch"; return; }
   wait_started "$id" || { fail "job $id never started"; return; }
   in_node 1 "$C/bin/nvidia-imex-ctl" -c /etc/nvidia-imex/config.cfg -q >/dev/null 2>&1 || fail "n1's daemon does not answer on loopback"
-  if in_node 2 timeout 5 bash -c "exec 3<>/dev/tcp/$(node_ip 1)/50005" 2>/dev/null; then
+  if out=$(in_node 2 timeout 5 bash -c "exec 3<>/dev/tcp/$(node_ip 1)/50005" 2>&1); then
     fail "n2 connected to n1's IMEX command port $(node_ip 1):50005"
   fi
+  expect_contains "$out" "Connection refused" "n2's connection to n1's command port is refused"
+  echo "    figure: from n2, n1's command port $(node_ip 1):50005 while n1's daemon serves job $id: ${out##*: }"
   out=$(cli 1 doctor 2>&1)
   expect_contains "$(grep 'imex-command' <<<"$out")" "PASS" "doctor's command-service check passes with the shipped config: $(grep 'imex-command' <<<"$out")"
   release "$id"

@@ -83,7 +83,7 @@ fn loopback_listeners_and_other_ports_are_not_exposure() {
 #[test]
 fn nothing_listening_yet_is_judged_on_the_config() {
     for (bind, says) in [
-        ("", "is empty, which is every interface"),
+        ("", " is empty, which is every interface"),
         ("0.0.0.0", "=0.0.0.0, which is every interface"),
         ("::", "=::, which is every interface"),
         ("10.1.1.1", "=10.1.1.1, not a loopback address"),
@@ -92,7 +92,8 @@ fn nothing_listening_yet_is_judged_on_the_config() {
         let f = check(&base(&tcp(bind)), &listening(&[]));
         assert_eq!(f.verdict, Status::Fail, "{bind}: {}", f.line());
         assert!(
-            f.found.contains(says) && f.found.contains("port 50005"),
+            f.found.contains(&format!("IMEX_CMD_BIND_INTERFACE_IP{says}"))
+                && f.found.contains("port 50005"),
             "{}",
             f.line()
         );

@@ -118,7 +118,7 @@ impl<'a> Daemon<'a> {
                 match (self.tracked(), self.recorded()) {
                     (Some(_), _) => Liveness::Running,
                     (None, Some(id)) => {
-                        Liveness::Exited(format!("is no longer running (pid {})", id.pid))
+                        Liveness::Exited(format!("pid {} is gone", id.pid))
                     }
                     (None, None) => Liveness::Exited("no running nvidia-imex process".into()),
                 }
@@ -158,7 +158,7 @@ impl<'a> Daemon<'a> {
     }
 
     /// How the unit's main process ended, from systemd (`Result`,
-    /// `ExecMainStatus`): " (killed by signal 9)", or nothing when unsaid.
+    /// `ExecMainStatus`): ": killed by signal 9", or nothing when unsaid.
     fn unit_exit_cause(&self) -> String {
         let args = [
             "show",
@@ -180,10 +180,10 @@ impl<'a> Daemon<'a> {
                 .to_string()
         };
         match (value("Result").as_str(), value("ExecMainStatus")) {
-            ("signal" | "core-dump", status) => format!(" (killed by signal {status})"),
-            ("exit-code", status) => format!(" (exited with status {status})"),
+            ("signal" | "core-dump", status) => format!(": killed by signal {status}"),
+            ("exit-code", status) => format!(": exited with status {status}"),
             ("success" | "", _) => String::new(),
-            (other, _) => format!(" ({other})"),
+            (other, _) => format!(": {other}"),
         }
     }
 
