@@ -10,6 +10,8 @@ command -v hyperfine >/dev/null || cargo install hyperfine --version 1.20.0 --lo
 bash benches/plain-prolog-bench.sh
 echo "=== IMEX prolog/epilog (3 namespaced nodes, fake nvidia-imex)"
 bash benches/prolog-bench.sh "${ROUNDS:-10}"
+echo "=== the domain watcher while an --imex job runs (3 namespaced nodes)"
+bash benches/watch-bench.sh "${WATCH_SECONDS:-60}"
 echo "=== one NVL72 rack: --imex jobs on 4, 8 and 18 namespaced nodes"
 bash benches/rack-bench.sh "${RACK_JOBS:-5}"
 echo "=== two NVL72 racks: --imex jobs on 18 and 36 namespaced nodes (one domain per rack)"

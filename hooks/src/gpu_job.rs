@@ -342,9 +342,9 @@ fn judge_interruptions(row: &mut JobRow, events: Vec<ImexEvent>) {
     };
     let events = summary_line(&row.imex_events, INTERRUPTION_REASON_MAX).unwrap_or_default();
     epilog.verdict = epilog.verdict.max(Verdict::Warn);
-    epilog
-        .reasons
-        .push(format!("imex: the job's IMEX domain was interrupted: {events}"));
+    epilog.reasons.push(format!(
+        "imex: the job's IMEX domain was interrupted: {events}"
+    ));
 }
 
 /// Longest list of events in an interruption's reason.

@@ -203,7 +203,15 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
             save(&state, &watch.state);
         }
     }
-    last_look(cfg, &state, job_id, &mut watch, &mut daemon, pid, &mut recorder);
+    last_look(
+        cfg,
+        &state,
+        job_id,
+        &mut watch,
+        &mut daemon,
+        pid,
+        &mut recorder,
+    );
     save(&state, &watch.state);
     report_cost(job_id, started.elapsed());
     Ok(())

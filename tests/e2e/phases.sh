@@ -102,7 +102,8 @@ phase_tests() { # phase
       test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forget_it
       test_a_killed_daemon_is_restarted_and_the_jobs_next_step_finds_its_domain
       test_a_daemon_killed_past_the_bound_drains_only_its_node_after_the_job
-      test_a_peer_cut_off_mid_job_is_named_on_its_peers_and_nothing_is_drained";;
+      test_a_peer_cut_off_mid_job_is_named_on_its_peers_and_nothing_is_drained
+      test_check_does_not_drain_a_node_whose_daemon_is_being_restarted";;
     rack) echo "
       test_rack_of_18_nodes_forms_one_domain";;
     containers) echo "

@@ -144,3 +144,23 @@ test_the_command_port_refuses_other_nodes() {
   release "$id"
   expect_eq "$(wait_done "$id" 60)" COMPLETED "job $id"
 }
+
+test_check_does_not_drain_a_node_whose_daemon_is_being_restarted() {
+  local id pid out rc
+  id=$(hold_imex_job) || { fail "sbatch"; return; }
+  wait_started "$id" || { fail "job $id never started"; return; }
+  # The restarted daemon takes 10 s to be READY (read at its start).
+  printf 'MODE=slow-start\nDELAY_MS=10000\n' > "$C/nodes/n3/run-imex/fake-fault"
+  pid=$(daemon_pid_of 3)
+  kill -9 "$pid"
+  wait_until 10 "n3's daemon to be restarted" eval '[ -n "$(daemon_pid_of 3)" ] && [ "$(daemon_pid_of 3)" != "$pid" ]'
+  out=$(cli 3 check --drain 2>&1); rc=$?
+  rm -f "$C/nodes/n3/run-imex/fake-fault"
+  echo "    figure: slurm-imex check --drain on n3 while its watcher restarts the daemon (rc $rc): $(grep -i 'imex' <<<"$out" | sed -n 1p)"
+  expect_contains "$out" "its watcher is restarting it" "check names the restart"
+  case "$(node_state n3)" in drain*|down*) fail "n3 drained during a restart within the bound: $(node_reason n3)";; esac
+  wait_until 40 "the domain to be UP on every node again" domain_up_everywhere "$E2E_NODES"
+  release "$id"
+  expect_eq "$(wait_done "$id" 60)" COMPLETED "job $id"
+  expect_nothing_drained
+}

@@ -92,7 +92,8 @@ fn nothing_listening_yet_is_judged_on_the_config() {
         let f = check(&base(&tcp(bind)), &listening(&[]));
         assert_eq!(f.verdict, Status::Fail, "{bind}: {}", f.line());
         assert!(
-            f.found.contains(&format!("IMEX_CMD_BIND_INTERFACE_IP{says}"))
+            f.found
+                .contains(&format!("IMEX_CMD_BIND_INTERFACE_IP{says}"))
                 && f.found.contains("port 50005"),
             "{}",
             f.line()

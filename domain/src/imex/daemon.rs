@@ -117,9 +117,7 @@ impl<'a> Daemon<'a> {
                 }
                 match (self.tracked(), self.recorded()) {
                     (Some(_), _) => Liveness::Running,
-                    (None, Some(id)) => {
-                        Liveness::Exited(format!("pid {} is gone", id.pid))
-                    }
+                    (None, Some(id)) => Liveness::Exited(format!("pid {} is gone", id.pid)),
                     (None, None) => Liveness::Exited("no running nvidia-imex process".into()),
                 }
             }
