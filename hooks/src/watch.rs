@@ -134,8 +134,16 @@ pub fn run_from_args() -> u8 {
     use clap::Parser;
     let args = match Args::try_parse() {
         Ok(a) => a,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print(); // --help, --version
+            return 0;
+        }
         Err(e) => {
-            let _ = e.print();
+            // One line (clap's first), as every bad input gets.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            let line = slurm_imex_core::text::printable(first.trim_start_matches("error: "));
+            eprintln!("{PROGRAM}: {}", slurm_imex_core::text::cap(&line, 1024));
             return 2;
         }
     };
