@@ -10,7 +10,7 @@ use slurm_imex_core::slurm::node::{node_name, node_names};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_domain::imex;
 use slurm_imex_gpu::health::Verdict;
-use slurm_imex_gpu::stats::GpuUsage;
+use slurm_imex_gpu::stats::{counts_as_throttled, GpuUsage};
 use slurm_imex_hooks as hooks;
 use slurm_imex_hooks::check::CheckReport;
 use slurm_imex_hooks::drain::{CheckFlags, DrainAction};
@@ -326,8 +326,9 @@ fn job_gpu_table(j: &JobRow) -> Table {
         let s = &g.stats;
         let throttle_ns = s
             .throttle_ns
-            .values()
-            .fold(0u64, |a, v| a.saturating_add(*v));
+            .iter()
+            .filter(|(reason, _)| counts_as_throttled(reason))
+            .fold(0u64, |a, (_, v)| a.saturating_add(*v));
         let reset = if s.energy_mj.reset { " (reset)" } else { "" };
         t.row(vec![
             s.index.to_string(),

@@ -10,6 +10,7 @@ use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text;
 use slurm_imex_gpu::health::Verdict;
+use slurm_imex_gpu::stats::counts_as_throttled;
 use slurm_imex_jobsummary::report::{GpuReport, JobSummary, NodeReport};
 use slurm_imex_jobview::lookup::{self, JobView, Unanswered};
 use slurm_imex_jobview::{accounting, store};
@@ -285,7 +286,13 @@ fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
         dash(g.ecc_dbe),
         dash(g.remapped_rows),
         // (fold from +0.0: an empty f64 sum is -0.0, printed "-0.0")
-        format!("{:.1}", g.throttle_s.values().fold(0.0, |a, b| a + b)),
+        format!(
+            "{:.1}",
+            g.throttle_s
+                .iter()
+                .filter(|(reason, _)| counts_as_throttled(reason))
+                .fold(0.0, |a, (_, b)| a + b)
+        ),
         g.nvlink_errors.values().sum::<u64>().to_string(),
     ]
 }

@@ -182,6 +182,18 @@ pub fn gpu_job_stats(
     }
 }
 
+/// NVML's "low utilization" violation: the time the clocks were lowered
+/// because the GPU had nothing to run. Kept per reason, but it is idling,
+/// not throttling: a total of throttled time leaves it out, as
+/// `nvidia-smi -q`'s "Clocks Event Reasons Counters" do (seen on an H200:
+/// 3.2 s of it in a 3 s job that ran nothing).
+pub const IDLE_REASON: &str = "low_utilization";
+
+/// Whether a throttle reason's time counts as throttled (all but idle).
+pub fn counts_as_throttled(reason: &str) -> bool {
+    reason != IDLE_REASON
+}
+
 /// Time throttled during the job, per reason (ns).
 fn throttle_deltas(start: Option<&GpuSnapshot>, end: &GpuSnapshot) -> BTreeMap<String, u64> {
     let mut throttle_ns = BTreeMap::new();
@@ -271,6 +283,15 @@ fn latest_per_pid(listed: &[ProcessAccounting]) -> Vec<ProcessAccounting> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn idle_clocks_are_not_throttling() {
+        assert!(!counts_as_throttled(IDLE_REASON));
+        for reason in ["power", "thermal", "sync_boost", "board_limit", "reliability"] {
+            assert!(counts_as_throttled(reason), "{reason}");
+        }
+    }
+
     use super::*;
     use crate::nvml::snapshot::*;
 
