@@ -55,6 +55,14 @@ pub fn check(effective: &Effective, listeners: &Listeners) -> Check {
     if !services.iter().any(|s| s.enabled) {
         return Check::pass(CHECK, format!("{}: IMEX_CMD_ENABLED is not 1: no command service to expose (imex-config says what that costs)", base.cfg.path.display()));
     }
+    if base.enabled && base.port.is_none() {
+        let path = base.cfg.path.display();
+        return Check::fail(
+            CHECK,
+            format!("{path}: IMEX_CMD_PORT is empty: the command service is on the unix socket only, but the domain's status (nvidia-imex-ctl -N, which the prolog's gate and the watcher ask) goes through the config's port: -N cannot use the socket"),
+            format!("set IMEX_CMD_PORT=50005 and IMEX_CMD_BIND_INTERFACE_IP=127.0.0.1 in {path} (keep the socket for -q)"),
+        );
+    }
     let mut ports: Vec<u16> = services.iter().filter_map(|s| s.port).collect();
     ports.sort_unstable();
     ports.dedup();

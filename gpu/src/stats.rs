@@ -287,7 +287,13 @@ mod tests {
     #[test]
     fn idle_clocks_are_not_throttling() {
         assert!(!counts_as_throttled(IDLE_REASON));
-        for reason in ["power", "thermal", "sync_boost", "board_limit", "reliability"] {
+        for reason in [
+            "power",
+            "thermal",
+            "sync_boost",
+            "board_limit",
+            "reliability",
+        ] {
             assert!(counts_as_throttled(reason), "{reason}");
         }
     }

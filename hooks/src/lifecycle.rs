@@ -170,7 +170,7 @@ impl PrologSteps for Live<'_> {
 
 impl EpilogSteps for Live<'_> {
     fn stop_watch(&self) -> Result<()> {
-        crate::watch::stop(self.cfg)
+        crate::watch::stop(self.cfg, self.job.job_id)
     }
     fn watch_left_down(&self) -> Option<String> {
         crate::watch::left_down(self.cfg, self.job.job_id)

@@ -11,13 +11,14 @@ mod record;
 
 use slurm_imex_core::config::{Config, DaemonManager};
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::fsutil::{remove_if_exists, write_atomic};
+use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::{StateDir, WatchState};
 use slurm_imex_domain::imex::ctl::Ctl;
 use slurm_imex_domain::imex::daemon::{Daemon, Liveness};
 use slurm_imex_domain::imex::daemon_proc::ProcId;
 use slurm_imex_domain::imex::watch::{Act, DomainWatch, Look};
+use slurm_imex_domain::imex::watcher::Watcher;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -27,14 +28,21 @@ use std::time::{Duration, Instant};
 pub const PROGRAM: &str = "slurm-imex-watch";
 
 /// How long the epilog waits for the watcher to leave after SIGTERM (it
-/// may be restarting the daemon) before SIGKILL.
-const STOP_GRACE: Duration = Duration::from_secs(5);
+/// may be in its last look: two asks of the ctl) before SIGKILL.
+fn stop_grace(cfg: &Config) -> Duration {
+    cfg.imex.daemon.ctl_timeout.0 * 2 + Duration::from_secs(2)
+}
 
 /// Start the watcher of `job_id`'s domain, detached from the prolog (its
 /// own session, no stdio: slurmd waits for neither). Its identity goes to
 /// `watch.pid` for the epilog.
 pub fn spawn(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
     let program = watcher_program()?;
+    let state = StateDir::of(cfg);
+    // One watcher a node: one left by a job whose epilog never ran goes.
+    if let Some(earlier) = Watcher::running(&state) {
+        terminate(earlier.process, stop_grace(cfg));
+    }
     let mut cmd = Command::new(&program);
     cmd.arg("--job")
         .arg(job_id.to_string())
@@ -55,9 +63,8 @@ pub fn spawn(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
         .spawn()
         .map_err(|e| Error::new(format!("cannot start {}: {e}", program.display())))?;
     let pid = child.id() as i32;
-    let id = ProcId::of(pid).unwrap_or(ProcId { pid, start: 0 });
-    let state = StateDir::of(cfg);
-    write_atomic(&state.watcher_pid_file(), id.render().as_bytes(), 0o644)
+    let process = ProcId::of(pid).unwrap_or(ProcId { pid, start: 0 });
+    Watcher { process, job_id }.save(&state)
 }
 
 /// `slurm-imex-watch` beside this program (`/proc/self/exe`, links
@@ -69,30 +76,32 @@ fn watcher_program() -> Result<PathBuf> {
     slurm_imex_core::trust::trusted_program(&beside, PROGRAM)
 }
 
-/// Stop the watcher, if one runs: SIGTERM, then SIGKILL after
-/// [`STOP_GRACE`]. Only the exact process in `watch.pid` (pid and start
-/// time) is signalled. Idempotent.
-pub fn stop(cfg: &Config) -> Result<()> {
+/// Stop `job_id`'s watcher, if it runs: SIGTERM, then SIGKILL after the
+/// grace. Only that exact process (pid and start time) of that job is
+/// signalled: the epilog of a job refused on a busy node leaves the owning
+/// job's watcher alone. Idempotent.
+pub fn stop(cfg: &Config, job_id: u32) -> Result<()> {
     let state = StateDir::of(cfg);
-    let path = state.watcher_pid_file();
-    let text = state.read_text(&path, "IMEX watcher pid file", 4096)?;
-    if let Some(id) = text
-        .as_deref()
-        .and_then(ProcId::parse)
-        .filter(|id| id.alive())
-    {
-        let pid = nix::unistd::Pid::from_raw(id.pid);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        if !gone_within(id, STOP_GRACE) {
-            tracing::warn!(
-                pid = id.pid,
-                "the IMEX watcher ignored SIGTERM; sending SIGKILL"
-            );
-            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-            gone_within(id, Duration::from_secs(2));
-        }
+    match Watcher::running(&state) {
+        Some(w) if w.job_id != job_id => return Ok(()),
+        Some(w) => terminate(w.process, stop_grace(cfg)),
+        None => {}
     }
-    remove_if_exists(&path)
+    remove_if_exists(&state.watcher_pid_file())
+}
+
+/// SIGTERM `process`, SIGKILL it when still there after `grace`.
+fn terminate(process: ProcId, grace: Duration) {
+    let pid = nix::unistd::Pid::from_raw(process.pid);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+    if !gone_within(process, grace) {
+        tracing::warn!(
+            pid = process.pid,
+            "the IMEX watcher ignored SIGTERM; sending SIGKILL"
+        );
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        gone_within(process, Duration::from_secs(2));
+    }
 }
 
 fn gone_within(id: ProcId, limit: Duration) -> bool {
@@ -110,9 +119,12 @@ fn gone_within(id: ProcId, limit: Duration) -> bool {
 /// left down in `job_id`, then the watch state is forgotten.
 pub fn left_down(cfg: &Config, job_id: u32) -> Option<String> {
     let state = StateDir::of(cfg);
+    let ours = WatchState::current(&state).is_some_and(|w| w.job_id == job_id);
     let line = WatchState::load(&state, job_id).left_down;
-    if let Err(e) = WatchState::clear(&state) {
-        tracing::warn!("cannot remove the IMEX watch state: {e}");
+    if ours {
+        if let Err(e) = WatchState::clear(&state) {
+            tracing::warn!("cannot remove the IMEX watch state: {e}");
+        }
     }
     line
 }
@@ -178,73 +190,47 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
     }
     let started = Instant::now();
     let watch_state = WatchState::load(&state, job_id);
-    let mut watch = DomainWatch::new(node, record.nodes, cfg.imex.watch.max_restarts, watch_state);
+    let max = cfg.imex.watch.max_restarts;
+    let mut watch = DomainWatch::new(node, record.nodes, max, watch_state).map_err(Error::new)?;
     let mut daemon = Daemon::new(&cfg.imex.daemon, &state);
     let mut pid = daemon.main_pid();
     let mut recorder = record::Recorder::new(cfg);
-    tracing::info!(
-        job_id,
-        interval_ms = cfg.imex.watch.interval.0.as_millis() as u64,
-        "watching the IMEX domain"
-    );
+    tracing::info!(job_id, "watching the IMEX domain");
     while !signals.wait(cfg.imex.watch.interval.0) {
-        if state.read_owner().ok().flatten() != Some(job_id) {
-            break;
+        match state.read_owner() {
+            Ok(Some(owner)) if owner == job_id => {}
+            Ok(_) => break,
+            Err(e) => {
+                tracing::warn!("cannot read the domain's owner (watching on): {e}");
+                continue;
+            }
         }
-        let look = look(cfg, &mut daemon, pid);
-        let (events, act) = watch.look(&look);
+        let (events, act) = watch.look(&look(cfg, &mut daemon, pid));
+        if act != Act::Nothing {
+            // Before anything slow: `slurm-imex check` reads it.
+            save_if_owner(&state, job_id, &watch.state);
+        }
         recorder.record(&events);
-        let acted = act != Act::Nothing;
         match act {
-            Act::Nothing => {}
-            Act::Restart => {
-                if restart(cfg, &state, job_id, &mut daemon)? {
+            Act::Restart if signals.pending() => break, // the job is over
+            Act::Restart => match restart(cfg, &state, job_id, &mut daemon) {
+                true => {
                     pid = daemon.main_pid();
                     recorder.record(&[watch.restarted(now_ms())]);
-                } else {
-                    watch.restart_failed();
                 }
-            }
+                false => watch.restart_failed(),
+            },
             Act::LeaveDown(line) => tracing::error!("{line}"),
+            Act::Nothing => {}
         }
-        if !recorder.is_idle() || acted {
-            save(&state, &watch.state);
-        }
+        save_if_owner(&state, job_id, &watch.state);
     }
-    last_look(
-        cfg,
-        &state,
-        job_id,
-        &mut watch,
-        &mut daemon,
-        pid,
-        &mut recorder,
-    );
-    save(&state, &watch.state);
+    if state.read_owner().ok().flatten() == Some(job_id) {
+        recorder.record(&watch.last_look(&look(cfg, &mut daemon, pid)));
+    }
+    save_if_owner(&state, job_id, &watch.state);
     report_cost(job_id, started.elapsed());
     Ok(())
-}
-
-/// Stopped by the epilog: one more look, so a domain that came back since
-/// the last one ends its record UP again (the job may end right after a
-/// recovery). Nothing is restarted: the job is over.
-fn last_look(
-    cfg: &Config,
-    state: &StateDir,
-    job_id: u32,
-    watch: &mut DomainWatch,
-    daemon: &mut Daemon,
-    pid: Option<ProcId>,
-    recorder: &mut record::Recorder,
-) {
-    if state.read_owner().ok().flatten() != Some(job_id) {
-        return;
-    }
-    let look = look(cfg, daemon, pid);
-    if look.daemon == Liveness::Running {
-        let (events, _) = watch.look(&look);
-        recorder.record(&events);
-    }
 }
 
 /// One look: is the daemon alive (its pid, read from `/proc`; the
@@ -271,23 +257,32 @@ fn look(cfg: &Config, daemon: &mut Daemon, pid: Option<ProcId>) -> Look {
 }
 
 /// Start the daemon again on the job's config, under the domain lock and
-/// only while `job_id` still owns it (the epilog may be tearing it down).
-/// Ok(false): it could not be started (the next look counts a death).
-fn restart(cfg: &Config, state: &StateDir, job_id: u32, daemon: &mut Daemon) -> Result<bool> {
-    let lock = state.lock()?;
-    if state.owner(&lock)? != Some(job_id) || !Path::new(&cfg.imex.daemon.job_config).exists() {
-        return Ok(false);
-    }
-    match daemon.start() {
-        Ok(()) => Ok(true),
-        Err(e) => {
-            tracing::warn!("cannot restart nvidia-imex for job {job_id}: {e}");
-            Ok(false)
+/// only while `job_id` still owns it (the epilog may be tearing it down),
+/// and only if it is still dead. false: not started (the next look that
+/// finds it dead counts another death).
+fn restart(cfg: &Config, state: &StateDir, job_id: u32, daemon: &mut Daemon) -> bool {
+    let started = state.lock().and_then(|lock| {
+        let owned = state.owner(&lock)? == Some(job_id);
+        if !owned || !Path::new(&cfg.imex.daemon.job_config).exists() {
+            return Ok(false);
         }
-    }
+        if daemon.liveness() == Liveness::Running {
+            return Ok(false);
+        }
+        daemon.start().map(|()| true)
+    });
+    started.unwrap_or_else(|e| {
+        tracing::warn!("cannot restart nvidia-imex for job {job_id}: {e}");
+        false
+    })
 }
 
-fn save(state: &StateDir, watch: &WatchState) {
+/// Save the watch state while `job_id` owns the domain: a watcher that
+/// outlived its job never overwrites the next job's.
+fn save_if_owner(state: &StateDir, job_id: u32, watch: &WatchState) {
+    if state.read_owner().ok().flatten() != Some(job_id) {
+        return;
+    }
     if let Err(e) = watch.save(state) {
         tracing::warn!("cannot save the IMEX watch state: {e}");
     }
@@ -346,6 +341,21 @@ fn stop_signals() -> Result<StopSignals> {
 }
 
 impl StopSignals {
+    /// A stop signal is waiting.
+    fn pending(&self) -> bool {
+        // SAFETY: sigpending fills the zeroed sigset_t it is given;
+        // sigismember reads it and the blocked set, both live here.
+        unsafe {
+            let mut pending: libc::sigset_t = std::mem::zeroed();
+            if libc::sigpending(&mut pending) != 0 {
+                return false;
+            }
+            [libc::SIGTERM, libc::SIGINT, libc::SIGHUP]
+                .iter()
+                .any(|s| libc::sigismember(&pending, *s) == 1)
+        }
+    }
+
     /// Sleep `interval`; true when a stop signal came instead.
     fn wait(&self, interval: Duration) -> bool {
         let ts = libc::timespec {

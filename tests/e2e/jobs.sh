@@ -105,6 +105,10 @@ test_second_imex_job_on_busy_node_is_refused() {
   expect_eq "$(cat "$C/nodes/n1/run-slurm-imex/domain.owner")" "$a" "n1 domain still owned by A"
   expect_eq "$(cat "$C/nodes/n1/etc-imex/nodes_config.cfg")" "$(node_ip 1)" "A's nodes_config intact"
   expect_contains "$(in_node 1 "$C/bin/nvidia-imex-ctl" -c /run/slurm-imex/nvidia-imex.cfg -N -j)" '"status":"UP"' "A's domain still UP"
+  # B's epilog left A's domain watcher alone.
+  local watcher; watcher=$(cat "$C/nodes/n1/run-slurm-imex/watch.pid" 2>/dev/null)
+  expect_eq "${watcher##* }" "$a" "n1's watch.pid names job A"
+  kill -0 "${watcher%% *}" 2>/dev/null || fail "A's watcher (pid ${watcher%% *}) is gone after B's epilog"
   release "$a"
   expect_eq "$(wait_done "$a")" COMPLETED "job A final state"
   expect_contains "$(cat "$C/out/$a.out")" "A-OK" "job A's step ran after B was refused"

@@ -10,6 +10,7 @@
 //! nvidia-imex.pid, .out       the daemon the process manager spawned (slurm_imex_domain::imex::daemon)
 //! watch.pid                   the job's domain watcher, pid and start time (slurm_imex_hooks::watch)
 //! watch.json                  what that watcher saw of the daemon: deaths, restarts (watch.rs)
+//! watch-counters.json         the node's domain events by kind, for the export (watch.rs; only watchers write it)
 //! gpu-jobs/<job>.json         a GPU job's start snapshot, prolog -> epilog
 //! xid-checkpoint.json         per GPU, the last kernel-log XID already judged
 //! node-metrics.json           this node's standing for the export (node.rs)
@@ -27,7 +28,7 @@ mod watch;
 
 pub use domain::DomainLock;
 pub use node::NodeState;
-pub use watch::WatchState;
+pub use watch::{count_events, event_counts, WatchState};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -99,6 +100,11 @@ impl StateDir {
     /// What that watcher saw of the daemon (`WatchState`).
     fn watch_state_path(&self) -> PathBuf {
         self.root.join("watch.json")
+    }
+
+    /// The node's domain events by kind (`watch::count_events`).
+    fn watch_counters_path(&self) -> PathBuf {
+        self.root.join("watch-counters.json")
     }
 
     /// Where a daemon spawned by the process manager writes stdout/stderr.
@@ -350,6 +356,7 @@ mod tests {
             state.no_gpu_path(),
             state.watcher_pid_file(),
             state.watch_state_path(),
+            state.watch_counters_path(),
         ] {
             assert!(
                 dirs.iter().any(|d| file.parent() == Some(d.as_path())),

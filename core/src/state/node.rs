@@ -44,20 +44,23 @@ pub struct NodeState {
     /// IMEX domain events the watcher saw on this node since the state
     /// directory began (a reboot, on its tmpfs), by kind
     /// (`crate::imex_event::ImexEventKind::as_str`): the node's Prometheus
-    /// counters, with no job label.
-    #[serde(default)]
+    /// counters, with no job label. Read from the watchers' own file at
+    /// each load (`super::watch::event_counts`), never kept here.
+    #[serde(skip)]
     pub imex_events: std::collections::BTreeMap<String, u64>,
 }
 
 impl NodeState {
     /// The saved state (a missing or corrupt file is a fresh state).
     pub fn load(state: &StateDir) -> NodeState {
-        state
+        let mut node: NodeState = state
             .read_text(&state.node_state_path(), "node state", 64 * 1024)
             .ok()
             .flatten()
             .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        node.imex_events = super::watch::event_counts(state);
+        node
     }
 
     pub fn save(&self, state: &StateDir) -> Result<()> {

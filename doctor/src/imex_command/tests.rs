@@ -176,19 +176,31 @@ fn a_unix_socket_needs_a_root_only_directory() {
     std::fs::create_dir(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
     let sock = dir.join("imex.sock");
+    let socket_only = base(&format!(
+        "IMEX_CMD_ENABLED=1\nIMEX_CMD_PORT=\nIMEX_CMD_UNIX_DOMAIN_PATH={}\n",
+        sock.display()
+    ));
+    let f = check(&socket_only, &listening(&[]));
+    assert_eq!(f.verdict, Status::Fail, "-N needs the port: {}", f.line());
+    assert!(
+        f.remedy
+            .contains("set IMEX_CMD_PORT=50005 and IMEX_CMD_BIND_INTERFACE_IP=127.0.0.1"),
+        "{}",
+        f.line()
+    );
     let unix_only = |path: &str| {
         base(&format!(
-            "IMEX_CMD_ENABLED=1\nIMEX_CMD_PORT=\nIMEX_CMD_UNIX_DOMAIN_PATH={path}\n"
+            "IMEX_CMD_ENABLED=1\nIMEX_CMD_PORT=50005\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\nIMEX_CMD_UNIX_DOMAIN_PATH={path}\n"
         ))
     };
     let f = check(
         &unix_only(&sock.display().to_string()),
-        &listening(&["0.0.0.0:50005"]),
+        &listening(&["127.0.0.1:50005"]),
     );
     assert_eq!(
         f.verdict,
         Status::Pass,
-        "no TCP port, so 50005 is not ours: {}",
+        "loopback and a root-only socket: {}",
         f.line()
     );
     assert!(

@@ -37,7 +37,8 @@ impl DaemonConfigFile {
     }
 
     pub fn read(path: &Path) -> Result<DaemonConfigFile> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        // NVIDIA's file is a few KiB; a FIFO or a huge file is refused.
+        let text = slurm_imex_core::fsutil::read_bounded_text(path, 1 << 20).map_err(|e| {
             Error::new(format!(
                 "cannot read the IMEX daemon base config {} ([imex.daemon] base_config): {e}",
                 path.display()

@@ -7,7 +7,8 @@
 //! identity `daemon_proc`, its config files `daemon_config`, its port
 //! `port`), the control tool (`ctl`), and the node's IMEX status as an
 //! admin asks for it (`status`). While the job runs, `watch` decides what
-//! a look at the daemon and domain means (events, restart or leave down).
+//! a look at the daemon and domain means (events, restart or leave down),
+//! and `watcher` who the watching process is.
 //! What the prolog concluded for a job is
 //! `slurm_imex_core::state::job_record`: the plugin reads it too.
 
@@ -23,3 +24,4 @@ pub mod rack_channels;
 pub mod rack_domain;
 pub mod status;
 pub mod watch;
+pub mod watcher;

@@ -13,9 +13,12 @@ use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind};
 use slurm_imex_core::state::WatchState;
 use std::collections::BTreeMap;
 
-/// Consecutive unanswered asks before the domain counts as not UP: one
-/// slow `nvidia-imex-ctl` under load is not an interruption.
-const UNANSWERED_MAX: u32 = 2;
+/// Consecutive looks that must agree before a loss is an event (the
+/// domain not UP, a member not READY, the daemon not answering): one slow
+/// `nvidia-imex-ctl` under load, or the skew between a job's epilogs (the
+/// first node's epilog stops its daemon while its peers' watchers still
+/// look), is not an interruption.
+const CONFIRM_LOOKS: u32 = 2;
 
 /// What one look found.
 pub struct Look {
@@ -47,22 +50,30 @@ pub struct DomainWatch {
     pub state: WatchState,
     domain_up: bool,
     daemon_dead: bool,
-    /// Members not READY and connected, by index, with what they were.
-    lost: BTreeMap<usize, String>,
-    unanswered: u32,
+    /// Members not READY and connected, by index, with what they were
+    /// and for how many looks in a row; an event once confirmed.
+    lost: BTreeMap<usize, (String, u32)>,
+    /// Looks in a row that found the domain not UP (or no answer).
+    down_looks: u32,
 }
 
 impl DomainWatch {
     /// A watch that starts where the prolog left the domain: UP, every
-    /// member READY. `state` carries the deaths of this job so far.
+    /// member READY. `state` carries the deaths of this job so far. `node`
+    /// must be one of `members` (the job's record says who they are).
     pub fn new(
         node: &str,
         members: Vec<String>,
         max_restarts: u32,
         state: WatchState,
-    ) -> DomainWatch {
-        let local = members.iter().position(|n| n == node).unwrap_or(0);
-        DomainWatch {
+    ) -> Result<DomainWatch, String> {
+        let local = members.iter().position(|n| n == node).ok_or_else(|| {
+            format!(
+                "{node} is not among the domain's nodes in job {}'s record",
+                state.job_id
+            )
+        })?;
+        Ok(DomainWatch {
             job_id: state.job_id,
             node: node.to_string(),
             members,
@@ -72,8 +83,23 @@ impl DomainWatch {
             state,
             domain_up: true,
             lost: BTreeMap::new(),
-            unanswered: 0,
+            down_looks: 0,
+        })
+    }
+
+    /// The job is over (the epilog stopped the watch): one more look, of
+    /// which only recoveries count, so a domain that came back since the
+    /// last look ends its record UP again, and a peer whose epilog stopped
+    /// its daemon first is not a loss.
+    pub fn last_look(&mut self, look: &Look) -> Vec<ImexEvent> {
+        if look.daemon != Liveness::Running {
+            return Vec::new();
         }
+        let (events, _) = self.look(look);
+        events
+            .into_iter()
+            .filter(|e| !e.kind.interrupts())
+            .collect()
     }
 
     /// The events of one look, and what to do about the daemon.
@@ -92,17 +118,8 @@ impl DomainWatch {
             Liveness::Running => self.daemon_dead = false,
         }
         match &look.domain {
-            Some(Ok(status)) => {
-                self.unanswered = 0;
-                self.judge_domain(status, look.now_ms, &mut events);
-            }
-            Some(Err(why)) => {
-                self.unanswered += 1;
-                if self.unanswered >= UNANSWERED_MAX && self.domain_up {
-                    self.domain_up = false;
-                    events.push(self.event(look.now_ms, ImexEventKind::DomainDegraded, why));
-                }
-            }
+            Some(Ok(status)) => self.judge_domain(status, look.now_ms, &mut events),
+            Some(Err(why)) => self.judge_down(why, look.now_ms, &mut events),
             None => {}
         }
         (events, Act::Nothing)
@@ -149,50 +166,79 @@ impl DomainWatch {
     }
 
     /// Members that left or came back, and the domain leaving or
-    /// regaining UP (every member READY and connected to this node).
+    /// regaining UP (every member READY and connected to this node). A
+    /// loss counts once [`CONFIRM_LOOKS`] looks in a row saw it; while this
+    /// node's own daemon is being restarted its new instance has yet to
+    /// reconnect, so its peers are not called lost.
     fn judge_domain(&mut self, status: &DomainStatus, now_ms: i64, events: &mut Vec<ImexEvent>) {
-        let everyone: Vec<usize> = (0..self.members.len()).collect();
-        let now_lost: BTreeMap<usize, String> =
-            match assess_members(status, &everyone, self.local, true) {
-                Readiness::Ready => BTreeMap::new(),
-                Readiness::NotReady(n) => {
-                    let mut lost = BTreeMap::new();
-                    for i in n.not_connected {
-                        lost.insert(i, "not connected".to_string());
-                    }
-                    for i in n.not_ready {
-                        let word = status.nodes.get(&i).and_then(|s| s.status.clone());
-                        lost.insert(i, word.unwrap_or_else(|| "absent".into()));
-                    }
-                    lost
-                }
-            };
-        for (i, what) in &now_lost {
-            if *i != self.local && !self.lost.contains_key(i) {
-                let detail = format!("{} {what}", self.name_of(*i));
+        let now_lost = self.not_ready(status);
+        let restarting = self.state.restarting_since_ms.is_some();
+        let mut lost = BTreeMap::new();
+        for (i, what) in now_lost {
+            let looks = self.lost.get(&i).map_or(1, |(_, n)| n.saturating_add(1));
+            if looks == CONFIRM_LOOKS && i != self.local && !restarting {
+                let detail = format!("{} {what}", self.name_of(i));
                 events.push(self.event(now_ms, ImexEventKind::MemberLost, &detail));
             }
+            lost.insert(i, (what, looks));
         }
-        for i in self.lost.keys() {
-            if *i != self.local && !now_lost.contains_key(i) {
+        for (i, (_, looks)) in &self.lost {
+            if *i != self.local && !lost.contains_key(i) && *looks >= CONFIRM_LOOKS && !restarting {
                 events.push(self.event(now_ms, ImexEventKind::MemberBack, &self.name_of(*i)));
             }
         }
-        let up = status.domain == "UP" && now_lost.is_empty();
-        if self.domain_up && !up {
-            let who: Vec<String> = now_lost
+        self.lost = lost;
+        if status.domain == "UP" && self.lost.is_empty() {
+            self.domain_back(now_ms, events);
+        } else {
+            let who: Vec<String> = self
+                .lost
                 .iter()
-                .map(|(i, w)| format!("{} {w}", self.name_of(*i)))
+                .map(|(i, (w, _))| format!("{} {w}", self.name_of(*i)))
                 .collect();
             let detail = format!("{}: {}", status.domain, who.join(", "));
-            events.push(self.event(now_ms, ImexEventKind::DomainDegraded, &detail));
-        } else if !self.domain_up && up {
-            self.state.restarting_since_ms = None;
-            let detail = format!("{} of {} READY", self.members.len(), self.members.len());
-            events.push(self.event(now_ms, ImexEventKind::DomainUp, &detail));
+            self.judge_down(&detail, now_ms, events);
         }
-        self.domain_up = up;
-        self.lost = now_lost;
+    }
+
+    /// Configured members not READY or not connected to this node.
+    fn not_ready(&self, status: &DomainStatus) -> BTreeMap<usize, String> {
+        let everyone: Vec<usize> = (0..self.members.len()).collect();
+        let mut lost = BTreeMap::new();
+        if let Readiness::NotReady(n) = assess_members(status, &everyone, self.local, true) {
+            for i in n.not_connected {
+                lost.insert(i, "not connected".to_string());
+            }
+            for i in n.not_ready {
+                let word = status.nodes.get(&i).and_then(|s| s.status.clone());
+                lost.insert(i, word.unwrap_or_else(|| "absent".into()));
+            }
+        }
+        lost
+    }
+
+    /// One more look without the domain UP: an event once confirmed.
+    fn judge_down(&mut self, detail: &str, now_ms: i64, events: &mut Vec<ImexEvent>) {
+        self.down_looks = self.down_looks.saturating_add(1);
+        if self.domain_up && self.down_looks >= CONFIRM_LOOKS {
+            self.domain_up = false;
+            events.push(self.event(now_ms, ImexEventKind::DomainDegraded, detail));
+        }
+    }
+
+    /// The domain is UP with every member READY and connected.
+    fn domain_back(&mut self, now_ms: i64, events: &mut Vec<ImexEvent>) {
+        self.down_looks = 0;
+        if !self.domain_up {
+            self.state.restarting_since_ms = None;
+            let n = self.members.len();
+            events.push(self.event(
+                now_ms,
+                ImexEventKind::DomainUp,
+                &format!("{n} of {n} READY"),
+            ));
+        }
+        self.domain_up = true;
     }
 
     fn name_of(&self, index: usize) -> String {

@@ -7,17 +7,23 @@
 
 use slurm_imex_core::config::Config;
 use slurm_imex_core::imex_event::ImexEvent;
-use slurm_imex_core::state::{NodeState, StateDir};
+use slurm_imex_core::state::{count_events, NodeState, StateDir};
 use slurm_imex_jobdb::{metrics, JobDb};
 
+/// Records one watch's events, keeping its database connection between them.
 pub struct Recorder<'a> {
     cfg: &'a Config,
     db: Option<JobDb>,
     /// The database failed once: said, not repeated at every event.
     db_failed: bool,
-    /// The last `record` had nothing to record.
-    idle: bool,
+    /// Peer and domain events recorded so far in this watch.
+    domain_events: usize,
 }
+
+/// Peer and domain events one watch records at most: a flapping peer must
+/// not fill the database or hide the rest. The daemon's own events are
+/// always recorded.
+const DOMAIN_EVENTS_MAX: usize = 200;
 
 impl<'a> Recorder<'a> {
     pub fn new(cfg: &'a Config) -> Recorder<'a> {
@@ -25,25 +31,39 @@ impl<'a> Recorder<'a> {
             cfg,
             db: None,
             db_failed: false,
-            idle: true,
+            domain_events: 0,
         }
-    }
-
-    /// Nothing was recorded by the last call.
-    pub fn is_idle(&self) -> bool {
-        self.idle
     }
 
     pub fn record(&mut self, events: &[ImexEvent]) {
-        self.idle = events.is_empty();
+        let events = self.within_cap(events);
         if events.is_empty() {
             return;
         }
-        for e in events {
+        for e in &events {
             to_journal(e);
             self.store(e);
         }
-        self.count(events);
+        self.count(&events);
+    }
+
+    /// `events` less the peer and domain events past [`DOMAIN_EVENTS_MAX`].
+    fn within_cap(&mut self, events: &[ImexEvent]) -> Vec<ImexEvent> {
+        let mut kept = Vec::new();
+        for e in events {
+            let daemons = e.kind.as_str().starts_with("daemon-");
+            if !daemons && self.domain_events >= DOMAIN_EVENTS_MAX {
+                continue;
+            }
+            if !daemons {
+                self.domain_events += 1;
+                if self.domain_events == DOMAIN_EVENTS_MAX {
+                    tracing::warn!("{DOMAIN_EVENTS_MAX} peer and domain events in this job: later ones are not recorded");
+                }
+            }
+            kept.push(e.clone());
+        }
+        kept
     }
 
     fn store(&mut self, e: &ImexEvent) {
@@ -70,23 +90,19 @@ impl<'a> Recorder<'a> {
         self.db = None;
     }
 
-    /// The node's counters by kind, and the Prometheus export with them.
+    /// The node's counters by kind (the watchers' own file: the node's
+    /// standing is never written here), and the Prometheus export with them.
     fn count(&self, events: &[ImexEvent]) {
         let state = StateDir::of(self.cfg);
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        let counted = count_events(&state, &kinds);
         let mut node = NodeState::load(&state);
-        for e in events {
-            *node
-                .imex_events
-                .entry(e.kind.as_str().to_string())
-                .or_default() += 1;
-            if node.node.is_empty() {
-                node.node = e.node.clone();
-            }
+        if node.node.is_empty() {
+            node.node = events.first().map(|e| e.node.clone()).unwrap_or_default();
         }
         node.read_domain(&state);
-        let saved = node.save(&state);
         let refreshed = metrics::refresh(self.cfg, &node).map(|_| ());
-        if let Some(e) = saved.err().or(refreshed.err()) {
+        if let Some(e) = counted.err().or(refreshed.err()) {
             tracing::warn!("IMEX event counters not exported: {e}");
         }
     }

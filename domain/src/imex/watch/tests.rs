@@ -7,7 +7,7 @@ fn watch(max_restarts: u32) -> DomainWatch {
         job_id: 42,
         ..WatchState::default()
     };
-    DomainWatch::new("n1", members, max_restarts, state)
+    DomainWatch::new("n1", members, max_restarts, state).unwrap()
 }
 
 /// A domain of three as n1 reports it: `ready[i]` each node's status,
@@ -84,14 +84,13 @@ fn a_dead_daemon_is_restarted_and_the_domain_up_again_is_recorded() {
     assert_eq!(act, Act::Restart);
     assert_eq!(w.state.restarting_since_ms, Some(1000));
     assert_eq!(w.restarted(1100).kind, ImexEventKind::DaemonRestarted);
-    // Peers reconnect after their back-off: DEGRADED meanwhile, no new event.
-    let (events, _) = w.look(&running(
-        status("DEGRADED", ALL, [true, false, false]),
-        2000,
-    ));
-    assert_eq!(kinds(&events), ["member-lost", "member-lost"]);
+    // The new instance has yet to reconnect: its peers are not called lost.
+    for t in [2000, 4000, 6000] {
+        let (events, _) = w.look(&running(status("DEGRADED", ALL, [true, false, false]), t));
+        assert!(events.is_empty(), "{events:?}");
+    }
     let (events, _) = w.look(&running(status("UP", ALL, ALL), 17000));
-    assert_eq!(kinds(&events), ["member-back", "member-back", "domain-up"]);
+    assert_eq!(kinds(&events), ["domain-up"]);
     assert_eq!(w.state.restarting_since_ms, None);
     assert_eq!((w.state.deaths, w.state.restarts), (1, 1));
 }
@@ -138,13 +137,16 @@ fn one_death_is_counted_once_until_a_restart_is_tried() {
 }
 
 #[test]
-fn a_peer_that_leaves_is_named_and_never_acted_on() {
+fn a_peer_that_leaves_is_named_once_two_looks_agree_and_never_acted_on() {
     let mut w = watch(3);
-    let (events, act) = w.look(&running(
-        status("DEGRADED", [true, true, false], [true, true, false]),
-        5,
-    ));
-    assert_eq!(act, Act::Nothing);
+    let gone = || status("DEGRADED", [true, true, false], [true, true, false]);
+    let (events, act) = w.look(&running(gone(), 5));
+    assert_eq!(
+        (events, act),
+        (vec![], Act::Nothing),
+        "one look is not a loss"
+    );
+    let (events, _) = w.look(&running(gone(), 6));
     assert_eq!(kinds(&events), ["member-lost", "domain-degraded"]);
     assert_eq!(events[0].detail, "n3 UNAVAILABLE");
     assert!(
@@ -153,14 +155,49 @@ fn a_peer_that_leaves_is_named_and_never_acted_on() {
         events[1].detail
     );
     // Still gone: nothing new.
-    let again = w.look(&running(
-        status("DEGRADED", [true, true, false], [true, true, false]),
-        6,
-    ));
-    assert!(again.0.is_empty());
-    let (events, _) = w.look(&running(status("UP", ALL, ALL), 7));
+    assert!(w.look(&running(gone(), 7)).0.is_empty());
+    let (events, _) = w.look(&running(status("UP", ALL, ALL), 8));
     assert_eq!(kinds(&events), ["member-back", "domain-up"]);
     assert_eq!(events[0].detail, "n3");
+}
+
+#[test]
+fn a_peer_gone_for_one_look_is_no_event() {
+    let mut w = watch(3);
+    let gone = status("DEGRADED", [true, true, false], [true, true, false]);
+    assert!(w.look(&running(gone, 1)).0.is_empty());
+    assert!(w.look(&running(status("UP", ALL, ALL), 2)).0.is_empty());
+}
+
+#[test]
+fn the_last_look_records_recoveries_only() {
+    let mut w = watch(3);
+    let gone = || status("DEGRADED", [true, true, false], [true, true, false]);
+    w.look(&running(gone(), 1));
+    // The job ended: a peer whose epilog stopped its daemon is no loss.
+    assert!(w.last_look(&running(gone(), 2)).is_empty());
+    let mut back = watch(3);
+    back.look(&running(gone(), 1));
+    back.look(&running(gone(), 2));
+    let events = back.last_look(&running(status("UP", ALL, ALL), 3));
+    assert_eq!(kinds(&events), ["member-back", "domain-up"]);
+    // A dead daemon at the end is not restarted, nor recorded.
+    assert!(back.last_look(&dead(4)).is_empty());
+}
+
+#[test]
+fn a_node_outside_the_record_is_refused() {
+    let state = WatchState {
+        job_id: 42,
+        ..WatchState::default()
+    };
+    let e = DomainWatch::new("n9", vec!["n1".into()], 3, state)
+        .err()
+        .unwrap();
+    assert!(
+        e.contains("n9 is not among the domain's nodes in job 42's record"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -187,6 +224,6 @@ fn a_watch_resumed_after_the_bound_stays_quiet() {
         left_down: Some("nvidia-imex died 4 times".into()),
         ..WatchState::default()
     };
-    let mut w = DomainWatch::new("n1", vec!["n1".into()], 3, state);
+    let mut w = DomainWatch::new("n1", vec!["n1".into()], 3, state).unwrap();
     assert_eq!(w.look(&dead(1)), (vec![], Act::Nothing));
 }

@@ -3,15 +3,15 @@
 //! running rack-wide daemon (`[imex] domain = "rack"`), needs its daemon
 //! READY (DCGM-style, context-aware). A rack daemon that is not running is
 //! not a finding: the next prolog on the node starts it. A job's daemon
-//! that its watcher is restarting, within `[imex.watch] max_restarts`, is
-//! a warning for as long as a domain may take to form again
-//! (`[imex] ready_timeout`), never a drain: the watcher, or the epilog
-//! past the bound, owns that decision.
+//! whose watcher runs is a warning, never a drain: the watcher restarts it
+//! within `[imex.watch] max_restarts`, and past that the job's epilog
+//! drains the node after the job with the watcher's reason.
 
 use crate::health::{Finding, Severity};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::state::{StateDir, WatchState};
 use slurm_imex_domain::imex::status::node_status;
+use slurm_imex_domain::imex::watcher::Watcher;
 
 /// DCGM-style IMEX check, context-aware: only a daemon that serves a job's
 /// domain or the rack must be READY.
@@ -25,15 +25,16 @@ pub fn check_imex(cfg: &Config) -> Option<Finding> {
         "nvidia-imex serving {serves} is not READY ({}; daemon {})",
         status.local_state, status.daemon
     );
-    let watch = WatchState::current(&StateDir::of(cfg));
-    let window_ms = cfg.imex.ready_timeout.0.as_millis() as i64;
-    let severity = match restarting(watch.as_ref(), status.owner, now_ms(), window_ms) {
-        true => Severity::Warn,
-        false => Severity::Drain,
-    };
-    let detail = match severity {
-        Severity::Warn => format!("{detail}: its watcher is restarting it"),
-        Severity::Drain => detail,
+    let state = StateDir::of(cfg);
+    let watched = status
+        .owner
+        .filter(|job| Watcher::of_job(&state, *job).is_some());
+    let (severity, detail) = match watched {
+        Some(job) => (
+            Severity::Warn,
+            watched_detail(detail, &WatchState::load(&state, job)),
+        ),
+        None => (Severity::Drain, detail),
     };
     Some(Finding {
         check: "imex".into(),
@@ -43,56 +44,39 @@ pub fn check_imex(cfg: &Config) -> Option<Finding> {
     })
 }
 
-/// The owner's watcher is restarting its daemon, within the bound, and
-/// began less than `window_ms` ago.
-fn restarting(watch: Option<&WatchState>, owner: Option<u32>, now_ms: i64, window_ms: i64) -> bool {
-    match (watch, owner) {
-        (Some(w), Some(owner)) if w.restarting(owner) => w
-            .restarting_since_ms
-            .is_some_and(|since| now_ms.saturating_sub(since) < window_ms),
-        _ => false,
+/// What the job's watcher is doing about it.
+fn watched_detail(detail: String, watch: &WatchState) -> String {
+    match &watch.left_down {
+        Some(line) => format!("{detail}: {line}; the job's epilog drains the node after the job"),
+        None => format!(
+            "{detail}: its watcher is restarting it ({} deaths in this job so far)",
+            watch.deaths
+        ),
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn watch(since: Option<i64>, left_down: bool) -> WatchState {
-        WatchState {
+    #[test]
+    fn the_warning_says_what_the_watcher_does() {
+        let mut w = WatchState {
             job_id: 7,
             deaths: 1,
-            restarts: 0,
-            restarting_since_ms: since,
-            left_down: left_down.then(|| "died 4 times".into()),
-        }
-    }
-
-    #[test]
-    fn a_restart_within_the_bound_and_the_window_is_not_a_drain() {
-        let w = watch(Some(1_000), false);
-        assert!(restarting(Some(&w), Some(7), 30_000, 60_000));
-        // Past the window: the daemon is judged as any other.
-        assert!(!restarting(Some(&w), Some(7), 62_000, 60_000));
-        // Another job's watch, no owner, no watch, left down: judged.
-        assert!(!restarting(Some(&w), Some(8), 2_000, 60_000));
-        assert!(!restarting(Some(&w), None, 2_000, 60_000));
-        assert!(!restarting(None, Some(7), 2_000, 60_000));
-        let down = watch(Some(1_000), true);
-        assert!(!restarting(Some(&down), Some(7), 2_000, 60_000));
-        // Not restarting (the domain came back): judged.
-        assert!(!restarting(
-            Some(&watch(None, false)),
-            Some(7),
-            2_000,
-            60_000
-        ));
+            ..WatchState::default()
+        };
+        let d = watched_detail("nvidia-imex serving job 7 is not READY".into(), &w);
+        assert!(
+            d.ends_with("its watcher is restarting it (1 deaths in this job so far)"),
+            "{d}"
+        );
+        w.left_down =
+            Some("nvidia-imex died 4 times while the job ran (restart bound 3): left down".into());
+        let d = watched_detail("x".into(), &w);
+        assert!(
+            d.contains("left down; the job's epilog drains the node after the job"),
+            "{d}"
+        );
     }
 }
