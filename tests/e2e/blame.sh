@@ -109,8 +109,15 @@ test_epilog_is_idempotent_without_prolog() {
   expect_idle 1
 }
 
-# The first child of process PARENT, in $pid.
-child_of() { pid=$(pgrep -P "$1"); [ -n "$pid" ]; }
+# The child of process PARENT that runs the prolog, in $pid (any other,
+# short-lived child nsenter may have is not it).
+prolog_child_of() {
+  local c
+  for c in $(pgrep -P "$1"); do
+    [ "$(process_program "$c" 2>/dev/null)" = "$C/bin/slurm-imex-prolog" ] && { pid=$c; return 0; }
+  done
+  return 1
+}
 # The program a process runs, as its command line names it. Under qemu-user
 # (the arm64 phase) binfmt_misc puts its interpreter first, then the program.
 process_program() { # pid
@@ -140,7 +147,7 @@ test_prolog_killed_midway_then_epilog_restores_idle() {
     # forks; the prolog is nsenter's child. It is mid-start once the unit is up.
     nsenter -t "$(slurmd_pid 1)" -a -r -w -- "${prolog_env[@]}" >/dev/null 2>&1 &
     local ns=$!
-    wait_until 10 "the prolog under nsenter $ns" child_of "$ns"
+    wait_until 10 "the prolog under nsenter $ns" prolog_child_of "$ns"
     wait_until 10 "n1's nvidia-imex unit to be active" unit_is_active 1 nvidia-imex
   else
     nsenter -t "$(slurmd_pid 1)" -n -m -u -r -w -- "${prolog_env[@]}" >/dev/null 2>&1 &
