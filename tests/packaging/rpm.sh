@@ -111,7 +111,7 @@ test_rpm_installs_verifies_upgrades_and_erases_clean() { # rpm older-rpm
     for f in /usr/lib64/slurm/spank_imex.so /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/sbin/slurm-imex-watch \
              /usr/sbin/slurm-imex-healthcheck /usr/bin/slurm-imex /etc/slurm/imex.toml \
              /usr/lib/sysctl.d/90-slurm-imex.conf /usr/share/man/man8/slurm-imex-prolog.8.gz \
-             /usr/share/man/man8/slurm-imex-epilog.8.gz /usr/share/man/man8/slurm-imex-healthcheck.8.gz \
+             /usr/share/man/man8/slurm-imex-epilog.8.gz /usr/share/man/man8/slurm-imex-watch.8.gz /usr/share/man/man8/slurm-imex-healthcheck.8.gz \
              /usr/share/man/man1/slurm-imex.1.gz \
              /usr/share/doc/slurm-imex/docs/install.md \
              /usr/share/doc/slurm-imex/examples/nvidia-imex.service.d/slurm-imex.conf; do
