@@ -45,21 +45,6 @@ fn a_job_without_a_record_is_one_line_and_status_1() {
     );
 }
 
-/// The epilog of --imex job 7 on n1 under `config`.
-fn epilog(config: &std::path::Path) -> Ran {
-    run(
-        &bin("slurm-imex-epilog"),
-        &[],
-        &[
-            ("SLURM_IMEX_CONFIG", os(config.to_str().unwrap())),
-            ("SLURM_JOB_ID", os("7")),
-            ("SLURMD_NODENAME", os("n1")),
-            ("SLURM_JOB_NODELIST", os("n[1-2]")),
-            ("SPANK_IMEX", os("1")),
-        ],
-    )
-}
-
 #[test]
 fn the_epilog_never_signals_a_process_the_watch_pid_file_does_not_own() {
     let node = ImexNode::new();
@@ -79,7 +64,7 @@ fn the_epilog_never_signals_a_process_the_watch_pid_file_does_not_own() {
         "\u{0}\u{1b}[2J\n".to_string(), // control characters
     ] {
         write_mode(&node.path("state/watch.pid"), text.as_bytes(), 0o644);
-        let ran = epilog(&config);
+        let ran = node.epilog(&config);
         ran.ended_without_panic("watch.pid");
         assert!(
             bystander.try_wait().unwrap().is_none(),
@@ -104,7 +89,7 @@ fn a_corrupt_or_hostile_watch_state_drains_nothing_and_never_panics() {
         "\u{0}".repeat(1000),
     ] {
         write_mode(&node.path("state/watch.json"), text.as_bytes(), 0o644);
-        let ran = epilog(&config);
+        let ran = node.epilog(&config);
         ran.ended_without_panic("watch.json");
         assert!(
             !ran.stderr.contains("left down"),

@@ -227,8 +227,17 @@ impl ImexNode {
 
     /// The prolog of --imex job 7 on n1 of n[1-2] under `config`.
     pub fn prolog(&self, config: &Path) -> Ran {
+        self.hook("slurm-imex-prolog", config)
+    }
+
+    /// The epilog of the same job.
+    pub fn epilog(&self, config: &Path) -> Ran {
+        self.hook("slurm-imex-epilog", config)
+    }
+
+    fn hook(&self, program: &str, config: &Path) -> Ran {
         run(
-            &bin("slurm-imex-prolog"),
+            &bin(program),
             &[],
             &[
                 ("SLURM_IMEX_CONFIG", os(config.to_str().unwrap())),
