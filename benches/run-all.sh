@@ -22,9 +22,7 @@ echo "=== GPU health gate beside the IMEX domain start (slow NVML, slow daemon)"
 bash benches/overlap-bench.sh "${ROUNDS_OVERLAP:-5}"
 echo "=== slurmctld under one 1,152-node --imex job's prologs (4,608 nodes; before and after)"
 bash benches/ctld-bench.sh
-echo "=== the rack map at 25,000 and 100,000 nodes (topology --map, the prolog's read)"
-bash benches/rack-map-bench.sh "${ROUNDS_RACK_MAP:-5}"
 echo "=== GPU health gate (8 fake GPUs)"
 cargo bench --quiet -p fake-nvml --bench gate
-echo "=== job database (1M job x GPU rows)"
-cargo bench --quiet -p slurm-imex-jobdb --bench jobdb
+echo "=== scale: 1,000, 25,000 and 100,000 nodes (the rack map, the prolog, job, the store, the job database)"
+bash benches/scale-bench.sh "${ROUNDS_SCALE:-21}"

@@ -13,6 +13,7 @@ use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::hostlist;
+use slurm_imex_domain::rack::index as rack_index;
 use slurm_imex_domain::rack::map::{self as rack_map, RackMap};
 use slurm_imex_domain::rack::sources::RackSources;
 use slurm_imex_domain::rack::survey::{map_disagreements, racks, Rack};
@@ -87,33 +88,38 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
     } else {
         conf_text(&report)
     };
-    if args.map && !cli.json {
-        validate_map(&text, args.output.as_deref(), config)?;
-    }
-    match &args.output {
-        Some(path) => {
-            if args.map && !cli.json {
+    let map = if args.map && !cli.json {
+        Some(validate_map(&text, args.output.as_deref(), config)?)
+    } else {
+        None
+    };
+    match (&args.output, map) {
+        (Some(path), Some(map)) if rack_index::wants_index(path) => {
+            rack_index::write(path, &map, &text)?
+        }
+        (Some(path), map) => {
+            if map.is_some() {
                 keep_a_corrupt_map_beside(path, config)?;
             }
             slurm_imex_core::fsutil::write_atomic(path, text.as_bytes(), 0o644)?
         }
-        None => out_raw!("{text}"),
+        (None, _) => out_raw!("{text}"),
     }
     Ok(u8::from(!report.disagreements.is_empty()))
 }
 
 /// The map about to be written, read by the code every prolog loads it
 /// with (`RackMap::parse`, with this config's `[imex] max_nodes`): a map no
-/// prolog would load is never written.
-fn validate_map(text: &str, output: Option<&Path>, config: &Config) -> Result<()> {
+/// prolog would load is never written. Its racks are what an indexed map
+/// (`-o <dir>.d`) is cut from.
+fn validate_map(text: &str, output: Option<&Path>, config: &Config) -> Result<RackMap> {
     let path = output.unwrap_or(Path::new("<stdout>"));
     RackMap::parse(path, text.as_bytes().to_vec(), config.imex.max_nodes).map_err(|e| {
         Error::new(format!(
             "slurm-imex topology --map wrote nothing: the map it built would not load: {e} \
              (fix what the nodes publish, or raise [imex] max_nodes)"
         ))
-    })?;
-    Ok(())
+    })
 }
 
 /// An existing file at `path` that does not load as a rack map is kept

@@ -18,15 +18,16 @@ use std::sync::OnceLock;
 pub struct Readers {
     /// Parse one slurm.conf (with its includes).
     pub slurm_conf: fn(&Path) -> Result<SlurmConf>,
-    /// Read the topology file and the rack map the config names.
-    pub racks: fn(&Config) -> Result<RackSources>,
+    /// Read the topology file and the rack map the config names, for the
+    /// job's nodes (`RackSources::read_for`).
+    pub racks: fn(&Config, &[String]) -> Result<RackSources>,
 }
 
 impl Readers {
     /// The files on this node.
     pub const FILES: Readers = Readers {
         slurm_conf: SlurmConf::read,
-        racks: RackSources::read,
+        racks: RackSources::read_for,
     };
 }
 
@@ -75,11 +76,14 @@ impl<'a> HookContext<'a> {
         })
     }
 
-    /// The rack files, read once. One that exists but cannot be read or
-    /// trusted is an error (its blame is the caller's to decide).
-    pub fn racks(&self) -> Result<&RackSources> {
+    /// The rack files, read once, for the job's `nodes`: the first call's
+    /// nodes are what every later call is answered from (the prolog asks
+    /// first with all of the job's nodes, this node among them). One that
+    /// exists but cannot be read or trusted is an error (its blame is the
+    /// caller's to decide).
+    pub fn racks(&self, nodes: &[String]) -> Result<&RackSources> {
         self.racks
-            .get_or_init(|| (self.readers.racks)(self.cfg))
+            .get_or_init(|| (self.readers.racks)(self.cfg, nodes))
             .as_ref()
             .map_err(Clone::clone)
     }
@@ -100,9 +104,9 @@ mod tests {
                 SLURM_CONF_READS.fetch_add(1, Ordering::SeqCst);
                 SlurmConf::read(p)
             },
-            racks: |cfg| {
+            racks: |cfg, nodes| {
                 RACK_READS.fetch_add(1, Ordering::SeqCst);
-                RackSources::read(cfg)
+                RackSources::read_for(cfg, nodes)
             },
         }
     }
@@ -124,8 +128,9 @@ mod tests {
         assert_eq!(ctx.channel_mode(), (ChannelMode::Slurm, None));
         assert_eq!(SLURM_CONF_READS.load(Ordering::SeqCst), 1);
         assert_eq!(RACK_READS.load(Ordering::SeqCst), 0);
-        assert!(ctx.racks().unwrap().blocks.is_none());
-        assert!(ctx.racks().unwrap().map.is_none());
+        let job = ["n1".to_string()];
+        assert!(ctx.racks(&job).unwrap().blocks.is_none());
+        assert!(ctx.racks(&job).unwrap().map.is_none());
         assert_eq!(RACK_READS.load(Ordering::SeqCst), 1);
     }
 

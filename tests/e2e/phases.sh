@@ -69,6 +69,7 @@ phase_tests() { # phase
       test_span_refuse_fails_a_job_across_two_blocks_before_any_daemon_starts
       test_imex_job_inside_one_block_runs
       test_rack_map_splits_a_job_without_a_topology_file
+      test_the_indexed_rack_map_splits_a_job_the_same_way
       test_a_topology_file_that_contradicts_the_rack_map_fails_the_job_and_check_lists_it
       test_a_rack_map_that_contradicts_a_nodes_gpus_fails_the_job
       test_slurm_accepts_the_topology_the_fabric_describes

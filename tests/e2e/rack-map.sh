@@ -44,6 +44,40 @@ $HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   expect_contains "$(cli 1 show "$id")" "imex-racks.toml (sha256 " "n1's record names the map and its digest"
 }
 
+# The indexed map (`topology --map -o imex-racks.d`, what a big site
+# installs): found beside imex.toml before the one-file map, read in
+# pieces, it splits the job the same way and names its own digest, the
+# sha256 of its map.toml.
+test_the_indexed_rack_map_splits_a_job_the_same_way() {
+  sed -i 's/^topology = .*/topology = "none"/' "$C/etc-slurm/imex.toml"
+  publish_cliques
+  "$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" topology --map -o "$C/etc-slurm/imex-racks.d" ||
+    fail "slurm-imex topology --map -o imex-racks.d"
+  local digest id out i line want err
+  digest=$(sha256sum "$C/etc-slurm/imex-racks.d/map.toml" | cut -c1-12)
+  expect_contains "$(cat "$C/etc-slurm/imex-racks.d/racks/rack2.toml")" "nodes = \"n[3-4]\"" "rack2's piece holds its nodes"
+  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  out=$(cat "$C/out/$id.out")
+  for i in 1 2 3 4; do
+    line=$(grep "^NODE=n$i " <<<"$out")
+    case $i in 1|2) want="DOM=rack1 DOMN=n[1-2]";; *) want="DOM=rack2 DOMN=n[3-4]";; esac
+    expect_contains "$line" "$want" "n$i names its rack as its domain (indexed map)"
+  done
+  for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
+  expect_contains "$(cli 3 show "$id")" "imex-racks.d (sha256 $digest" "n3's record names the indexed map and map.toml's sha256"
+  # A piece cut short fails the next job, naming the piece; nothing drains.
+  cp "$C/etc-slurm/imex-racks.d/racks/rack2.toml" "$C/rack2.piece"
+  head -c 40 "$C/rack2.piece" > "$C/etc-slurm/imex-racks.d/racks/rack2.toml"
+  id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state (a piece cut short)"
+  err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
+  expect_contains "$err" "bad rack map $C/etc-slurm/imex-racks.d (sha256 $digest): racks/rack2.toml: it is truncated or corrupt" "the job's error names the map, its digest and the bad piece"
+  expect_not_contains "$err" "SHOULD-NOT-RUN" "the job did not run"
+  expect_nodes_up_and_idle
+  rm -rf "$C/etc-slurm/imex-racks.d" "$C/rack2.piece"
+}
+
 # n2 is cabled into the second rack, but the topology file puts it in b1:
 # the rack map (from the fabric) says otherwise, so every prolog refuses
 # the job before any daemon starts, naming both files; --check lists it.

@@ -185,8 +185,9 @@ pub struct ImexConfig {
     pub state_dir: Option<PathBuf>,
     /// Upper bound on the hosts one job's hostlist may expand to.
     pub max_nodes: usize,
-    /// The rack map (`slurm_imex_domain::rack::map`): "auto" (imex-racks.toml beside
-    /// this file, when it exists), "none", or a path (must exist).
+    /// The rack map (`slurm_imex_domain::rack::map`): "auto" (imex-racks.d, the
+    /// indexed map, else imex-racks.toml beside this file, when it exists),
+    /// "none", or a path to either (must exist).
     pub rack_map: AutoPath,
     pub daemon: DaemonConfig,
     pub addresses: AddressesConfig,

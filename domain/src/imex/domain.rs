@@ -122,7 +122,7 @@ fn nvlink_domain<'c>(
     // The cluster's rack files, the same on every node: the job's fault, so
     // a bad copy never drains every node (docs/blame.md, "Files the whole
     // cluster shares").
-    let racks = ctx.racks().job()?;
+    let racks = ctx.racks(&nodes).job()?;
     if let Some(cause) = racks
         .disagreement(&nodes)
         .or_else(|| racks.stale_map(&nodes))
@@ -167,7 +167,7 @@ pub fn refuse_for_own_clique(job: &JobEnv, ctx: &HookContext, live: &str) -> Bla
 /// (`live`), if it does: [`refuse_for_own_clique`] less the record.
 pub fn own_clique_disagreement(job: &JobEnv, ctx: &HookContext, live: &str) -> Option<String> {
     // A map that cannot be read failed the setup already.
-    ctx.racks()
+    ctx.racks(std::slice::from_ref(&job.node_name))
         .ok()?
         .live_clique_disagreement(&job.node_name, live)
 }

@@ -16,6 +16,7 @@
 //! nodes = "gb-r1-[01-18]"
 //! ```
 
+use crate::rack::index;
 use crate::rack::topology::NvlinkDomain;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -27,6 +28,9 @@ use std::path::{Path, PathBuf};
 
 /// The file's name beside imex.toml (`[imex] rack_map = "auto"`).
 pub const FILE_NAME: &str = "imex-racks.toml";
+/// The indexed map's name beside imex.toml (`crate::rack::index`), looked
+/// for first.
+pub const DIR_NAME: &str = "imex-racks.d";
 /// Largest rack map read: 16,384 nodes in racks of 18 are about 100 KiB.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 /// Longest rack name: it becomes SLURM_IMEX_DOMAIN and a word in messages.
@@ -59,6 +63,46 @@ pub struct Rack {
     pub nodes: Vec<String>,
 }
 
+impl Rack {
+    /// A rack from its fields as a map spells them, checked; at most
+    /// `max_nodes` nodes. Err is the reason.
+    pub(crate) fn checked(
+        name: String,
+        clique: &str,
+        nodes: &str,
+        max_nodes: usize,
+    ) -> std::result::Result<Rack, String> {
+        let named = format!(
+            "rack \"{}\"",
+            slurm_imex_core::text::cap(&name, MAX_NAME_LEN)
+        );
+        if !is_rack_name(&name) {
+            return Err(format!(
+                "{named}: a name is 1 to {MAX_NAME_LEN} letters, digits or ._:-"
+            ));
+        }
+        let Some(clique) = crate::rack::clique::canonical(clique) else {
+            return Err(format!(
+                "{named}: clique \"{}\" is not <cluster uuid>.<clique id> as NVML reports it",
+                slurm_imex_core::text::cap(clique, 80)
+            ));
+        };
+        let mut nodes = hostlist::expand(nodes, max_nodes).map_err(|e| {
+            format!("{named}: nodes: {e} (a rack holds at most [imex] max_nodes, the map {MAX_MAP_NODES})")
+        })?;
+        hostlist::sort_natural(&mut nodes);
+        Ok(Rack {
+            name,
+            clique,
+            nodes,
+        })
+    }
+
+    fn named(&self) -> String {
+        format!("rack \"{}\"", self.name)
+    }
+}
+
 /// A rack map, read and checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RackMap {
@@ -72,8 +116,9 @@ pub struct RackMap {
 }
 
 /// Where the rack map is, if anywhere: an explicit path (which must then
-/// exist), or with "auto" `imex-racks.toml` beside the config file in force
-/// (`/etc/slurm` when none was read), only when it exists.
+/// exist), or with "auto" `imex-racks.d` (the indexed map) or else
+/// `imex-racks.toml` beside the config file in force (`/etc/slurm` when
+/// none was read), only when it exists.
 pub fn locate(cfg: &Config) -> Option<PathBuf> {
     match &cfg.imex.rack_map {
         AutoPath::None => None,
@@ -84,8 +129,10 @@ pub fn locate(cfg: &Config) -> Option<PathBuf> {
                 .as_deref()
                 .and_then(Path::parent)
                 .unwrap_or(Path::new("/etc/slurm"));
-            let beside = dir.join(FILE_NAME);
-            std::fs::symlink_metadata(&beside).is_ok().then_some(beside)
+            [DIR_NAME, FILE_NAME]
+                .into_iter()
+                .map(|name| dir.join(name))
+                .find(|beside| std::fs::symlink_metadata(beside).is_ok())
         }
     }
 }
@@ -93,23 +140,68 @@ pub fn locate(cfg: &Config) -> Option<PathBuf> {
 impl RackMap {
     /// Read the map `cfg` names, held to the trust boundary (it decides who
     /// can import a job's memory). None when there is none.
+    /// Every rack: for the tools that compare the whole map
+    /// (`topology --check`, doctor), never for a prolog.
     pub fn load_configured(cfg: &Config) -> Result<Option<RackMap>> {
         let Some(path) = locate(cfg) else {
             return Ok(None);
         };
-        slurm_imex_core::trust::check(
-            &path,
-            slurm_imex_core::trust::Expect::File,
-            "[imex] rack_map",
-        )?;
+        if !index::is_indexed(&path) {
+            trust_file(&path)?;
+        }
         RackMap::load(&path, cfg.imex.max_nodes).map(Some)
     }
 
-    /// Parse `path`; `max_nodes` (`[imex] max_nodes`) bounds every rack's
-    /// hostlist, [`MAX_MAP_NODES`] the whole map.
+    /// The racks of `nodes` (a job's nodes, this node among them): from an
+    /// indexed map only the pieces they need, so a prolog's read does not
+    /// grow with the cluster; a one-file map is read whole, as before.
+    /// Ask [`RackMap::rack_of`] only about `nodes` and the nodes of their
+    /// racks.
+    pub fn load_configured_for(cfg: &Config, nodes: &[String]) -> Result<Option<RackMap>> {
+        let Some(path) = locate(cfg) else {
+            return Ok(None);
+        };
+        if index::is_indexed(&path) {
+            return index::load_for(&path, cfg.imex.max_nodes, nodes).map(Some);
+        }
+        trust_file(&path)?;
+        RackMap::load(&path, cfg.imex.max_nodes).map(Some)
+    }
+
+    /// Read the map at `path`, whole: one file, or an indexed map's
+    /// `map.toml` held to its index. `max_nodes` (`[imex] max_nodes`)
+    /// bounds every rack's hostlist, [`MAX_MAP_NODES`] the whole map.
     pub fn load(path: &Path, max_nodes: usize) -> Result<RackMap> {
+        if index::is_indexed(path) {
+            return index::load_whole(path, max_nodes);
+        }
+        RackMap::load_file(path, max_nodes)
+    }
+
+    /// Parse the one-file map at `path`.
+    pub(crate) fn load_file(path: &Path, max_nodes: usize) -> Result<RackMap> {
         let bytes = slurm_imex_core::fsutil::read_bounded(path, MAX_FILE_BYTES)?;
         RackMap::parse(path, bytes, max_nodes)
+    }
+
+    /// A map of some racks, read elsewhere (`crate::rack::index`); Err is
+    /// why they do not make one map.
+    pub(crate) fn from_racks(
+        source: PathBuf,
+        digest: String,
+        racks: Vec<Rack>,
+    ) -> std::result::Result<RackMap, String> {
+        let mut map = RackMap {
+            source,
+            digest,
+            racks: Vec::new(),
+            rack_of_node: HashMap::new(),
+            rack_names: Default::default(),
+        };
+        for rack in racks {
+            map.insert(rack)?;
+        }
+        Ok(map)
     }
 
     /// The map in `bytes`, as [`RackMap::load`] reads it from `path`: the
@@ -143,46 +235,31 @@ impl RackMap {
 
     /// Err is the reason, which `load` wraps in its "bad rack map" line.
     fn add(&mut self, entry: RackEntry, max_nodes: usize) -> std::result::Result<(), String> {
-        let name = entry.name;
-        let named = format!(
-            "rack \"{}\"",
-            slurm_imex_core::text::cap(&name, MAX_NAME_LEN)
-        );
-        if !is_rack_name(&name) {
-            return Err(format!(
-                "{named}: a name is 1 to {MAX_NAME_LEN} letters, digits or ._:-"
-            ));
-        }
-        // Hashed, so a map's read costs no more than its size (5,556 racks
-        // for 100,000 nodes; benches/rack-map-bench.sh).
-        if !self.rack_names.insert(name.clone()) {
-            return Err(format!("{named} is listed twice"));
-        }
-        let Some(clique) = crate::rack::clique::canonical(&entry.clique) else {
-            return Err(format!(
-                "{named}: clique \"{}\" is not <cluster uuid>.<clique id> as NVML reports it",
-                slurm_imex_core::text::cap(&entry.clique, 80)
-            ));
-        };
         let room = MAX_MAP_NODES.saturating_sub(self.rack_of_node.len());
-        let mut nodes = hostlist::expand(&entry.nodes, max_nodes.min(room)).map_err(|e| {
-            format!("{named}: nodes: {e} (a rack holds at most [imex] max_nodes, the map {MAX_MAP_NODES})")
-        })?;
-        hostlist::sort_natural(&mut nodes);
+        let rack = Rack::checked(entry.name, &entry.clique, &entry.nodes, max_nodes.min(room))?;
+        self.insert(rack)
+    }
+
+    /// `rack` added, unless its name or one of its nodes is taken.
+    fn insert(&mut self, rack: Rack) -> std::result::Result<(), String> {
+        // Hashed, so a map's read costs no more than its size (5,556 racks
+        // for 100,000 nodes; benches/scale-bench.sh).
+        if !self.rack_names.insert(rack.name.clone()) {
+            return Err(format!("{} is listed twice", rack.named()));
+        }
         let index = self.racks.len();
-        for node in &nodes {
+        for node in &rack.nodes {
             if let Some(other) = self.rack_of_node.insert(node.clone(), index) {
                 return Err(format!(
-                    "node {node} is in both rack \"{}\" and {named}",
-                    self.racks.get(other).map_or(name.as_str(), |r| &r.name)
+                    "node {node} is in both rack \"{}\" and {}",
+                    self.racks
+                        .get(other)
+                        .map_or(rack.name.as_str(), |r| &r.name),
+                    rack.named()
                 ));
             }
         }
-        self.racks.push(Rack {
-            name,
-            clique,
-            nodes,
-        });
+        self.racks.push(rack);
         Ok(())
     }
 
@@ -252,10 +329,9 @@ pub fn render(racks: &[(String, String, String)], origin: &str) -> String {
     text
 }
 
-/// A TOML basic string (the toml crate's own quoting).
 /// A TOML error as `line N, key K: what`: the line its span starts on, and
 /// the key that line sets (a value of the wrong type names its key).
-fn toml_error_at(text: &str, e: &toml::de::Error) -> String {
+pub(crate) fn toml_error_at(text: &str, e: &toml::de::Error) -> String {
     let what = e.message().trim().replace('\n', " ");
     let Some(span) = e.span() else {
         return what;
@@ -277,8 +353,17 @@ fn toml_error_at(text: &str, e: &toml::de::Error) -> String {
     }
 }
 
+/// A TOML basic string (the toml crate's own quoting).
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+fn trust_file(path: &Path) -> Result<()> {
+    slurm_imex_core::trust::check(
+        path,
+        slurm_imex_core::trust::Expect::File,
+        "[imex] rack_map",
+    )
 }
 
 /// A name a rack may have (a topology file's block names are held to it).

@@ -1,12 +1,14 @@
 //! Racks (NVLink domains) and NVLink cliques, owned here and nowhere else:
 //! Slurm's topology/block files as racks (`topology`), the rack map every
-//! node keeps (`map`), the cliques nodes publish in Slurm's Extra field
+//! node keeps (`map`) and its indexed form a prolog reads in pieces
+//! (`index`), the cliques nodes publish in Slurm's Extra field
 //! (`clique`), where an `--imex` job's racks come from (`sources`), and the
 //! racks the published cliques draw for `slurm-imex topology` (`survey`).
 //! Only the reading of a clique from the GPUs' fabric info stays with NVML
 //! (`slurm_imex_gpu::clique`); it asks `clique` for a clique's one spelling.
 
 pub mod clique;
+pub mod index;
 pub mod map;
 pub mod sources;
 pub mod survey;

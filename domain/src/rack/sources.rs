@@ -35,6 +35,13 @@ impl RackSources {
         RackSources::read_with(cfg, RackMap::load_configured(cfg)?)
     }
 
+    /// As [`Self::read`], for a job's `nodes` only: of an indexed rack map
+    /// (`crate::rack::index`) just the pieces they need, so a prolog's
+    /// read does not grow with the cluster. Ask about these nodes only.
+    pub fn read_for(cfg: &Config, nodes: &[String]) -> Result<RackSources> {
+        RackSources::read_with(cfg, RackMap::load_configured_for(cfg, nodes)?)
+    }
+
     /// As [`Self::read`], but a rack map the config names that does not
     /// exist yet is no map, and one that exists but does not load (it is
     /// corrupt) is no map either, its error given beside: for `slurm-imex
@@ -46,11 +53,12 @@ impl RackSources {
         else {
             return Ok((RackSources::read_with(cfg, None)?, None));
         };
-        slurm_imex_core::trust::check(
-            &path,
-            slurm_imex_core::trust::Expect::File,
-            "[imex] rack_map",
-        )?;
+        let expect = if crate::rack::index::is_indexed(&path) {
+            slurm_imex_core::trust::Expect::Dir
+        } else {
+            slurm_imex_core::trust::Expect::File
+        };
+        slurm_imex_core::trust::check(&path, expect, "[imex] rack_map")?;
         let (map, corrupt) = match RackMap::load(&path, cfg.imex.max_nodes) {
             Ok(map) => (Some(map), None),
             Err(e) => (None, Some(e)),

@@ -28,7 +28,7 @@ pub fn racks(
     blocks: Option<&Blocks>,
 ) -> Vec<Rack> {
     // Indexed by clique, so grouping costs no more than the node count
-    // (100,000 nodes in 5,556 racks; benches/rack-map-bench.sh).
+    // (100,000 nodes in 5,556 racks; benches/scale-bench.sh).
     let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
     let mut group_of: std::collections::HashMap<&str, usize> = Default::default();
     for name in names {

@@ -31,7 +31,7 @@
 //! | the nodes of one domain read different rack files (NODE_MAP_MISMATCH) | `row_node_map_mismatch_is_the_jobs` | `DomainPlan::blame_not_ready`, from a ctl that says n1's link to n2 is NODE_MAP_MISMATCH |
 //! | the rack map puts this node in a clique its own GPUs do not report | `row_rack_map_contradicting_own_gpus_is_the_jobs` | `RackSources::live_clique_disagreement` (`domain::own_clique_disagreement`), from a rack map that puts n1 in clique 7 and a gate that reads clique 8, then the lifecycle's `check_own_clique` |
 //! | `domain = "rack"`: this node's rack daemon is down or never READY | `row_rack_daemon_down_is_this_nodes` | `DomainPlan::start` in `rack_domain::join`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING |
-//! | the rack map or the topology file cannot be read, is refused, or does not parse | `row_unreadable_rack_files_are_the_jobs` | `domain::nvlink_domain` (`ctx.racks().job()?`), from a group-writable rack map, one that does not parse, and a topology file that does not parse |
+//! | the rack map or the topology file cannot be read, is refused, or does not parse | `row_unreadable_rack_files_are_the_jobs` | `domain::nvlink_domain` (`ctx.racks(&nodes).job()?`), from a group-writable rack map, one that does not parse, and a topology file that does not parse |
 //! | the address map cannot be read or parsed | `row_unreadable_address_map_is_the_jobs` | `plan::domain_addresses` (`Resolver::new(…).job()?`), from a group-writable address map and one that does not parse; its `resolve_all` blame, from one that does not list n2 |
 //! | the topology file and the rack map disagree about the job's nodes | `row_rack_files_disagreeing_are_the_jobs` | `domain::nvlink_domain` (`RackSources::disagreement`), from a block holding n1 and n2 that the rack map puts in two cliques |
 //! | a domain left by a job that has ended | `row_stale_domain_reclaimed_lets_the_job_run` (and `stale_domain_that_will_not_go_is_this_nodes`) | `job_domain::claim`, from a state directory that job 4100 owns and an scontrol that says it COMPLETED; its reclaim (`stop_daemon(…).node()?`), from a command port something still listens on |
@@ -554,6 +554,17 @@ fn row_job_spanning_racks_is_the_jobs() {
             && cause.contains("this node n1 is in r7"),
         "{cause}"
     );
+    // The same by the indexed map, read in pieces.
+    let mut node = TestNode::new();
+    node.cfg.imex.span = Span::Refuse;
+    let dir = node.rack_map_indexed(&[("r7", CLIQUE_7, "n1"), ("r8", CLIQUE_8, "n2")]);
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with("the job's nodes span more than one NVLink rack")
+            && cause.contains(&format!("the rack map {} (sha256 ", dir.display()))
+            && cause.contains("this node n1 is in r7"),
+        "{cause}"
+    );
     let mut node = TestNode::new();
     node.cfg.imex.span = Span::Refuse;
     node.topology("BlockName=b1 Nodes=n1\nBlockName=b2 Nodes=n2\n");
@@ -706,6 +717,25 @@ fn row_unreadable_rack_files_are_the_jobs() {
     let cause = jobs_fault_before_any_daemon(&node);
     assert!(
         cause.starts_with(&format!("bad rack map {}", map.display())),
+        "{cause}"
+    );
+    // An indexed map with a piece cut short, then with one group-writable.
+    let mut node = TestNode::new();
+    let dir = node.rack_map_indexed(&[("r7", CLIQUE_7, "n[1-2]")]);
+    let piece = dir.join("racks/r7.toml");
+    let text = std::fs::read_to_string(&piece).unwrap();
+    std::fs::write(&piece, &text[..text.len() / 2]).unwrap();
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with(&format!("bad rack map {} (sha256 ", dir.display()))
+            && cause.contains("racks/r7.toml: it is truncated or corrupt"),
+        "{cause}"
+    );
+    std::fs::write(&piece, &text).unwrap();
+    std::fs::set_permissions(&piece, std::fs::Permissions::from_mode(0o664)).unwrap();
+    let cause = jobs_fault_before_any_daemon(&node);
+    assert!(
+        cause.starts_with(&format!("refusing [imex] rack_map {}: ", piece.display())),
         "{cause}"
     );
     let mut node = TestNode::new();

@@ -768,9 +768,9 @@ fn counting_readers() -> Readers {
             SLURM_CONF_READS.fetch_add(1, SeqCst);
             (Readers::FILES.slurm_conf)(path)
         },
-        racks: |cfg| {
+        racks: |cfg, nodes| {
             RACK_READS.fetch_add(1, SeqCst);
-            (Readers::FILES.racks)(cfg)
+            (Readers::FILES.racks)(cfg, nodes)
         },
     }
 }

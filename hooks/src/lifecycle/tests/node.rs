@@ -145,6 +145,18 @@ impl TestNode {
         path
     }
 
+    /// The rack map as `slurm-imex topology --map -o imex-racks.d` writes
+    /// it (the indexed form a prolog reads in pieces), in force; its path.
+    pub fn rack_map_indexed(&mut self, racks: &[(&str, &str, &str)]) -> PathBuf {
+        let file = self.rack_map(racks);
+        let text = std::fs::read_to_string(&file).unwrap();
+        let map = slurm_imex_domain::rack::map::RackMap::load(&file, 100).unwrap();
+        let dir = self.path("imex-racks.d");
+        slurm_imex_domain::rack::index::write(&dir, &map, &text).unwrap();
+        self.cfg.imex.rack_map = AutoPath::Path(dir.clone());
+        dir
+    }
+
     /// Slurm's topology file, in force; its path.
     pub fn topology(&mut self, text: &str) -> PathBuf {
         let path = self.file("topology.conf", text);

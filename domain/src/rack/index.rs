@@ -1,0 +1,692 @@
+//! The indexed rack map: the rack map as a directory (`imex-racks.d`), so
+//! a prolog reads only the racks of its job's nodes, in time that does not
+//! grow with the cluster (benches/scale-bench.sh: a few KiB at 100,000
+//! nodes, where the whole map is 589 KiB). `slurm-imex topology --map -o
+//! <dir>` writes it off the job path, atomically (the new directory is
+//! exchanged with the old one by `renameat2(RENAME_EXCHANGE)`, so a reader
+//! sees the old map or the new one, never neither).
+//!
+//! ```text
+//! imex-racks.d/
+//!   map.toml            the whole map, as imex-racks.toml (tools read it whole)
+//!   index.toml          format, the map's sha256, bucket count
+//!   nodes/00017.toml    node = "rack" for the nodes that hash to bucket 17
+//!   racks/rack12.toml   one rack: name, clique, nodes
+//! ```
+//!
+//! A node's bucket is the first 8 bytes of its name's SHA-256, big-endian,
+//! modulo the bucket count: every architecture computes the same one. Every
+//! piece names the map it belongs to (`map = "<sha256 of map.toml>"`) and
+//! ends with `# sha256 <hex>` of the bytes before that line, so a truncated
+//! or corrupt piece, or one copied from another map, is refused in one line
+//! naming the file. The digest every failure line names is the map's: what
+//! `sha256sum imex-racks.d/map.toml` prints on every node.
+//!
+//! The pieces are TOML, read with the toml crate like the whole map.
+
+use crate::rack::map::{self, Rack, RackMap};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::slurm::hostlist;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// The whole map inside the directory.
+pub const MAP_FILE: &str = "map.toml";
+const INDEX_FILE: &str = "index.toml";
+const FORMAT: u32 = 1;
+/// Nodes per bucket the writer aims at: a bucket is about 1 KiB.
+const NODES_PER_BUCKET: usize = 32;
+const MAX_BUCKETS: u32 = 1 << 16;
+/// Largest piece read: an index or a bucket is about 1 KiB, a rack of
+/// `[imex] max_nodes` nodes as a hostlist far less than this.
+const MAX_PIECE_BYTES: u64 = 256 << 10;
+/// The last line of every piece, before its hex digest.
+const SEAL: &str = "# sha256 ";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IndexFile {
+    format: u32,
+    map: String,
+    buckets: u32,
+    racks: usize,
+    nodes: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BucketFile {
+    map: String,
+    #[serde(default)]
+    nodes: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RackFile {
+    map: String,
+    name: String,
+    clique: String,
+    nodes: String,
+}
+
+/// Whether `path` is an indexed map (a directory) rather than one file.
+pub fn is_indexed(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_dir())
+}
+
+/// The bucket `node` is in, of `buckets`.
+fn bucket_of(node: &str, buckets: u32) -> u32 {
+    let hash = Sha256::digest(node.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash[..8]);
+    (u64::from_be_bytes(first) % u64::from(buckets.max(1))) as u32
+}
+
+fn bucket_name(bucket: u32) -> String {
+    format!("nodes/{bucket:05}.toml")
+}
+
+fn rack_file_name(rack: &str) -> String {
+    format!("racks/{rack}.toml")
+}
+
+/// `body` with its seal line appended.
+fn sealed(body: String) -> String {
+    let digest = hex(&Sha256::digest(body.as_bytes()));
+    format!("{body}{SEAL}{digest}\n")
+}
+
+/// The whole map in `dir/map.toml`, read and checked as a one-file map is,
+/// and held to the index's digest: for the tools that read every rack
+/// (`topology --check`, doctor), never for a prolog.
+pub fn load_whole(dir: &Path, max_nodes: usize) -> Result<RackMap> {
+    let reader = Reader::open(dir)?;
+    let path = dir.join(MAP_FILE);
+    let mut whole = RackMap::load(&path, max_nodes)?;
+    if whole.digest != reader.index.map {
+        return Err(reader.bad(
+            MAP_FILE,
+            format!(
+                "it is not the map index.toml was written for (sha256 {} against {})",
+                short(&whole.digest),
+                short(&reader.index.map)
+            ),
+        ));
+    }
+    whole.source = dir.to_path_buf();
+    Ok(whole)
+}
+
+/// The racks of `nodes` only, from the index: what a prolog needs for its
+/// job. A node no rack lists is left out, as the whole map leaves it out.
+pub fn load_for(dir: &Path, max_nodes: usize, nodes: &[String]) -> Result<RackMap> {
+    let reader = Reader::open(dir)?;
+    let rack_of_wanted = reader.racks_of(nodes)?;
+    let mut by_rack: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
+    for (node, rack) in &rack_of_wanted {
+        by_rack.entry(rack).or_default().push(node);
+    }
+    let mut racks = Vec::new();
+    for (name, wanted) in by_rack {
+        let rack = reader.rack(name, max_nodes)?;
+        let listed: HashSet<&String> = rack.nodes.iter().collect();
+        let unlisted = wanted.iter().find(|n| !listed.contains(*n)).map(|node| {
+            format!("the index puts {node} in rack \"{name}\", which does not list it")
+        });
+        let elsewhere = rack.nodes.iter().find_map(|node| {
+            let indexed = rack_of_wanted.get(node).filter(|r| *r != name)?;
+            Some(format!(
+                "node {node} is in both rack \"{indexed}\" and rack \"{name}\""
+            ))
+        });
+        if let Some(why) = unlisted.or(elsewhere) {
+            return Err(reader.bad(&rack_file_name(name), why));
+        }
+        racks.push(rack);
+    }
+    RackMap::from_racks(dir.to_path_buf(), reader.index.map.clone(), racks)
+        .map_err(|why| reader.bad(MAP_FILE, why))
+}
+
+/// One indexed map being read: its directory, trusted, and its index.
+struct Reader {
+    dir: PathBuf,
+    index: IndexFile,
+}
+
+impl Reader {
+    fn open(dir: &Path) -> Result<Reader> {
+        slurm_imex_core::trust::check(dir, slurm_imex_core::trust::Expect::Dir, "[imex] rack_map")?;
+        let mut reader = Reader {
+            dir: dir.to_path_buf(),
+            index: IndexFile {
+                format: FORMAT,
+                map: String::new(),
+                buckets: 1,
+                racks: 0,
+                nodes: 0,
+            },
+        };
+        let index: IndexFile = reader.piece(INDEX_FILE)?;
+        if index.format != FORMAT {
+            return Err(reader.bad(
+                INDEX_FILE,
+                format!(
+                    "format {} is not {FORMAT}, the one this release reads",
+                    index.format
+                ),
+            ));
+        }
+        if !(1..=MAX_BUCKETS).contains(&index.buckets) || !is_digest(&index.map) {
+            return Err(reader.bad(
+                INDEX_FILE,
+                "its buckets or map digest are out of range".into(),
+            ));
+        }
+        if index.nodes > map::MAX_MAP_NODES || index.racks > index.nodes.max(1) {
+            return Err(reader.bad(
+                INDEX_FILE,
+                "it counts more nodes or racks than a map holds".into(),
+            ));
+        }
+        reader.index = index;
+        Ok(reader)
+    }
+
+    /// The rack each of `nodes` is in, by the index; unlisted nodes absent.
+    fn racks_of(&self, nodes: &[String]) -> Result<HashMap<String, String>> {
+        let mut by_bucket: BTreeMap<u32, Vec<&String>> = BTreeMap::new();
+        for node in nodes {
+            by_bucket
+                .entry(bucket_of(node, self.index.buckets))
+                .or_default()
+                .push(node);
+        }
+        let mut found = HashMap::new();
+        for (bucket, wanted) in by_bucket {
+            let name = bucket_name(bucket);
+            let file: BucketFile = self.piece(&name)?;
+            self.same_map(&name, &file.map)?;
+            for node in wanted {
+                if let Some(rack) = file.nodes.get(node) {
+                    if !map::is_rack_name(rack) {
+                        return Err(self.bad(
+                            &name,
+                            format!(
+                                "node {node}: rack name is not 1 to {} letters, digits or ._:-",
+                                map::MAX_NAME_LEN
+                            ),
+                        ));
+                    }
+                    found.insert(node.clone(), rack.clone());
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// One rack's piece, checked as the whole map checks a rack.
+    fn rack(&self, name: &str, max_nodes: usize) -> Result<Rack> {
+        let file_name = rack_file_name(name);
+        let file: RackFile = self.piece(&file_name)?;
+        self.same_map(&file_name, &file.map)?;
+        if file.name != name {
+            return Err(self.bad(
+                &file_name,
+                format!(
+                    "it names rack \"{}\"",
+                    slurm_imex_core::text::cap(&file.name, map::MAX_NAME_LEN)
+                ),
+            ));
+        }
+        Rack::checked(file.name, &file.clique, &file.nodes, max_nodes)
+            .map_err(|why| self.bad(&file_name, why))
+    }
+
+    fn same_map(&self, name: &str, map: &str) -> Result<()> {
+        if map == self.index.map {
+            return Ok(());
+        }
+        Err(self.bad(
+            name,
+            format!(
+                "it belongs to map sha256 {}, index.toml to {}: the directory is mixed from two \
+                 maps (install it whole: copy it beside, then rename)",
+                short(map),
+                short(&self.index.map)
+            ),
+        ))
+    }
+
+    /// A piece read, its seal checked, parsed.
+    fn piece<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T> {
+        let path = self.dir.join(name);
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Err(self.bad(name, "it is missing: the directory is incomplete".into()));
+        }
+        slurm_imex_core::trust::check(
+            &path,
+            slurm_imex_core::trust::Expect::File,
+            "[imex] rack_map",
+        )?;
+        let bytes = slurm_imex_core::fsutil::read_bounded(&path, MAX_PIECE_BYTES)
+            .map_err(|e| self.bad(name, e.to_string()))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| self.bad(name, "it is not UTF-8".into()))?;
+        let body = unseal(&text).ok_or_else(|| {
+            self.bad(
+                name,
+                "it is truncated or corrupt (its sha256 seal does not match)".into(),
+            )
+        })?;
+        toml::from_str(body).map_err(|e| self.bad(name, map::toml_error_at(body, &e)))
+    }
+
+    /// The one line for a bad piece: the directory, the map's digest once
+    /// the index is read, the piece, why, and what to do.
+    fn bad(&self, name: &str, why: String) -> Error {
+        let digest = if self.index.map.is_empty() {
+            String::new()
+        } else {
+            format!(" (sha256 {})", short(&self.index.map))
+        };
+        Error::new(format!(
+            "bad rack map {}{digest}: {name}: {why} (`slurm-imex topology --map -o {}` writes it again)",
+            self.dir.display(),
+            self.dir.display()
+        ))
+    }
+}
+
+/// The body of a sealed piece, when its seal matches.
+fn unseal(text: &str) -> Option<&str> {
+    let body_end = text.strip_suffix('\n')?.rfind('\n').map_or(0, |i| i + 1);
+    let (body, seal) = text.split_at(body_end);
+    let digest = seal.strip_prefix(SEAL)?.strip_suffix('\n')?;
+    (hex(&Sha256::digest(body.as_bytes())) == digest).then_some(body)
+}
+
+fn is_digest(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+fn short(digest: &str) -> &str {
+    &digest[..12.min(digest.len())]
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The files of the indexed form of `whole`, whose text is `map_text`:
+/// (relative path, contents).
+pub fn pieces(whole: &RackMap, map_text: &str) -> Vec<(String, String)> {
+    let node_count: usize = whole.racks().iter().map(|r| r.nodes.len()).sum();
+    let buckets = node_count
+        .div_ceil(NODES_PER_BUCKET)
+        .clamp(1, MAX_BUCKETS as usize) as u32;
+    let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let map = quote(&whole.digest);
+    let mut files = vec![
+        (MAP_FILE.to_string(), map_text.to_string()),
+        (
+            INDEX_FILE.to_string(),
+            sealed(format!(
+                "# slurm-imex indexed rack map (slurm-imex topology --map)\nformat = {FORMAT}\n\
+                 map = {map}\nbuckets = {buckets}\nracks = {}\nnodes = {node_count}\n",
+                whole.racks().len()
+            )),
+        ),
+    ];
+    let mut bucket_text: Vec<String> = vec![String::new(); buckets as usize];
+    for rack in whole.racks() {
+        for node in &rack.nodes {
+            let text = &mut bucket_text[bucket_of(node, buckets) as usize];
+            text.push_str(&format!("{} = {}\n", quote(node), quote(&rack.name)));
+        }
+        files.push((
+            rack_file_name(&rack.name),
+            sealed(format!(
+                "map = {map}\nname = {}\nclique = {}\nnodes = {}\n",
+                quote(&rack.name),
+                quote(&rack.clique),
+                quote(&hostlist::compress(&rack.nodes))
+            )),
+        ));
+    }
+    for (bucket, text) in bucket_text.into_iter().enumerate() {
+        files.push((
+            bucket_name(bucket as u32),
+            sealed(format!("map = {map}\n[nodes]\n{text}")),
+        ));
+    }
+    files
+}
+
+/// Whether `topology --map -o <path>` writes the indexed form there: a
+/// path that ends in `.d`, or a directory already.
+pub fn wants_index(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "d") || is_indexed(path)
+}
+
+/// Write the indexed form of `whole` (whose text is `map_text`) at
+/// `target`: built in a new directory beside it, flushed, then exchanged
+/// with the old one in one `renameat2(RENAME_EXCHANGE)`, so a prolog reads
+/// the old map or the new one, whole; the old one is then removed.
+pub fn write(target: &Path, whole: &RackMap, map_text: &str) -> Result<()> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        Error::io(format!("cannot {what} {}: {e}", target.display()))
+    };
+    let parent = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .ok_or_else(|| fail("write", &"not a directory path"))?;
+    slurm_imex_core::trust::check(parent, slurm_imex_core::trust::Expect::Dir, "directory")?;
+    if std::fs::symlink_metadata(target).is_ok_and(|m| !m.is_dir()) {
+        return Err(fail(
+            "replace",
+            &"it exists and is not a directory (write the indexed map to a new path ending in .d)",
+        ));
+    }
+    let name = target
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| fail("write", &"not a directory path"))?;
+    let fresh = parent.join(format!(
+        ".{name}.new.{}.{}",
+        std::process::id(),
+        slurm_imex_core::timespec::now_s()
+    ));
+    let built = build(&fresh, &pieces(whole, map_text)).and_then(|()| swap_in(&fresh, target));
+    if built.is_err() {
+        let _ = std::fs::remove_dir_all(&fresh);
+    }
+    built.map_err(|e| fail("write the indexed rack map", &e))
+}
+
+/// Every piece written under the new directory `dir`, then flushed once.
+fn build(dir: &Path, files: &[(String, String)]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let mut mkdir = std::fs::DirBuilder::new();
+    mkdir.mode(0o755);
+    mkdir.create(dir)?;
+    mkdir.create(dir.join("nodes"))?;
+    mkdir.create(dir.join("racks"))?;
+    for (name, text) in files {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(dir.join(name))?;
+        file.write_all(text.as_bytes())?;
+    }
+    let handle = std::fs::File::open(dir)?;
+    nix::unistd::syncfs(std::os::fd::AsRawFd::as_raw_fd(&handle))?;
+    Ok(())
+}
+
+/// `fresh` at `target`: exchanged with the old directory, which is then
+/// removed, or renamed into place when there was none.
+fn swap_in(fresh: &Path, target: &Path) -> std::io::Result<()> {
+    use nix::fcntl::{renameat2, RenameFlags};
+    if std::fs::symlink_metadata(target).is_err() {
+        std::fs::rename(fresh, target)?;
+    } else {
+        renameat2(None, fresh, None, target, RenameFlags::RENAME_EXCHANGE)?;
+        std::fs::remove_dir_all(fresh)?;
+    }
+    if let Some(parent) = target.parent() {
+        std::fs::File::open(parent)?.sync_all()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rack::map::render;
+    use std::collections::BTreeSet;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn clique(r: usize) -> String {
+        format!("dc6e40c4-d722-4357-9ba6-5291dd461278.{r}")
+    }
+
+    /// A cluster of `racks` racks of 18, written as both forms.
+    fn cluster(racks: usize) -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let list: Vec<(String, String, String)> = (1..=racks)
+            .map(|r| (format!("rack{r}"), clique(r), format!("gb-r{r}-[01-18]")))
+            .collect();
+        let text = render(&list, "in a test");
+        let file = d.path().join("imex-racks.toml");
+        std::fs::write(&file, &text).unwrap();
+        let whole = RackMap::load(&file, 4096).unwrap();
+        let dir = d.path().join("imex-racks.d");
+        write(&dir, &whole, &text).unwrap();
+        (d, file, dir)
+    }
+
+    fn nodes(list: &str) -> Vec<String> {
+        hostlist::expand(list, 10_000).unwrap()
+    }
+
+    fn reseal(path: &Path, edit: impl Fn(&str) -> String) {
+        let text = std::fs::read_to_string(path).unwrap();
+        let body = unseal(&text).unwrap();
+        std::fs::write(path, sealed(edit(body))).unwrap();
+    }
+
+    #[test]
+    fn the_index_answers_every_job_as_the_whole_map_does() {
+        let (_d, file, dir) = cluster(20);
+        let whole = RackMap::load(&file, 4096).unwrap();
+        let jobs = [
+            "gb-r1-[01-04]",
+            "gb-r3-[17-18],gb-r4-[01-02]",
+            "gb-r[1-20]-01",
+            "gb-r7-05,nowhere1",
+            "nowhere[1-3]",
+        ];
+        for job in jobs {
+            let job = nodes(job);
+            let part = load_for(&dir, 4096, &job).unwrap();
+            assert_eq!(part.digest, whole.digest);
+            assert_eq!(part.source, dir);
+            for node in &job {
+                assert_eq!(
+                    part.domain_of(node, &job).map(|d| d.nodes),
+                    whole.domain_of(node, &job).map(|d| d.nodes),
+                    "{node}"
+                );
+                assert_eq!(part.rack_of(node), whole.rack_of(node), "{node}");
+            }
+            assert_eq!(part.cliques_of(&job), whole.cliques_of(&job));
+        }
+        // A whole rack is there for `[imex] domain = "rack"`.
+        let part = load_for(&dir, 4096, &nodes("gb-r2-03")).unwrap();
+        assert_eq!(
+            part.rack_of("gb-r2-03").unwrap().nodes,
+            nodes("gb-r2-[01-18]")
+        );
+        // The tools' whole read is the same map, named by the directory.
+        let again = RackMap::load(&dir, 4096).unwrap();
+        assert_eq!(
+            (again.racks(), &again.digest),
+            (whole.racks(), &whole.digest)
+        );
+    }
+
+    #[test]
+    fn a_job_reads_its_own_pieces_only() {
+        let (_d, _file, dir) = cluster(200);
+        let job = nodes("gb-r9-[01-04]");
+        let mut needed: BTreeSet<String> =
+            job.iter().map(|n| bucket_name(bucket_of(n, 113))).collect();
+        needed.insert(rack_file_name("rack9"));
+        let index = std::fs::read_to_string(dir.join(INDEX_FILE)).unwrap();
+        assert!(index.contains("buckets = 113\n"), "{index}");
+        // Everything else gone: the job is still answered.
+        for sub in ["nodes", "racks"] {
+            for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+                let name = format!("{sub}/{}", entry.unwrap().file_name().to_str().unwrap());
+                if !needed.contains(&name) {
+                    std::fs::remove_file(dir.join(&name)).unwrap();
+                }
+            }
+        }
+        std::fs::remove_file(dir.join(MAP_FILE)).unwrap();
+        let part = load_for(&dir, 4096, &job).unwrap();
+        assert_eq!(part.domain_of("gb-r9-02", &job).unwrap().nodes, job);
+        let read: u64 = needed
+            .iter()
+            .chain([&INDEX_FILE.to_string()])
+            .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
+            .sum();
+        assert!(read < 8 << 10, "{read} bytes");
+    }
+
+    #[test]
+    fn bad_pieces_are_one_line_naming_the_directory_the_piece_and_the_map() {
+        let job = nodes("gb-r1-[01-02],gb-r2-01");
+        type Case = (&'static str, fn(&Path), &'static str);
+        let cases: [Case; 8] = [
+            (
+                "two racks",
+                |dir| {
+                    reseal(&dir.join("racks/rack2.toml"), |b| {
+                        b.replace("gb-r2-[01-18]", "gb-r1-02,gb-r2-[01-18]")
+                    })
+                },
+                "racks/rack2.toml: node gb-r1-02 is in both rack \"rack1\" and rack \"rack2\"",
+            ),
+            (
+                "clique",
+                |dir| {
+                    reseal(&dir.join("racks/rack1.toml"), |b| {
+                        b.replace("dc6e40c4-d722-4357-9ba6-5291dd461278.1", "rack-one")
+                    })
+                },
+                "racks/rack1.toml: rack \"rack1\": clique \"rack-one\" is not",
+            ),
+            (
+                "truncated",
+                |dir| {
+                    let p = dir.join("racks/rack1.toml");
+                    let t = std::fs::read_to_string(&p).unwrap();
+                    std::fs::write(&p, &t[..t.len() - 20]).unwrap();
+                },
+                "racks/rack1.toml: it is truncated or corrupt",
+            ),
+            (
+                "corrupt",
+                |dir| {
+                    let p = dir.join(INDEX_FILE);
+                    let t = std::fs::read_to_string(&p).unwrap();
+                    std::fs::write(&p, t.replace("format = 1", "format = 2")).unwrap();
+                },
+                "index.toml: it is truncated or corrupt",
+            ),
+            (
+                "writable",
+                |dir| {
+                    std::fs::set_permissions(
+                        dir.join("racks/rack2.toml"),
+                        std::fs::Permissions::from_mode(0o666),
+                    )
+                    .unwrap();
+                },
+                "refusing [imex] rack_map",
+            ),
+            (
+                "missing",
+                |dir| std::fs::remove_file(dir.join("racks/rack2.toml")).unwrap(),
+                "racks/rack2.toml: it is missing",
+            ),
+            (
+                "mixed",
+                |dir| {
+                    reseal(&dir.join("racks/rack2.toml"), |b| {
+                        b.replace(&b[7..71], &"0".repeat(64))
+                    })
+                },
+                "racks/rack2.toml: it belongs to map sha256 000000000000",
+            ),
+            (
+                "unlisted",
+                |dir| {
+                    reseal(&dir.join("racks/rack2.toml"), |b| {
+                        b.replace("gb-r2-[01-18]", "gb-r2-[02-18]")
+                    })
+                },
+                "the index puts gb-r2-01 in rack \"rack2\", which does not list it",
+            ),
+        ];
+        for (what, spoil, want) in cases {
+            let (_d, _file, dir) = cluster(3);
+            let digest = RackMap::load(&dir, 4096).unwrap().digest;
+            spoil(&dir);
+            let e = load_for(&dir, 4096, &job).unwrap_err().to_string();
+            assert!(e.contains(want), "{what}: {want:?} not in {e}");
+            assert!(!e.contains('\n'), "{what}: {e}");
+            if want.starts_with("index.toml") {
+                assert!(
+                    e.starts_with(&format!("bad rack map {}: ", dir.display())),
+                    "{e}"
+                );
+            } else if !want.starts_with("refusing") {
+                let head = format!(
+                    "bad rack map {} (sha256 {}): ",
+                    dir.display(),
+                    &digest[..12]
+                );
+                assert!(e.starts_with(&head), "{what}: {e}");
+            } else {
+                assert!(e.contains("rack2.toml"), "{what}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_whole_map_that_is_not_the_indexed_one_is_refused() {
+        let (_d, _file, dir) = cluster(2);
+        let p = dir.join(MAP_FILE);
+        let t = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, t.replace("in a test", "by hand")).unwrap();
+        let e = RackMap::load(&dir, 4096).unwrap_err().to_string();
+        assert!(
+            e.contains("map.toml: it is not the map index.toml was written for"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn writing_again_exchanges_the_directory_whole_and_leaves_nothing_beside() {
+        let (d, file, dir) = cluster(2);
+        let before = RackMap::load(&dir, 4096).unwrap().digest;
+        let text = render(
+            &[("rack1".into(), clique(1), "gb-r1-[01-04]".into())],
+            "again",
+        );
+        std::fs::write(&file, &text).unwrap();
+        write(&dir, &RackMap::load(&file, 4096).unwrap(), &text).unwrap();
+        let after = RackMap::load(&dir, 4096).unwrap();
+        assert_ne!(after.digest, before);
+        assert_eq!(after.racks().len(), 1);
+        assert!(!dir.join("racks/rack2.toml").exists());
+        let names: Vec<String> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        // A file where the directory goes is not replaced.
+        let e = write(&file, &after, &text).unwrap_err().to_string();
+        assert!(e.contains("not a directory"), "{e}");
+        assert!(wants_index(Path::new("/etc/slurm/imex-racks.d")));
+        assert!(!wants_index(&file));
+    }
+}
