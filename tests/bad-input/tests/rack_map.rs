@@ -188,3 +188,107 @@ fn a_job_node_missing_from_the_map_is_a_stale_map_not_a_peer_fault() {
     }
     assert!(!ran.stderr.contains("never became ready"), "{}", ran.stderr);
 }
+
+/// An indexed map (`imex-racks.d`) of r1 = n1 and r2 = n2, written as
+/// `slurm-imex topology --map -o` writes it; its path.
+fn indexed(site: &Site, name: &str) -> PathBuf {
+    use slurm_imex_domain::rack::{index, map::RackMap};
+    let text = rack("r1", A, "n1") + &rack("r2", B, "n2");
+    let file = site.path(&format!("{name}.toml"));
+    write_mode(&file, text.as_bytes(), 0o644);
+    let dir = site.path(&format!("{name}.d"));
+    index::write(&dir, &RackMap::load(&file, 100).unwrap(), &text).unwrap();
+    dir
+}
+
+/// `body` as a piece of the map in `dir`: naming that map, sealed.
+fn sealed_piece(body: &str) -> Vec<u8> {
+    use sha2::Digest;
+    let digest: String = sha2::Sha256::digest(body.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{body}# sha256 {digest}\n").into_bytes()
+}
+
+#[test]
+fn hostile_pieces_of_an_indexed_map_are_refused_in_one_line() {
+    let site = Site::new();
+    let good = indexed(&site, "good");
+    let ran = site.prolog(&good);
+    ran.ended_without_panic("good indexed map");
+    assert!(!ran.stderr.contains("rack map"), "{}", ran.stderr);
+    let map = std::fs::read_to_string(good.join("index.toml")).unwrap();
+    let digest = map.split('"').nth(1).unwrap().to_string();
+    let big_nodes =
+        format!("map = \"{digest}\"\nname = \"r1\"\nclique = \"{A}\"\nnodes = \"n[1-99999999]\"\n");
+    let cases: Vec<(&str, Vec<u8>, &[&str])> = vec![
+        (
+            "racks/r1.toml",
+            b"\xff\xfe garbage".to_vec(),
+            &["racks/r1.toml: it is not UTF-8"],
+        ),
+        (
+            "racks/r1.toml",
+            "x".repeat(300 << 10).into_bytes(),
+            &["racks/r1.toml:", "larger than"],
+        ),
+        (
+            "racks/r1.toml",
+            sealed_piece("name = [\n"),
+            &["racks/r1.toml: line 1"],
+        ),
+        (
+            "racks/r1.toml",
+            sealed_piece(&big_nodes),
+            &[
+                "racks/r1.toml: rack \"r1\": nodes",
+                "at most [imex] max_nodes",
+            ],
+        ),
+        (
+            "racks/r1.toml",
+            sealed_piece(&format!(
+                "map = \"{digest}\"\nname = \"r9\"\nclique = \"{A}\"\nnodes = \"n1\"\n"
+            )),
+            &["racks/r1.toml: it names rack \"r9\""],
+        ),
+        (
+            "index.toml",
+            sealed_piece(&format!(
+                "format = 1\nmap = \"{digest}\"\nbuckets = 0\nracks = 2\nnodes = 2\n"
+            )),
+            &["index.toml: its buckets or map digest are out of range"],
+        ),
+        (
+            "index.toml",
+            sealed_piece("format = 1\nmap = \"$(reboot)\"\nbuckets = 1\nracks = 2\nnodes = 2\n"),
+            &["index.toml: its buckets or map digest are out of range"],
+        ),
+        (
+            "index.toml",
+            sealed_piece(&format!(
+                "format = 9\nmap = \"{digest}\"\nbuckets = 1\nracks = 2\nnodes = 2\n"
+            )),
+            &["index.toml: format 9 is not 1"],
+        ),
+        (
+            "index.toml",
+            Vec::new(),
+            &["index.toml: it is truncated or corrupt"],
+        ),
+        (
+            "nodes/00000.toml",
+            sealed_piece(&format!(
+                "map = \"{digest}\"\n[nodes]\nn1 = \"../../etc/passwd\"\n"
+            )),
+            &["nodes/00000.toml: node n1: rack name is not"],
+        ),
+    ];
+    for (i, (piece, bytes, needles)) in cases.iter().enumerate() {
+        let dir = indexed(&site, &format!("case{i}"));
+        write_mode(&dir.join(piece), bytes, 0o644);
+        site.refuses(&dir, needles, &format!("case {i}: {piece}"));
+    }
+    eprintln!("bad-input: {} indexed rack map cases", cases.len());
+}
