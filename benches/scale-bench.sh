@@ -11,7 +11,9 @@
 #                    installs), with the same map as one file (the old
 #                    layout, read whole), and with Slurm's topology.conf
 #                    describing the same racks instead (read whole, as
-#                    Slurm reads it): wall time and peak RSS, medians of
+#                    Slurm reads it), and with both, the indexed map written
+#                    from that topology.conf (which the prolog then only
+#                    hashes): wall time and peak RSS, medians of
 #                    alternating runs (1,000, 25,000, 100,000, again); and
 #                    the bytes of the indexed map the prolog opened (strace).
 #                    No GPU gate and no daemon: the prolog stops right after
@@ -43,6 +45,7 @@ JOB_NODES="gb[000019-000022]"
 JOB_NODE=gb000019
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ms() { awk -v us="$1" 'BEGIN { printf "%.1f ms", us / 1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
 # fake_scontrol N DIR: DIR/scontrol prints N node lines on `show node -o`.
@@ -62,7 +65,7 @@ config() {
 }
 printf 'Character devices:\n507 nvidia-caps-imex-channels\n' > "$D/proc-devices"
 
-# prolog CONFIG_DIR: one prolog run; prints "wall_ms rss_kib".
+# prolog CONFIG_DIR: one prolog run; prints "wall_us rss_kib".
 prolog() {
   rm -rf "$1/state"
   local t0 t1
@@ -74,7 +77,7 @@ prolog() {
   if grep -Eq "rack map|topology" "$1/prolog.err"; then
     echo "the prolog refused the racks in $1: $(cat "$1/prolog.err")" >&2; exit 1
   fi
-  echo "$(( (t1 - t0) / 1000000 )) $(tail -1 "$1/rss")"
+  echo "$(( (t1 - t0) / 1000 )) $(tail -1 "$1/rss")"
 }
 
 echo "slurm-imex scale benchmark: $(nproc) cores, $(uname -m), $ROUNDS alternating rounds, medians"
@@ -103,12 +106,20 @@ for n in "${SIZES[@]}"; do
   awk -F'"' '/^name = /{name=$2} /^nodes = /{print "BlockName=" name " Nodes=" $2}' \
     "$S/imex-racks.d/map.toml" > "$S/topo/topology.conf"
   cp "$S/scontrol" "$S/topo/"; config "$S/topo" none "$S/topo/topology.conf"
+  # The indexed map written where that topology.conf is in force: it names
+  # the file (same racks), so the prolog hashes it instead of parsing it.
+  mkdir -p "$S/both"; chmod 755 "$S/both"; cp "$S/scontrol" "$S/both/"
+  config "$S/both" "$S/both/imex-racks.d" "$S/topo/topology.conf"
+  env -i PATH=/usr/bin:/bin SLURM_IMEX_CONFIG="$S/both/imex.toml" \
+    "$BIN/slurm-imex" topology --map -o "$S/both/imex-racks.d" 2> "$S/both/map.err"
+  grep -q "hashes it instead of parsing it" "$S/both/map.err" ||
+    { echo "topology --map did not name topology.conf in the map: $(cat "$S/both/map.err")" >&2; exit 1; }
 done
 
 declare -A RUNS
 for _ in $(seq "$ROUNDS"); do
   for n in "${SIZES[@]}"; do
-    for kind in idx file topo; do
+    for kind in idx file topo both; do
       RUNS[$n.$kind]+="$(prolog "$D/$n/$kind")"$'\n'
     done
   done
@@ -130,13 +141,14 @@ printf '%-9s %-44s %-26s %s\n' nodes figure value "ratio to $base nodes"
 for n in "${SIZES[@]}"; do
   printf '%-9s %-44s %-26s %s\n' "$n" "topology --map -o imex-racks.d: wall" "${MAP_MS[$n]} ms" "$(ratio "${MAP_MS[$n]}" "${MAP_MS[$base]}")"
   printf '%-9s %-44s %-26s %s\n' "$n" "topology --map: peak RSS" "$(( MAP_KIB[$n] / 1024 )) MiB" "$(ratio "${MAP_KIB[$n]}" "${MAP_KIB[$base]}")"
-  printf '%-9s %-44s %-26s %s\n' "$n" "prolog, indexed map: wall" "$(col "$n.idx" 1) ms" "$(ratio "$(col "$n.idx" 1)" "$(col "$base.idx" 1)")"
+  printf '%-9s %-44s %-26s %s\n' "$n" "prolog, indexed map: wall" "$(ms "$(col "$n.idx" 1)")" "$(ratio "$(col "$n.idx" 1)" "$(col "$base.idx" 1)")"
   printf '%-9s %-44s %-26s %s\n' "$n" "prolog, indexed map: peak RSS" "$(( $(col "$n.idx" 2) / 1024 )) MiB" "$(ratio "$(col "$n.idx" 2)" "$(col "$base.idx" 2)")"
   b=$(opened_bytes "$n")
   printf '%-9s %-44s %-26s %s\n' "$n" "prolog, indexed map: bytes of it read" "$b B (whole map ${MAP_KB[$n]} KiB)" "$(ratio "$b" "$(opened_bytes "$base")")"
-  printf '%-9s %-44s %-26s %s\n' "$n" "prolog, one-file map (read whole): wall" "$(col "$n.file" 1) ms" "$(ratio "$(col "$n.file" 1)" "$(col "$base.file" 1)")"
-  printf '%-9s %-44s %-26s %s\n' "$n" "prolog, topology.conf (read whole): wall" "$(col "$n.topo" 1) ms" "$(ratio "$(col "$n.topo" 1)" "$(col "$base.topo" 1)")"
+  printf '%-9s %-44s %-26s %s\n' "$n" "prolog, one-file map (read whole): wall" "$(ms "$(col "$n.file" 1)")" "$(ratio "$(col "$n.file" 1)" "$(col "$base.file" 1)")"
+  printf '%-9s %-44s %-26s %s\n' "$n" "prolog, topology.conf (read whole): wall" "$(ms "$(col "$n.topo" 1)")" "$(ratio "$(col "$n.topo" 1)" "$(col "$base.topo" 1)")"
   printf '%-9s %-44s %-26s %s\n' "$n" "prolog, topology.conf: peak RSS" "$(( $(col "$n.topo" 2) / 1024 )) MiB" "$(ratio "$(col "$n.topo" 2)" "$(col "$base.topo" 2)")"
+  printf '%-9s %-44s %-26s %s\n' "$n" "prolog, topology.conf + map written from it" "$(ms "$(col "$n.both" 1)")" "$(ratio "$(col "$n.both" 1)" "$(col "$base.both" 1)")"
 done
 echo "(where the prolog stops: $(tail -1 "$D/$base/idx/prolog.err" | cut -c1-160))"
 

@@ -95,7 +95,22 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
     };
     match (&args.output, map) {
         (Some(path), Some(map)) if rack_index::wants_index(path) => {
-            rack_index::write(path, &map, &text)?
+            let racks = || {
+                map.racks()
+                    .iter()
+                    .map(|r| (r.name.as_str(), r.nodes.as_slice()))
+            };
+            // A topology file that says exactly what the map says is named
+            // in it, so a prolog holding that file need not parse it.
+            let same = files.blocks.as_ref().filter(|b| b.same_racks_as(racks()));
+            rack_index::write(path, &map, &text, same.map(|b| b.digest.as_str()))?;
+            if let Some(blocks) = same {
+                eprintln!(
+                    "slurm-imex topology: {} has exactly these racks: a prolog that has it and \
+                     this map hashes it instead of parsing it",
+                    blocks.source.display()
+                );
+            }
         }
         (Some(path), map) => {
             if map.is_some() {

@@ -53,6 +53,10 @@ struct IndexFile {
     buckets: u32,
     racks: usize,
     nodes: usize,
+    /// The sha256 of the Slurm topology file whose blocks are exactly
+    /// these racks, when `topology --map` read one (`Blocks::same_racks_as`).
+    #[serde(default)]
+    topology: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -147,8 +151,10 @@ pub fn load_for(dir: &Path, max_nodes: usize, nodes: &[String]) -> Result<RackMa
         }
         racks.push(rack);
     }
-    RackMap::from_racks(dir.to_path_buf(), reader.index.map.clone(), racks)
-        .map_err(|why| reader.bad(MAP_FILE, why))
+    let mut map = RackMap::from_racks(dir.to_path_buf(), reader.index.map.clone(), racks)
+        .map_err(|why| reader.bad(MAP_FILE, why))?;
+    map.same_as_topology = reader.index.topology.clone();
+    Ok(map)
 }
 
 /// One indexed map being read: its directory, trusted, and its index.
@@ -168,6 +174,7 @@ impl Reader {
                 buckets: 1,
                 racks: 0,
                 nodes: 0,
+                topology: None,
             },
         };
         let index: IndexFile = reader.piece(INDEX_FILE)?;
@@ -180,7 +187,8 @@ impl Reader {
                 ),
             ));
         }
-        if !(1..=MAX_BUCKETS).contains(&index.buckets) || !is_digest(&index.map) {
+        let digests_ok = is_digest(&index.map) && index.topology.as_deref().is_none_or(is_digest);
+        if !(1..=MAX_BUCKETS).contains(&index.buckets) || !digests_ok {
             return Err(reader.bad(
                 INDEX_FILE,
                 "its buckets or map digest are out of range".into(),
@@ -321,22 +329,24 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The files of the indexed form of `whole`, whose text is `map_text`:
+/// The files of the indexed form of `whole`, whose text is `map_text`, with
+/// the digest of the topology file it says exactly the same as, if any:
 /// (relative path, contents).
-pub fn pieces(whole: &RackMap, map_text: &str) -> Vec<(String, String)> {
+pub fn pieces(whole: &RackMap, map_text: &str, topology: Option<&str>) -> Vec<(String, String)> {
     let node_count: usize = whole.racks().iter().map(|r| r.nodes.len()).sum();
     let buckets = node_count
         .div_ceil(NODES_PER_BUCKET)
         .clamp(1, MAX_BUCKETS as usize) as u32;
     let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
     let map = quote(&whole.digest);
+    let topology = topology.map_or(String::new(), |t| format!("topology = {}\n", quote(t)));
     let mut files = vec![
         (MAP_FILE.to_string(), map_text.to_string()),
         (
             INDEX_FILE.to_string(),
             sealed(format!(
                 "# slurm-imex indexed rack map (slurm-imex topology --map)\nformat = {FORMAT}\n\
-                 map = {map}\nbuckets = {buckets}\nracks = {}\nnodes = {node_count}\n",
+                 map = {map}\nbuckets = {buckets}\nracks = {}\nnodes = {node_count}\n{topology}",
                 whole.racks().len()
             )),
         ),
@@ -376,7 +386,10 @@ pub fn wants_index(path: &Path) -> bool {
 /// `target`: built in a new directory beside it, flushed, then exchanged
 /// with the old one in one `renameat2(RENAME_EXCHANGE)`, so a prolog reads
 /// the old map or the new one, whole; the old one is then removed.
-pub fn write(target: &Path, whole: &RackMap, map_text: &str) -> Result<()> {
+/// `topology`: the digest of the Slurm topology file whose blocks are
+/// exactly these racks (`Blocks::same_racks_as`), which a prolog holding
+/// the same file then need not parse.
+pub fn write(target: &Path, whole: &RackMap, map_text: &str, topology: Option<&str>) -> Result<()> {
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         Error::io(format!("cannot {what} {}: {e}", target.display()))
     };
@@ -400,7 +413,8 @@ pub fn write(target: &Path, whole: &RackMap, map_text: &str) -> Result<()> {
         std::process::id(),
         slurm_imex_core::timespec::now_s()
     ));
-    let built = build(&fresh, &pieces(whole, map_text)).and_then(|()| swap_in(&fresh, target));
+    let built =
+        build(&fresh, &pieces(whole, map_text, topology)).and_then(|()| swap_in(&fresh, target));
     if built.is_err() {
         let _ = std::fs::remove_dir_all(&fresh);
     }
@@ -467,7 +481,7 @@ mod tests {
         std::fs::write(&file, &text).unwrap();
         let whole = RackMap::load(&file, 4096).unwrap();
         let dir = d.path().join("imex-racks.d");
-        write(&dir, &whole, &text).unwrap();
+        write(&dir, &whole, &text, None).unwrap();
         (d, file, dir)
     }
 
@@ -673,7 +687,7 @@ mod tests {
             "again",
         );
         std::fs::write(&file, &text).unwrap();
-        write(&dir, &RackMap::load(&file, 4096).unwrap(), &text).unwrap();
+        write(&dir, &RackMap::load(&file, 4096).unwrap(), &text, None).unwrap();
         let after = RackMap::load(&dir, 4096).unwrap();
         assert_ne!(after.digest, before);
         assert_eq!(after.racks().len(), 1);
@@ -684,7 +698,7 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
         // A file where the directory goes is not replaced.
-        let e = write(&file, &after, &text).unwrap_err().to_string();
+        let e = write(&file, &after, &text, None).unwrap_err().to_string();
         assert!(e.contains("not a directory"), "{e}");
         assert!(wants_index(Path::new("/etc/slurm/imex-racks.d")));
         assert!(!wants_index(&file));

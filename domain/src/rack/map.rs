@@ -112,6 +112,9 @@ pub struct RackMap {
     racks: Vec<Rack>,
     /// Node name -> index into `racks`.
     rack_of_node: HashMap<String, usize>,
+    /// Of an indexed map: the digest of the Slurm topology file whose
+    /// blocks are exactly its racks (`crate::rack::index`).
+    pub same_as_topology: Option<String>,
     rack_names: std::collections::HashSet<String>,
 }
 
@@ -196,6 +199,7 @@ impl RackMap {
             digest,
             racks: Vec::new(),
             rack_of_node: HashMap::new(),
+            same_as_topology: None,
             rack_names: Default::default(),
         };
         for rack in racks {
@@ -225,6 +229,7 @@ impl RackMap {
             digest,
             racks: Vec::new(),
             rack_of_node: HashMap::new(),
+            same_as_topology: None,
             rack_names: Default::default(),
         };
         for entry in file.rack {
@@ -274,6 +279,13 @@ impl RackMap {
 
     pub fn racks(&self) -> &[Rack] {
         &self.racks
+    }
+
+    /// Whether this map stands for the Slurm topology file it was written
+    /// from (`same_as_topology`) for a job on `nodes`: it lists every one of
+    /// them, so the file's blocks would split the job exactly as its racks.
+    pub fn speaks_for_topology(&self, nodes: &[String]) -> bool {
+        self.same_as_topology.is_some() && nodes.iter().all(|n| self.rack_of_node.contains_key(n))
     }
 
     /// The rack `node` is in, if the map lists it.

@@ -38,8 +38,27 @@ impl RackSources {
     /// As [`Self::read`], for a job's `nodes` only: of an indexed rack map
     /// (`crate::rack::index`) just the pieces they need, so a prolog's
     /// read does not grow with the cluster. Ask about these nodes only.
+    /// A topology file whose blocks are exactly the indexed map's racks
+    /// (the map says so, with the file's sha256) is not parsed: both give
+    /// every job the same domains, and the map's are read in pieces. Only
+    /// its bytes are hashed, to know it is that file (about 1 ms at
+    /// 100,000 nodes, where parsing it costs 48; benches/scale-bench.sh).
     pub fn read_for(cfg: &Config, nodes: &[String]) -> Result<RackSources> {
-        RackSources::read_with(cfg, RackMap::load_configured_for(cfg, nodes)?)
+        let map = RackMap::load_configured_for(cfg, nodes)?;
+        if let Some(map) = map.as_ref().filter(|m| m.speaks_for_topology(nodes)) {
+            let slurm_conf = slurm_imex_core::slurm::conf::locate(&cfg.slurm);
+            let same = topology::locate(&cfg.slurm, slurm_conf.as_deref()).is_none_or(|path| {
+                slurm_imex_core::fsutil::read_bounded(&path, topology::MAX_FILE_BYTES)
+                    .is_ok_and(|bytes| map.same_as_topology == Some(topology::digest_of(&bytes)))
+            });
+            if same {
+                return Ok(RackSources {
+                    blocks: None,
+                    map: Some(map.clone()),
+                });
+            }
+        }
+        RackSources::read_with(cfg, map)
     }
 
     /// As [`Self::read`], but a rack map the config names that does not
@@ -318,6 +337,82 @@ mod tests {
             RackMap::load(&p, 100).unwrap()
         });
         (d, RackSources { blocks, map })
+    }
+
+    /// A config naming the topology file `topology` and the indexed map of
+    /// `racks`, written as `topology --map` writes it from that file.
+    fn indexed_beside(topology: &str, racks: &[(&str, &str, &str)]) -> (tempfile::TempDir, Config) {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let topo = d.path().join("topology.conf");
+        std::fs::write(&topo, topology).unwrap();
+        let blocks = Blocks::load(&topo, 100).unwrap();
+        let list: Vec<(String, String, String)> = racks
+            .iter()
+            .map(|(n, c, l)| (n.to_string(), c.to_string(), l.to_string()))
+            .collect();
+        let text = rack_map::render(&list, "in a test");
+        let file = d.path().join("imex-racks.toml");
+        std::fs::write(&file, &text).unwrap();
+        let map = RackMap::load(&file, 100).unwrap();
+        let same = blocks.same_racks_as(
+            map.racks()
+                .iter()
+                .map(|r| (r.name.as_str(), r.nodes.as_slice())),
+        );
+        let dir = d.path().join("imex-racks.d");
+        crate::rack::index::write(&dir, &map, &text, same.then_some(blocks.digest.as_str()))
+            .unwrap();
+        let mut cfg = Config::default();
+        cfg.slurm.config = slurm_imex_core::config::AutoPath::None;
+        cfg.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
+        cfg.imex.rack_map = slurm_imex_core::config::AutoPath::Path(dir);
+        (d, cfg)
+    }
+
+    #[test]
+    fn a_topology_file_the_indexed_map_says_exactly_is_hashed_not_parsed() {
+        let racks = [("b1", A, "n[1-2]"), ("b2", B, "n[3-4]")];
+        let (d, cfg) = indexed_beside(
+            "BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\n",
+            &racks,
+        );
+        let job = nodes("n[1-4]");
+        let read = RackSources::read_for(&cfg, &job).unwrap();
+        assert!(read.blocks.is_none(), "the same file is not parsed");
+        let domain = read.domain_of("n3", &job);
+        assert_eq!(
+            (domain.name.as_deref(), domain.nodes),
+            (Some("b2"), nodes("n[3-4]"))
+        );
+        // A job on a node the map does not list: the file is read, and
+        // speaks for it as it always did.
+        let odd = nodes("n1,n9");
+        assert!(RackSources::read_for(&cfg, &odd).unwrap().blocks.is_some());
+        // The file changed since: parsed again, and it wins.
+        std::fs::write(
+            d.path().join("topology.conf"),
+            "BlockName=b1 Nodes=n[1-4]\n",
+        )
+        .unwrap();
+        let read = RackSources::read_for(&cfg, &job).unwrap();
+        assert!(read.blocks.is_some());
+        assert_eq!(read.domain_of("n3", &job).nodes, job);
+        // A file that is not exactly the map's racks is never named in it.
+        let (_d, cfg) =
+            indexed_beside("BlockName=b1 Nodes=n[1-3]\nBlockName=b2 Nodes=n4\n", &racks);
+        assert!(RackSources::read_for(&cfg, &job).unwrap().blocks.is_some());
+        let (_d, cfg) = indexed_beside(
+            "BlockName=x1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\n",
+            &racks,
+        );
+        assert!(RackSources::read_for(&cfg, &job).unwrap().blocks.is_some());
+        let (_d, cfg) = indexed_beside(
+            "BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-5]\n",
+            &racks,
+        );
+        assert!(RackSources::read_for(&cfg, &job).unwrap().blocks.is_some());
     }
 
     #[test]

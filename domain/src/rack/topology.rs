@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// Largest topology file read.
-const MAX_FILE_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 16 << 20;
 
 /// The topology file in force, or None when there is none to check against.
 pub fn locate(cfg: &SlurmConfig, slurm_conf: Option<&Path>) -> Option<PathBuf> {
@@ -40,6 +40,8 @@ type NamedTopology = (String, HashMap<String, String>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocks {
     pub source: PathBuf,
+    /// SHA-256 of the file's bytes, hex.
+    pub digest: String,
     topologies: Vec<NamedTopology>,
 }
 
@@ -60,6 +62,7 @@ impl Blocks {
         parsed
             .map(|topologies| Blocks {
                 source: path.to_path_buf(),
+                digest: digest_of(text.as_bytes()),
                 topologies,
             })
             .map_err(|e| e.context(path.display()))
@@ -155,6 +158,38 @@ impl Blocks {
                 .collect(),
             source: Some(self.source.display().to_string()),
         }
+    }
+}
+
+/// SHA-256 of `bytes`, hex: a topology file's digest.
+pub fn digest_of(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl Blocks {
+    /// Whether this file says exactly what the rack map `racks` (name,
+    /// nodes) says: one block topology whose blocks are those racks, by
+    /// name and node for node. Then every job's domains are the same by
+    /// either file, and a prolog that has the map need not parse this one
+    /// (`crate::rack::index`, `crate::rack::sources`).
+    pub fn same_racks_as<'r>(&self, racks: impl Iterator<Item = (&'r str, &'r [String])>) -> bool {
+        let [(_, node_block)] = self.topologies.as_slice() else {
+            return false;
+        };
+        let mut listed = 0;
+        for (name, nodes) in racks {
+            for node in nodes {
+                if node_block.get(node).map(String::as_str) != Some(name) {
+                    return false;
+                }
+                listed += 1;
+            }
+        }
+        listed == node_block.len()
     }
 }
 

@@ -197,7 +197,7 @@ fn indexed(site: &Site, name: &str) -> PathBuf {
     let file = site.path(&format!("{name}.toml"));
     write_mode(&file, text.as_bytes(), 0o644);
     let dir = site.path(&format!("{name}.d"));
-    index::write(&dir, &RackMap::load(&file, 100).unwrap(), &text).unwrap();
+    index::write(&dir, &RackMap::load(&file, 100).unwrap(), &text, None).unwrap();
     dir
 }
 

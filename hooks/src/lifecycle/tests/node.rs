@@ -152,7 +152,7 @@ impl TestNode {
         let text = std::fs::read_to_string(&file).unwrap();
         let map = slurm_imex_domain::rack::map::RackMap::load(&file, 100).unwrap();
         let dir = self.path("imex-racks.d");
-        slurm_imex_domain::rack::index::write(&dir, &map, &text).unwrap();
+        slurm_imex_domain::rack::index::write(&dir, &map, &text, None).unwrap();
         self.cfg.imex.rack_map = AutoPath::Path(dir.clone());
         dir
     }
