@@ -224,7 +224,7 @@ pub fn topology(config: &Config, nvml: Option<&NvmlRead>) -> Check {
     let sources = match (&topo, &map) {
         (None, None) => return Check::warn("topology",
             "no topology file and no rack map: an --imex job is one IMEX domain, whatever racks its nodes are in",
-            "write a rack map (`slurm-imex topology --map -o imex-racks.toml` where scontrol answers) and install it beside imex.toml on every node, or describe the racks in topology.conf/topology.yaml"),
+            "write a rack map (`slurm-imex topology --map -o imex-racks.d` where scontrol answers) and install it beside imex.toml on every node, or describe the racks in topology.conf/topology.yaml"),
         (Some(t), Some(m)) => format!("{t} and the rack map {m}"),
         (Some(one), None) | (None, Some(one)) => one.clone(),
     };

@@ -104,12 +104,14 @@ fn sealed(body: String) -> String {
 }
 
 /// The whole map in `dir/map.toml`, read and checked as a one-file map is,
-/// and held to the index's digest: for the tools that read every rack
-/// (`topology --check`, doctor), never for a prolog.
+/// held to the index's digest, and every piece checked against it (a
+/// directory copied in part, or by hand, is found here before a job finds
+/// it): for the tools that read every rack (`topology --check`, doctor),
+/// never for a prolog.
 pub fn load_whole(dir: &Path, max_nodes: usize) -> Result<RackMap> {
     let reader = Reader::open(dir)?;
     let path = dir.join(MAP_FILE);
-    let mut whole = RackMap::load(&path, max_nodes)?;
+    let mut whole = RackMap::load_file(&path, max_nodes)?;
     if whole.digest != reader.index.map {
         return Err(reader.bad(
             MAP_FILE,
@@ -120,7 +122,9 @@ pub fn load_whole(dir: &Path, max_nodes: usize) -> Result<RackMap> {
             ),
         ));
     }
+    reader.agrees_with(&whole, max_nodes)?;
     whole.source = dir.to_path_buf();
+    whole.same_as_topology = reader.index.topology.clone();
     Ok(whole)
 }
 
@@ -234,6 +238,59 @@ impl Reader {
             }
         }
         Ok(found)
+    }
+
+    /// Every piece says what `whole` (map.toml) says: each rack's piece is
+    /// its rack, each bucket puts its nodes where `whole` does, and the
+    /// counts add up.
+    fn agrees_with(&self, whole: &RackMap, max_nodes: usize) -> Result<()> {
+        let nodes: usize = whole.racks().iter().map(|r| r.nodes.len()).sum();
+        if (self.index.racks, self.index.nodes) != (whole.racks().len(), nodes) {
+            return Err(self.bad(
+                INDEX_FILE,
+                format!(
+                    "it counts {} racks and {} nodes, map.toml holds {} and {nodes}",
+                    self.index.racks,
+                    self.index.nodes,
+                    whole.racks().len()
+                ),
+            ));
+        }
+        for rack in whole.racks() {
+            if self.rack(&rack.name, max_nodes)? != *rack {
+                return Err(self.bad(
+                    &rack_file_name(&rack.name),
+                    "it differs from map.toml's rack".into(),
+                ));
+            }
+        }
+        let mut listed = 0;
+        for bucket in 0..self.index.buckets {
+            let name = bucket_name(bucket);
+            let file: BucketFile = self.piece(&name)?;
+            self.same_map(&name, &file.map)?;
+            for (node, rack) in &file.nodes {
+                let misplaced = bucket_of(node, self.index.buckets) != bucket;
+                let in_whole = whole.rack_of(node).map(|r| r.name.as_str());
+                if misplaced || in_whole != Some(rack.as_str()) {
+                    return Err(self.bad(
+                        &name,
+                        format!(
+                            "it puts {node} in rack \"{rack}\", map.toml in {}",
+                            in_whole.map_or("none".to_string(), |r| format!("rack \"{r}\""))
+                        ),
+                    ));
+                }
+                listed += 1;
+            }
+        }
+        if listed != nodes {
+            return Err(self.bad(
+                INDEX_FILE,
+                format!("its buckets list {listed} nodes, map.toml {nodes}"),
+            ));
+        }
+        Ok(())
     }
 
     /// One rack's piece, checked as the whole map checks a rack.
@@ -662,6 +719,53 @@ mod tests {
             } else {
                 assert!(e.contains("rack2.toml"), "{what}: {e}");
             }
+        }
+    }
+
+    #[test]
+    fn the_whole_read_checks_every_piece_against_map_toml() {
+        type Case = (&'static str, fn(&Path), &'static str);
+        let spoil: [Case; 4] = [
+            (
+                "a rack",
+                |dir| {
+                    reseal(&dir.join("racks/rack2.toml"), |b| {
+                        b.replace("gb-r2-[01-18]", "gb-r2-[01-17]")
+                    })
+                },
+                "racks/rack2.toml: it differs from map.toml's rack",
+            ),
+            (
+                "a bucket",
+                |dir| {
+                    let name = bucket_name(bucket_of("gb-r1-01", 2));
+                    reseal(&dir.join(&name), |b| {
+                        b.replace("\"gb-r1-01\" = \"rack1\"", "\"gb-r1-01\" = \"rack2\"")
+                    })
+                },
+                "it puts gb-r1-01 in rack \"rack2\", map.toml in rack \"rack1\"",
+            ),
+            (
+                "a node gone",
+                |dir| {
+                    let name = bucket_name(bucket_of("gb-r1-01", 2));
+                    reseal(&dir.join(&name), |b| {
+                        b.replace("\"gb-r1-01\" = \"rack1\"\n", "")
+                    })
+                },
+                "index.toml: its buckets list 35 nodes, map.toml 36",
+            ),
+            (
+                "a piece gone",
+                |dir| std::fs::remove_file(dir.join(bucket_name(1))).unwrap(),
+                "nodes/00001.toml: it is missing",
+            ),
+        ];
+        for (what, spoil, want) in spoil {
+            let (_d, _file, dir) = cluster(2);
+            spoil(&dir);
+            let e = RackMap::load(&dir, 4096).unwrap_err().to_string();
+            assert!(e.contains(want), "{what}: {want:?} not in {e}");
         }
     }
 
