@@ -70,6 +70,7 @@ phase_tests() { # phase
       test_imex_job_inside_one_block_runs
       test_rack_map_splits_a_job_without_a_topology_file
       test_the_indexed_rack_map_splits_a_job_the_same_way
+      test_an_indexed_map_written_from_the_topology_file_stands_for_it
       test_a_topology_file_that_contradicts_the_rack_map_fails_the_job_and_check_lists_it
       test_a_rack_map_that_contradicts_a_nodes_gpus_fails_the_job
       test_slurm_accepts_the_topology_the_fabric_describes

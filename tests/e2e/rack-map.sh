@@ -78,6 +78,40 @@ test_the_indexed_rack_map_splits_a_job_the_same_way() {
   rm -rf "$C/etc-slurm/imex-racks.d" "$C/rack2.piece"
 }
 
+# An indexed map written where a topology file is in force whose blocks
+# are exactly the racks: the map names the file by its sha256, and a prolog
+# whose topology file hashes the same takes its domains from the map alone
+# (the record names the map); once the file changes, the file is parsed
+# again and named.
+test_an_indexed_map_written_from_the_topology_file_stands_for_it() {
+  # The phase's topology.yaml when it has one (it holds these blocks), else
+  # a topology.conf of them.
+  local topo=$C/etc-slurm/topology.yaml kept="" err id out i
+  [ -f "$topo" ] || topo=$C/etc-slurm/topology.conf
+  [ -f "$topo" ] && kept=$(cat "$topo")
+  [ "${topo##*.}" = yaml ] || printf 'BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\n' > "$topo"
+  sed -i 's/^topology = .*/topology = "auto"/' "$C/etc-slurm/imex.toml"
+  publish_cliques
+  err=$("$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" topology --map -o "$C/etc-slurm/imex-racks.d" 2>&1 >/dev/null) ||
+    fail "slurm-imex topology --map -o imex-racks.d: $err"
+  expect_contains "$err" "$topo has exactly these racks" "topology --map says the map stands for the topology file"
+  expect_contains "$(cat "$C/etc-slurm/imex-racks.d/index.toml")" "topology = \"$(sha256sum "$topo" | cut -d' ' -f1)\"" "the index holds the file's sha256"
+  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
+  out=$(cat "$C/out/$id.out")
+  expect_contains "$(grep '^NODE=n3 ' <<<"$out")" "DOM=b2 DOMN=n[3-4]" "n3's domain is its block, by the map"
+  expect_contains "$(cli 3 show "$id")" "imex domain members from $C/etc-slurm/imex-racks.d (sha256 " "n3 took its domain from the map, not by parsing the file"
+  for i in 1 2 3 4; do wait_node_free "n$i"; done
+  echo "# changed" >> "$topo"
+  id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
+  expect_eq "$(wait_done "$id")" COMPLETED "job $id final state (file changed)"
+  expect_contains "$(grep '^NODE=n3 ' <<<"$(cat "$C/out/$id.out")")" "DOM=b2 DOMN=n[3-4]" "n3's domain is still its block"
+  expect_contains "$(cli 3 show "$id")" "imex domain members from $topo" "a changed file is parsed and named"
+  for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
+  rm -rf "$C/etc-slurm/imex-racks.d"
+  if [ -n "$kept" ]; then printf '%s\n' "$kept" > "$topo"; else rm -f "$topo"; fi
+}
+
 # n2 is cabled into the second rack, but the topology file puts it in b1:
 # the rack map (from the fabric) says otherwise, so every prolog refuses
 # the job before any daemon starts, naming both files; --check lists it.
