@@ -24,6 +24,9 @@ echo "=== slurmctld under one 1,152-node --imex job's prologs (4,608 nodes; befo
 bash benches/ctld-bench.sh
 echo "=== the rack map at 25,000 and 100,000 nodes (topology --map, the prolog's read)"
 bash benches/rack-map-bench.sh "${ROUNDS_RACK_MAP:-5}"
+echo "=== slurm-imex job on 1,152- and 18,432-node jobs (stored summary, local Prometheus)"
+cargo build --release --quiet -p slurm-imex-jobsummary --example synth-job
+bash benches/job-view-bench.sh "${ROUNDS_JOB_VIEW:-3}"
 echo "=== GPU health gate (8 fake GPUs)"
 cargo bench --quiet -p fake-nvml --bench gate
 echo "=== job database (1M job x GPU rows)"
