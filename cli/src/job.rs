@@ -255,7 +255,7 @@ fn short_hostlist(list: &str, summary: Option<&JobSummary>) -> String {
         Some(s) => format!(
             "{},… ({} nodes)",
             text::printable(head),
-            thousands(s.reported_nodes() as u64 + s.missing.len() as u64)
+            thousands(s.reported_nodes() as u64 + s.missing_nodes() as u64)
         ),
         None => format!("{},…", text::printable(head)),
     }
@@ -467,7 +467,7 @@ fn summary_line(s: &JobSummary) -> String {
         .map(Verdict::as_str);
     format!(
         "summary: {} nodes, {} GPUs, mean GPU utilization {}, peak memory {}, energy {}, {} idle GPUs, worst GPU verdict {}",
-        thousands(s.reported_nodes() as u64 + s.missing.len() as u64),
+        thousands(s.reported_nodes() as u64 + s.missing_nodes() as u64),
         thousands(t.gpus as u64),
         t.gpu_util_pct.map_or("unknown".into(), |u| format!("{u:.0}%")),
         t.peak_memory_bytes.map_or("unknown".into(), |b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)),

@@ -18,6 +18,9 @@ pub const PREFIX: &str = "slurm-imex:1:";
 /// Longest stored text: SlurmDBD keeps AdminComment in a MySQL `text`
 /// column (64 KiB); leave room for whatever else shares the job row.
 pub const MAX_LEN: usize = 60_000;
+/// Nodes that never reported named one by one in a summary that must leave
+/// nodes out; more are stored as one hostlist.
+const MISSING_NAMED: usize = 64;
 /// Largest JSON a stored summary may inflate to (a hostile or corrupt
 /// comment must not exhaust memory).
 const MAX_JSON: u64 = 16 << 20;
@@ -31,7 +34,8 @@ pub fn is_ours(comment: &str) -> bool {
 /// in this order, until it fits: the nodes' IMEX events lines (counted in
 /// `trimmed_imex_events`; each node's `slurm-imex show` still has them),
 /// healthy GPUs (counted in `trimmed_gpus`), then the nodes that passed
-/// (`trimmed_pass_nodes`), and last the nodes that warned
+/// (`trimmed_pass_nodes`; more than 64 nodes that never reported become
+/// one hostlist then), and last the nodes that warned
 /// (`trimmed_other_nodes`), failed nodes kept first. Once GPUs go, the
 /// job's totals over every GPU are stored (`stored_totals`); once nodes go,
 /// the per-rack rollup of every node (`racks`). None if even every FAIL
@@ -69,6 +73,12 @@ pub fn encode(summary: &JobSummary) -> Option<String> {
         return Some(text);
     }
     trimmed.racks = racks;
+    // Many nodes that never reported: their names as one hostlist.
+    if trimmed.missing.len() > MISSING_NAMED {
+        trimmed.missing_count = trimmed.missing.len() as u32;
+        trimmed.missing_hostlist =
+            slurm_imex_core::slurm::hostlist::compress(&std::mem::take(&mut trimmed.missing));
+    }
     let (mut nodes_left_out, mut gpus_left_out) = (0u32, 0u32);
     trimmed.nodes.retain(|n| {
         let pass = n.status() == NodeStatus::Pass;
@@ -145,7 +155,15 @@ pub fn decode(comment: &str) -> Result<JobSummary> {
     }
     let mut value: serde_json::Value =
         serde_json::from_slice(&json).map_err(|e| bad(format!("JSON: {e}")))?;
+    // The hostlist of the nodes that never reported is read whole (a
+    // piece of it would not expand); where it is shown it is cut there.
+    let hostlist = value
+        .as_object_mut()
+        .and_then(|o| o.remove("missing_hostlist"));
     cap_strings(&mut value);
+    if let (Some(o), Some(h @ serde_json::Value::String(_))) = (value.as_object_mut(), hostlist) {
+        o.insert("missing_hostlist".into(), h);
+    }
     serde_json::from_value(value).map_err(|e| bad(format!("JSON: {e}")))
 }
 
@@ -332,6 +350,34 @@ mod tests {
             .notes()
             .join("\n")
             .contains("WARN nodes not stored either"));
+    }
+
+    #[test]
+    fn many_nodes_that_never_reported_are_stored_as_one_hostlist() {
+        let mut s = big(0, 3);
+        let gone: Vec<NodeReport> = s.nodes.split_off(9_216);
+        s.missing = gone.into_iter().map(|n| n.node).collect();
+        let text = encode(&s).unwrap();
+        assert!(text.len() <= MAX_LEN, "{}", text.len());
+        let back = decode(&text).unwrap();
+        assert!(back.missing.is_empty());
+        assert_eq!(back.missing_count, 9_216);
+        assert_eq!(back.missing_nodes(), 9_216);
+        assert!(
+            back.missing_hostlist
+                .starts_with("gb-r513-[01-18],gb-r514-[01-18],"),
+            "{}",
+            &back.missing_hostlist[..40]
+        );
+        assert_eq!(
+            slurm_imex_core::slurm::hostlist::expand(&back.missing_hostlist, 20_000).unwrap(),
+            s.missing
+        );
+        let notes = back.notes().join("\n");
+        assert!(
+            notes.contains("no report from 9,216 nodes: gb-r513-[01-18],"),
+            "{notes}"
+        );
     }
 
     #[test]

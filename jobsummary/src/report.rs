@@ -271,6 +271,13 @@ pub struct JobSummary {
     /// Nodes of the job (from Slurm's accounting) that never reported.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The nodes that never reported as one Slurm hostlist, when they were
+    /// too many to store one by one in Slurm's field (`missing` is then
+    /// empty), and how many they are.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub missing_hostlist: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub missing_count: u32,
     /// Healthy GPUs left out to fit Slurm's field (`comment::MAX_LEN`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub trimmed_gpus: u32,
@@ -394,6 +401,11 @@ impl JobSummary {
         self.nodes.len() as u32 + self.trimmed_pass_nodes + self.trimmed_other_nodes
     }
 
+    /// Nodes of the job that never reported.
+    pub fn missing_nodes(&self) -> u32 {
+        self.missing.len() as u32 + self.missing_count
+    }
+
     /// Nodes left out of a stored summary (their racks still count them).
     pub fn trimmed_nodes(&self) -> u32 {
         self.trimmed_pass_nodes + self.trimmed_other_nodes
@@ -493,6 +505,13 @@ impl JobSummary {
                 } else {
                     "their totals are not in the summary line"
                 }
+            ));
+        }
+        if !self.missing_hostlist.is_empty() {
+            notes.push(format!(
+                "no report from {} nodes: {} (their epilog did not run, or their export was not scraped)",
+                thousands(self.missing_count as u64),
+                slurm_imex_core::text::cap(&self.missing_hostlist, 400)
             ));
         }
         if !self.missing.is_empty() {

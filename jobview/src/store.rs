@@ -129,7 +129,15 @@ fn store_one(
             let missing = if summary.missing.is_empty() {
                 String::new()
             } else {
-                format!(", no report from {}", summary.missing.join(","))
+                // One line, however many: a hostlist, cut to a piece.
+                format!(
+                    ", no report from {} nodes: {}",
+                    summary.missing.len(),
+                    slurm_imex_core::text::cap(
+                        &slurm_imex_core::slurm::hostlist::compress(&summary.missing),
+                        slurm_imex_core::text::PIECE_MAX
+                    )
+                )
             };
             say(format!(
                 "stored job {}: {} nodes, {} GPUs, {} bytes{missing}",
