@@ -153,6 +153,7 @@ done
 echo "(where the prolog stops: $(tail -1 "$D/$base/idx/prolog.err" | cut -c1-160))"
 
 [ -n "${QUICK:-}" ] && exit 0
+(cd "$REPO" && cargo build --release --quiet -p slurm-imex-jobsummary --example synth-job)
 for part in job-view-bench.sh store-bench.sh; do
   if [ -x "$HERE/$part" ] || [ -f "$HERE/$part" ]; then
     echo; echo "== $part"; bash "$HERE/$part"

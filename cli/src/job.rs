@@ -11,7 +11,9 @@ use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_gpu::stats::counts_as_throttled;
-use slurm_imex_jobsummary::report::{GpuReport, JobSummary, NodeReport};
+use slurm_imex_jobsummary::report::{
+    natural_cmp, thousands, GpuReport, JobSummary, NodeReport, NodeStatus, RackCount,
+};
 use slurm_imex_jobview::lookup::{self, JobView, Unanswered};
 use slurm_imex_jobview::{accounting, store};
 
@@ -76,8 +78,17 @@ struct JobJson<'a> {
     source: &'a str,
     problems: &'a [String],
     summary: Option<&'a JobSummary>,
+    /// Each rack's nodes by status (the summary's rollup).
+    racks: Vec<RackCount>,
     notes: Vec<String>,
 }
+
+/// Jobs with more nodes than this are shown rack by rack first, then only
+/// their nodes that did not pass; smaller ones node by node, whole.
+pub const PER_NODE_MAX: u32 = 64;
+/// Racks listed one by one in a big job's rollup before the racks whose
+/// every node passed are folded into one line.
+const RACKS_LISTED: usize = 64;
 
 fn show(cli: &Cli, config: &Config, job_id: u32, now: i64) -> Result<u8> {
     let view = match lookup::job(config, job_id, nix::unistd::getuid().as_raw(), now) {
@@ -96,6 +107,11 @@ fn show(cli: &Cli, config: &Config, job_id: u32, now: i64) -> Result<u8> {
             source: view.source.as_str(),
             problems: &view.problems,
             summary: view.summary.as_ref(),
+            racks: view
+                .summary
+                .as_ref()
+                .map(JobSummary::rollup)
+                .unwrap_or_default(),
             notes: view
                 .summary
                 .as_ref()
@@ -134,7 +150,7 @@ fn print_view(view: &JobView) -> Result<()> {
             "-".into()
         } else {
             // sacct's hostlist, outside text: cut as every piece is.
-            text::cap(&j.node_list, text::PIECE_MAX)
+            short_hostlist(&j.node_list, view.summary.as_ref())
         },
         view.source.as_str()
     );
@@ -146,7 +162,13 @@ fn print_view(view: &JobView) -> Result<()> {
         }
         return Ok(());
     };
-    for (domain, channel, ready) in s.domains() {
+    let big = s.reported_nodes() > PER_NODE_MAX;
+    if big {
+        if let Some(line) = domains_line(s) {
+            out!("{line}");
+        }
+    }
+    for (domain, channel, ready) in s.domains().into_iter().filter(|_| !big) {
         out!(
             "IMEX domain {domain}  channel {}  ready in {}",
             channel.map_or("- (Slurm's switch)".into(), |c| c.to_string()),
@@ -156,9 +178,13 @@ fn print_view(view: &JobView) -> Result<()> {
             ))
         );
     }
-    out_raw!("{}", node_table(&s.nodes).render());
-    print_imex_events(&s.nodes)?;
-    out_raw!("{}", gpu_table(s).render());
+    if big {
+        print_big(s)?;
+    } else {
+        out_raw!("{}", node_table(s.nodes.iter()).render());
+        print_imex_events(&s.nodes)?;
+        out_raw!("{}", gpu_table(s.gpus()).render());
+    }
     let notes = s.notes();
     if !notes.is_empty() {
         out!("notes:");
@@ -170,10 +196,143 @@ fn print_view(view: &JobView) -> Result<()> {
     Ok(())
 }
 
+/// A big job: its racks' rollup, then only the nodes that did not pass,
+/// with their GPUs.
+fn print_big(s: &JobSummary) -> Result<()> {
+    for line in rollup_lines(&s.rollup()) {
+        out!("{line}");
+    }
+    let mut flagged: Vec<&NodeReport> = s
+        .nodes
+        .iter()
+        .filter(|n| n.status() != NodeStatus::Pass)
+        .collect();
+    flagged.sort_by(|a, b| natural_cmp(&a.node, &b.node));
+    let passed = s.reported_nodes() as usize - flagged.len() - s.trimmed_other_nodes as usize;
+    if flagged.is_empty() {
+        out!(
+            "every node that reported passed ({} nodes): none listed",
+            thousands(passed as u64)
+        );
+        return Ok(());
+    }
+    out!(
+        "nodes that did not pass ({} of {}; the {} PASS nodes are not listed):",
+        thousands(flagged.len() as u64),
+        thousands(s.reported_nodes() as u64),
+        thousands(passed as u64)
+    );
+    out_raw!("{}", node_table(flagged.iter().copied()).render());
+    for line in imex_events_lines(flagged.iter().copied()) {
+        out!("{line}");
+    }
+    out_raw!(
+        "{}",
+        gpu_table(
+            flagged
+                .iter()
+                .flat_map(|n| n.gpus.iter().map(move |g| (*n, g)))
+        )
+        .render()
+    );
+    Ok(())
+}
+
+/// A hostlist for the heading line: whole up to 120 bytes, else cut at a
+/// comma before 100 and the job's node count said.
+fn short_hostlist(list: &str, summary: Option<&JobSummary>) -> String {
+    const WHOLE: usize = 120;
+    if list.len() <= WHOLE {
+        return text::cap(list, text::PIECE_MAX);
+    }
+    let cut = (0..=100)
+        .rev()
+        .find(|i| list.is_char_boundary(*i))
+        .unwrap_or(0);
+    let head = &list[..cut];
+    let head = head.rfind(',').map_or(head, |at| &list[..at]);
+    match summary {
+        Some(s) => format!(
+            "{},… ({} nodes)",
+            text::printable(head),
+            thousands(s.reported_nodes() as u64 + s.missing_nodes() as u64)
+        ),
+        None => format!("{},…", text::printable(head)),
+    }
+}
+
+/// A big job's IMEX domains in one line: how many among the nodes listed,
+/// their channels and the slowest readiness; None without `--imex`.
+fn domains_line(s: &JobSummary) -> Option<String> {
+    let domains = s.domains();
+    if domains.is_empty() {
+        return None;
+    }
+    let mut channels: Vec<String> = domains
+        .iter()
+        .map(|(_, c, _)| c.map_or("- (Slurm's switch)".into(), |c| c.to_string()))
+        .collect();
+    channels.sort();
+    channels.dedup();
+    let slowest = domains
+        .iter()
+        .filter_map(|(d, _, r)| r.map(|r| (r, d)))
+        .max();
+    Some(format!(
+        "IMEX domains: {} among the nodes here (a domain per rack when the job spans racks)  channel {}  slowest ready in {}",
+        thousands(domains.len() as u64),
+        channels.join(","),
+        slowest.map_or("- (not ready)".into(), |(ms, d)| format!(
+            "{:.2} s ({})",
+            ms as f64 / 1000.0,
+            text::printable(d)
+        ))
+    ))
+}
+
+/// The rack rollup as lines: a table of the racks (all of them up to
+/// [`RACKS_LISTED`]; beyond, those with a node that did not pass), and one
+/// line for the racks left out, whose every node passed.
+fn rollup_lines(racks: &[RackCount]) -> Vec<String> {
+    let all = racks.len() <= RACKS_LISTED;
+    let mut t = Table::new(&["RACK", "NODES", "PASS", "WARN", "FAIL"]);
+    let (mut quiet, mut quiet_nodes) = (0u64, 0u64);
+    for r in racks {
+        if !all && r.pass == r.nodes {
+            quiet += 1;
+            quiet_nodes += r.nodes as u64;
+            continue;
+        }
+        t.row(vec![
+            text::printable(&r.rack),
+            r.nodes.to_string(),
+            r.pass.to_string(),
+            r.warn.to_string(),
+            r.fail.to_string(),
+        ]);
+    }
+    let mut lines = vec![format!(
+        "racks: {} ({} nodes)",
+        thousands(racks.len() as u64),
+        thousands(racks.iter().map(|r| r.nodes as u64).sum())
+    )];
+    if quiet < racks.len() as u64 {
+        lines.extend(t.render().lines().map(str::to_string));
+    }
+    if quiet > 0 {
+        lines.push(format!(
+            "  and {} more racks, every node PASS ({} nodes)",
+            thousands(quiet),
+            thousands(quiet_nodes)
+        ));
+    }
+    lines
+}
+
 /// What happened to the job's IMEX domain on each node where something
 /// did, one line per node: "  n3: IMEX daemon died at 12:03:04 (killed by
 /// signal 9); IMEX daemon restarted at 12:03:04".
-fn print_imex_events(nodes: &[NodeReport]) -> Result<()> {
+fn print_imex_events<'a>(nodes: impl IntoIterator<Item = &'a NodeReport>) -> Result<()> {
     for line in imex_events_lines(nodes) {
         out!("{line}");
     }
@@ -183,9 +342,9 @@ fn print_imex_events(nodes: &[NodeReport]) -> Result<()> {
 /// The lines of [`print_imex_events`]: a heading, then one per node with
 /// events (outside text: made printable, so it stays one line); none when
 /// no node had any.
-fn imex_events_lines(nodes: &[NodeReport]) -> Vec<String> {
+fn imex_events_lines<'a>(nodes: impl IntoIterator<Item = &'a NodeReport>) -> Vec<String> {
     let per_node: Vec<String> = nodes
-        .iter()
+        .into_iter()
         .filter_map(|n| {
             let events = n.imex_events.as_deref()?;
             Some(format!(
@@ -207,7 +366,7 @@ fn dash<T: ToString>(v: Option<T>) -> String {
     v.map_or("-".into(), |x| x.to_string())
 }
 
-fn node_table(nodes: &[NodeReport]) -> Table {
+fn node_table<'a>(nodes: impl Iterator<Item = &'a NodeReport>) -> Table {
     let mut t = Table::new(&[
         "NODE", "PROLOG", "EPILOG", "BLAME", "PROLOG_S", "EPILOG_S", "DOMAIN", "CAUSE",
     ]);
@@ -227,7 +386,7 @@ fn node_table(nodes: &[NodeReport]) -> Table {
     t
 }
 
-fn gpu_table(s: &JobSummary) -> Table {
+fn gpu_table<'a>(gpus: impl Iterator<Item = (&'a NodeReport, &'a GpuReport)>) -> Table {
     let mut t = Table::new(&[
         "NODE",
         "GPU",
@@ -245,7 +404,7 @@ fn gpu_table(s: &JobSummary) -> Table {
         "THROTTLE_S",
         "NVLINK_ERR",
     ]);
-    for (n, g) in s.gpus() {
+    for (n, g) in gpus {
         t.row(gpu_row(n, g));
     }
     t
@@ -300,19 +459,20 @@ fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
 /// One line, as jobstats ends with.
 fn summary_line(s: &JobSummary) -> String {
     let t = s.totals();
-    let idle = s.gpus().filter(|(_, g)| g.processes == Some(0)).count();
+    let idle = t.idle_gpus;
     let worst = s
         .gpus()
         .filter_map(|(_, g)| Verdict::parse(&g.verdict))
         .max()
         .map(Verdict::as_str);
     format!(
-        "summary: {} nodes, {} GPUs, mean GPU utilization {}, peak memory {}, energy {}, {idle} idle GPUs, worst GPU verdict {}",
-        s.nodes.len() + s.missing.len(),
-        t.gpus,
+        "summary: {} nodes, {} GPUs, mean GPU utilization {}, peak memory {}, energy {}, {} idle GPUs, worst GPU verdict {}",
+        thousands(s.reported_nodes() as u64 + s.missing_nodes() as u64),
+        thousands(t.gpus as u64),
         t.gpu_util_pct.map_or("unknown".into(), |u| format!("{u:.0}%")),
         t.peak_memory_bytes.map_or("unknown".into(), |b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)),
         t.energy_j.map_or("unknown".into(), |j| format!("{:.1} kJ", j / 1000.0)),
+        thousands(idle as u64),
         worst.unwrap_or("-")
     )
 }
@@ -361,6 +521,80 @@ fn store_pass(cli: &Cli, config: &Config, now: i64) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rack(name: &str, nodes: u32, warn: u32, fail: u32) -> RackCount {
+        RackCount {
+            rack: name.into(),
+            nodes,
+            pass: nodes - warn - fail,
+            warn,
+            fail,
+        }
+    }
+
+    #[test]
+    fn a_few_racks_are_all_listed_and_many_fold_the_quiet_ones() {
+        let few = vec![rack("rack1", 18, 0, 0), rack("rack2", 18, 1, 0)];
+        let lines = rollup_lines(&few);
+        assert_eq!(lines[0], "racks: 2 (36 nodes)");
+        assert!(
+            lines[1].starts_with("RACK") && lines[1].ends_with("FAIL"),
+            "{lines:?}"
+        );
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["rack1", "18", "18", "0", "0"]
+        );
+        assert_eq!(lines.len(), 4);
+
+        let mut many: Vec<RackCount> = (1..=1024)
+            .map(|r| rack(&format!("rack{r}"), 18, 0, 0))
+            .collect();
+        many[11] = rack("rack12", 18, 1, 0);
+        many[499] = rack("rack500", 18, 0, 2);
+        let lines = rollup_lines(&many);
+        assert_eq!(lines[0], "racks: 1,024 (18,432 nodes)");
+        assert_eq!(lines.len(), 5, "{lines:?}");
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["rack12", "18", "17", "1", "0"]
+        );
+        assert!(lines[3].starts_with("rack500"), "{lines:?}");
+        assert_eq!(
+            lines[4],
+            "  and 1,022 more racks, every node PASS (18,396 nodes)"
+        );
+
+        let quiet: Vec<RackCount> = (1..=100)
+            .map(|r| rack(&format!("r{r}"), 18, 0, 0))
+            .collect();
+        assert_eq!(
+            rollup_lines(&quiet),
+            [
+                "racks: 100 (1,800 nodes)",
+                "  and 100 more racks, every node PASS (1,800 nodes)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_long_hostlist_is_cut_at_a_comma_and_counted() {
+        assert_eq!(short_hostlist("n[1-4]", None), "n[1-4]");
+        let long: String = (1..=1024)
+            .map(|r| format!("gb-r{r}-[01-18]"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let s = JobSummary {
+            trimmed_pass_nodes: 18_430,
+            nodes: vec![NodeReport::default()],
+            missing: vec!["x".into()],
+            ..Default::default()
+        };
+        let short = short_hostlist(&long, Some(&s));
+        assert!(short.starts_with("gb-r1-[01-18],gb-r2-[01-18],"), "{short}");
+        assert!(short.ends_with("-[01-18],… (18,432 nodes)"), "{short}");
+        assert!(short.len() < 130, "{short}");
+    }
 
     #[test]
     fn each_node_with_imex_events_gets_one_line() {

@@ -8,7 +8,7 @@
 //! AdminComment lowercased (measured in the e2e accounting phase), which
 //! would corrupt base64.
 
-use crate::report::JobSummary;
+use crate::report::{JobSummary, NodeStatus};
 use data_encoding::BASE32_NOPAD;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
@@ -18,6 +18,9 @@ pub const PREFIX: &str = "slurm-imex:1:";
 /// Longest stored text: SlurmDBD keeps AdminComment in a MySQL `text`
 /// column (64 KiB); leave room for whatever else shares the job row.
 pub const MAX_LEN: usize = 60_000;
+/// Nodes that never reported named one by one in a summary that must leave
+/// nodes out; more are stored as one hostlist.
+const MISSING_NAMED: usize = 64;
 /// Largest JSON a stored summary may inflate to (a hostile or corrupt
 /// comment must not exhaust memory).
 const MAX_JSON: u64 = 16 << 20;
@@ -27,11 +30,20 @@ pub fn is_ours(comment: &str) -> bool {
     comment.starts_with("slurm-imex:")
 }
 
-/// The stored text for `summary`. A summary too large for the field keeps
-/// every node and every GPU with a finding: it drops first the nodes' IMEX
-/// events lines (counted in `trimmed_imex_events`; each node's `slurm-imex
-/// show` still has them), then healthy GPUs (counted in `trimmed_gpus`),
-/// until it fits; None if even that is too large.
+/// The stored text for `summary`. A summary too large for the field drops,
+/// in this order, until it fits: the nodes' IMEX events lines (counted in
+/// `trimmed_imex_events`; each node's `slurm-imex show` still has them),
+/// healthy GPUs (counted in `trimmed_gpus`), then the nodes that passed
+/// (`trimmed_pass_nodes`; more than 64 nodes that never reported become
+/// one hostlist then), and last the nodes that warned
+/// (`trimmed_other_nodes`), failed nodes kept first. Once GPUs go, the
+/// job's totals over every GPU are stored (`stored_totals`); once nodes go,
+/// the per-rack rollup of every node (`racks`). None if even every FAIL
+/// node with the rollup is too large.
+///
+/// The shape only grew (every new field has a serde default), so the prefix
+/// stays `slurm-imex:1:`: summaries stored before decode as they did, and
+/// an older reader of a trimmed one shows the nodes it holds.
 pub fn encode(summary: &JobSummary) -> Option<String> {
     let text = encode_exactly(summary)?;
     if text.len() <= MAX_LEN {
@@ -48,13 +60,67 @@ pub fn encode(summary: &JobSummary) -> Option<String> {
             return Some(text);
         }
     }
+    // Rollup and totals as the whole job has them, before anything goes.
+    trimmed.stored_totals = Some(summary.totals());
+    let racks = summary.rollup();
     for node in &mut trimmed.nodes {
         let before = node.gpus.len();
         node.gpus
             .retain(|g| g.verdict != "PASS" || !g.xids.is_empty() || g.processes == Some(0));
         trimmed.trimmed_gpus += (before - node.gpus.len()) as u32;
     }
-    encode_exactly(&trimmed).filter(|t| t.len() <= MAX_LEN)
+    if let Some(text) = encode_exactly(&trimmed).filter(|t| t.len() <= MAX_LEN) {
+        return Some(text);
+    }
+    trimmed.racks = racks;
+    // Many nodes that never reported: their names as one hostlist.
+    if trimmed.missing.len() > MISSING_NAMED {
+        trimmed.missing_count = trimmed.missing.len() as u32;
+        trimmed.missing_hostlist =
+            slurm_imex_core::slurm::hostlist::compress(&std::mem::take(&mut trimmed.missing));
+    }
+    let (mut nodes_left_out, mut gpus_left_out) = (0u32, 0u32);
+    trimmed.nodes.retain(|n| {
+        let pass = n.status() == NodeStatus::Pass;
+        if pass {
+            nodes_left_out += 1;
+            gpus_left_out += n.gpus.len() as u32;
+        }
+        !pass
+    });
+    trimmed.trimmed_pass_nodes += nodes_left_out;
+    trimmed.trimmed_gpus += gpus_left_out;
+    if let Some(text) = encode_exactly(&trimmed).filter(|t| t.len() <= MAX_LEN) {
+        return Some(text);
+    }
+    // Even the nodes that did not pass are too many: keep FAIL before WARN
+    // (stable, so in their order), as many as fit.
+    trimmed.nodes.sort_by_key(|n| std::cmp::Reverse(n.status()));
+    let all = std::mem::take(&mut trimmed.nodes);
+    let fails = all
+        .iter()
+        .filter(|n| n.status() == NodeStatus::Fail)
+        .count();
+    let fits = |keep: usize| {
+        let mut t = trimmed.clone();
+        t.nodes = all[..keep].to_vec();
+        t.trimmed_other_nodes = (all.len() - keep) as u32;
+        encode_exactly(&t).filter(|text| text.len() <= MAX_LEN)
+    };
+    // The most nodes that fit, by bisection (the size grows with them).
+    let (mut lo, mut hi) = (fails, all.len());
+    let mut best = fits(fails)?;
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        match fits(mid) {
+            Some(text) => {
+                best = text;
+                lo = mid;
+            }
+            None => hi = mid - 1,
+        }
+    }
+    Some(best)
 }
 
 fn encode_exactly(summary: &JobSummary) -> Option<String> {
@@ -89,7 +155,15 @@ pub fn decode(comment: &str) -> Result<JobSummary> {
     }
     let mut value: serde_json::Value =
         serde_json::from_slice(&json).map_err(|e| bad(format!("JSON: {e}")))?;
+    // The hostlist of the nodes that never reported is read whole (a
+    // piece of it would not expand); where it is shown it is cut there.
+    let hostlist = value
+        .as_object_mut()
+        .and_then(|o| o.remove("missing_hostlist"));
     cap_strings(&mut value);
+    if let (Some(o), Some(h @ serde_json::Value::String(_))) = (value.as_object_mut(), hostlist) {
+        o.insert("missing_hostlist".into(), h);
+    }
     serde_json::from_value(value).map_err(|e| bad(format!("JSON: {e}")))
 }
 
@@ -159,6 +233,170 @@ mod tests {
             "no quoting needed"
         );
         assert_eq!(decode(&text).unwrap(), s);
+    }
+
+    /// An 18,432-node job (1,024 NVL72 racks of 18, 4 GPUs a node), its IMEX
+    /// domain split by rack; `warn` nodes warned and `fail` nodes failed,
+    /// spread over the racks.
+    fn big(warn: usize, fail: usize) -> JobSummary {
+        let mut s = summary(18_432, 4);
+        for (i, n) in s.nodes.iter_mut().enumerate() {
+            n.imex = true;
+            n.domain = Some(format!("rack{}", i / 18 + 1));
+            n.prolog = Some("PASS".into());
+            n.epilog = Some("PASS".into());
+            for g in &mut n.gpus {
+                g.verdict = "PASS".into();
+            }
+        }
+        for k in 0..warn {
+            let n = &mut s.nodes[k * 347 % 18_432];
+            n.epilog = Some("WARN".into());
+            n.gpus[1].xids = vec![crate::report::XidCount {
+                xid: 13,
+                class: "RESTART_APP".into(),
+                count: 1,
+            }];
+            n.gpus[1].verdict = "WARN".into();
+        }
+        for k in 0..fail {
+            let n = &mut s.nodes[(k * 7919 + 5) % 18_432];
+            n.blame = crate::report::Blame::Node;
+            n.cause = Some(format!("gpu{} fell off the bus (XID 79)", k % 4));
+            n.gpus[k % 4].verdict = "DRAIN".into();
+        }
+        s
+    }
+
+    #[test]
+    fn an_18432_node_job_keeps_its_rollup_and_every_node_that_did_not_pass() {
+        let s = big(40, 12);
+        let nodes_not_pass = s
+            .nodes
+            .iter()
+            .filter(|n| n.status() != NodeStatus::Pass)
+            .count();
+        assert_eq!(nodes_not_pass, 52);
+        let text = encode(&s).unwrap();
+        assert!(text.len() <= MAX_LEN, "{}", text.len());
+        let back = decode(&text).unwrap();
+        assert_eq!(back.trimmed_pass_nodes, 18_380);
+        assert_eq!(back.trimmed_other_nodes, 0);
+        assert_eq!(back.nodes.len(), 52);
+        assert_eq!(back.reported_nodes(), 18_432);
+        let racks = back.rollup();
+        assert_eq!(racks.len(), 1024);
+        assert_eq!(racks, s.rollup(), "the stored rollup is the whole job's");
+        assert_eq!(racks.iter().map(|r| r.nodes).sum::<u32>(), 18_432);
+        assert_eq!(racks.iter().map(|r| r.fail).sum::<u32>(), 12);
+        assert_eq!(racks.iter().map(|r| r.warn).sum::<u32>(), 40);
+        assert_eq!(racks[1].rack, "rack2", "racks in natural order");
+        let (t, whole) = (back.totals(), s.totals());
+        assert_eq!(
+            (t.gpus, t.idle_gpus, t.peak_memory_bytes, t.gpu_util_pct),
+            (
+                whole.gpus,
+                whole.idle_gpus,
+                whole.peak_memory_bytes,
+                whole.gpu_util_pct
+            ),
+            "totals over every GPU, stored"
+        );
+        let (e, we) = (t.energy_j.unwrap(), whole.energy_j.unwrap());
+        assert!((e - we).abs() < we * 1e-12, "{e} {we}");
+        assert_eq!(t.gpus, 73_728);
+        assert_eq!(back.trimmed_gpus + back.gpus().count() as u32, 73_728);
+        let notes = back.notes().join("\n");
+        assert!(
+            notes.contains("18,380 PASS nodes not stored (Slurm's field holds 60000 characters); their rack rollup is"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("the summary line's totals count them"),
+            "{notes}"
+        );
+    }
+
+    #[test]
+    fn when_even_the_nodes_that_did_not_pass_are_too_many_fail_nodes_come_first() {
+        // Every node warned (each its own XID, so deflate cannot fold them),
+        // 30 failed.
+        let mut s = big(0, 30);
+        for (i, n) in s.nodes.iter_mut().enumerate() {
+            if n.status() == NodeStatus::Pass {
+                n.epilog = Some("WARN".into());
+                n.cause = Some(format!("slow epilog {:x}", i.wrapping_mul(2_654_435_761)));
+            }
+        }
+        let text = encode(&s).unwrap();
+        assert!(text.len() <= MAX_LEN, "{}", text.len());
+        let back = decode(&text).unwrap();
+        assert_eq!(back.trimmed_pass_nodes, 0);
+        assert!(
+            back.trimmed_other_nodes > 10_000,
+            "{}",
+            back.trimmed_other_nodes
+        );
+        assert_eq!(back.reported_nodes(), 18_432);
+        let fails = back
+            .nodes
+            .iter()
+            .filter(|n| n.status() == NodeStatus::Fail)
+            .count();
+        assert_eq!(fails, 30, "every FAIL node is kept");
+        assert!(back.nodes.len() > 30, "and as many WARN nodes as fit");
+        assert_eq!(back.rollup().iter().map(|r| r.warn).sum::<u32>(), 18_402);
+        assert!(back
+            .notes()
+            .join("\n")
+            .contains("WARN nodes not stored either"));
+    }
+
+    #[test]
+    fn many_nodes_that_never_reported_are_stored_as_one_hostlist() {
+        let mut s = big(0, 3);
+        let gone: Vec<NodeReport> = s.nodes.split_off(9_216);
+        s.missing = gone.into_iter().map(|n| n.node).collect();
+        let text = encode(&s).unwrap();
+        assert!(text.len() <= MAX_LEN, "{}", text.len());
+        let back = decode(&text).unwrap();
+        assert!(back.missing.is_empty());
+        assert_eq!(back.missing_count, 9_216);
+        assert_eq!(back.missing_nodes(), 9_216);
+        assert!(
+            back.missing_hostlist
+                .starts_with("gb-r513-[01-18],gb-r514-[01-18],"),
+            "{}",
+            &back.missing_hostlist[..40]
+        );
+        assert_eq!(
+            slurm_imex_core::slurm::hostlist::expand(&back.missing_hostlist, 20_000).unwrap(),
+            s.missing
+        );
+        let notes = back.notes().join("\n");
+        assert!(
+            notes.contains("no report from 9,216 nodes: gb-r513-[01-18],"),
+            "{notes}"
+        );
+    }
+
+    #[test]
+    fn a_summary_stored_before_the_rollup_still_decodes() {
+        // The JSON an earlier release stored: no racks, totals or node counts.
+        let old = r#"{"job_id":7,"nodes":[{"node":"n1","start_ts":1,"imex":false,"blame":"none",
+            "gpus":[{"index":0,"serial":"S0","verdict":"PASS","processes":0}]}],"trimmed_gpus":3}"#;
+        let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(old.as_bytes()).unwrap();
+        let text = format!("{PREFIX}{}", BASE32_NOPAD.encode(&z.finish().unwrap()));
+        let back = decode(&text).unwrap();
+        assert_eq!(
+            (back.job_id, back.nodes.len(), back.trimmed_gpus),
+            (7, 1, 3)
+        );
+        assert_eq!((back.trimmed_pass_nodes, back.trimmed_other_nodes), (0, 0));
+        assert!(back.racks.is_empty() && back.stored_totals.is_none());
+        assert_eq!(back.totals().gpus, 4, "computed, as before");
+        assert_eq!(back.rollup()[0].rack, "n", "computed from its nodes");
     }
 
     #[test]

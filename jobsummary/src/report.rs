@@ -3,7 +3,9 @@
 //! verdicts, who was blamed, the IMEX domain and channel, each GPU's use and
 //! health, what happened to its IMEX domain while it ran) and the notes a
 //! user reads first (idle GPUs, low utilization, XIDs their code caused
-//! versus the hardware's, nodes that never reported).
+//! versus the hardware's, nodes that never reported). A big job is read
+//! rack by rack first: [`JobSummary::rollup`] counts each rack's nodes by
+//! their [`NodeStatus`].
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -129,7 +131,121 @@ pub struct XidCount {
     pub count: u64,
 }
 
+/// One node's outcome for the job, taken together: FAIL when it was
+/// blamed (drained, or the job failed there) or a hook or GPU said DRAIN,
+/// WARN when anything else was found, else PASS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NodeStatus {
+    Pass,
+    Warn,
+    Fail,
+}
+
+impl NodeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeStatus::Pass => "PASS",
+            NodeStatus::Warn => "WARN",
+            NodeStatus::Fail => "FAIL",
+        }
+    }
+
+    /// A hook's or a GPU's verdict: PASS (or none) passes, DRAIN and FAIL
+    /// fail, anything else (WARN, a verdict this version does not know)
+    /// warns.
+    fn of_verdict(v: &str) -> NodeStatus {
+        match v {
+            "" | "PASS" => NodeStatus::Pass,
+            "DRAIN" | "FAIL" => NodeStatus::Fail,
+            _ => NodeStatus::Warn,
+        }
+    }
+}
+
+/// One rack's nodes in the job, counted by status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct RackCount {
+    pub rack: String,
+    pub nodes: u32,
+    pub pass: u32,
+    pub warn: u32,
+    pub fail: u32,
+}
+
+/// The rack of a node with no IMEX block: its name up to its last number
+/// (`gb-r12-05` is in `gb-r12`, `n7` in `n`), the way NVL72 racks are
+/// usually named; a name that is all digits is its own rack.
+pub fn rack_of_name(node: &str) -> String {
+    let head = node
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .trim_end_matches(['-', '_', '.']);
+    if head.is_empty() {
+        node.to_string()
+    } else {
+        head.to_string()
+    }
+}
+
+/// Order names as people count: `rack2` before `rack12`.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn pieces(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = s.as_bytes();
+        for i in 1..=bytes.len() {
+            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
+                out.push((bytes[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (pa, pb) = (pieces(a), pieces(b));
+    for (x, y) in pa.iter().zip(&pb) {
+        let o = match (x, y) {
+            ((true, x), (true, y)) => {
+                let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                x.len().cmp(&y.len()).then(x.cmp(y))
+            }
+            ((_, x), (_, y)) => x.cmp(y),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    pa.len().cmp(&pb.len()).then(a.cmp(b))
+}
+
 impl NodeReport {
+    /// The node's outcome for the job ([`NodeStatus`]).
+    pub fn status(&self) -> NodeStatus {
+        if self.blame != Blame::None {
+            return NodeStatus::Fail;
+        }
+        let hooks = [self.prolog.as_deref(), self.epilog.as_deref()]
+            .into_iter()
+            .flatten();
+        let gpus = self.gpus.iter().map(|g| g.verdict.as_str());
+        let worst = hooks
+            .chain(gpus)
+            .map(NodeStatus::of_verdict)
+            .max()
+            .unwrap_or(NodeStatus::Pass);
+        if worst == NodeStatus::Pass && self.imex_events.is_some() {
+            return NodeStatus::Warn;
+        }
+        worst
+    }
+
+    /// The rack this node is counted in: its IMEX block when the job's
+    /// domain was split by rack, else [`rack_of_name`].
+    pub fn rack(&self) -> String {
+        match self.domain.as_deref().filter(|d| !d.is_empty()) {
+            Some(block) => block.to_string(),
+            None => rack_of_name(&self.node),
+        }
+    }
+
     /// The IMEX domain this node was in: its rack's (block's) name, `job`
     /// for one domain of the whole job; None without `--imex`.
     pub fn domain_name(&self) -> Option<String> {
@@ -155,6 +271,13 @@ pub struct JobSummary {
     /// Nodes of the job (from Slurm's accounting) that never reported.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
+    /// The nodes that never reported as one Slurm hostlist, when they were
+    /// too many to store one by one in Slurm's field (`missing` is then
+    /// empty), and how many they are.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub missing_hostlist: String,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub missing_count: u32,
     /// Healthy GPUs left out to fit Slurm's field (`comment::MAX_LEN`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub trimmed_gpus: u32,
@@ -162,6 +285,60 @@ pub struct JobSummary {
     /// first thing left out; `slurm-imex show JOBID` on the node has them).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub trimmed_imex_events: u32,
+    /// Nodes that passed, left out of a stored summary too large (every
+    /// node of an 18,432-node job does not fit); `racks` still counts them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trimmed_pass_nodes: u32,
+    /// Nodes that did not pass, left out when even those did not all fit
+    /// (the failed ones are kept first); `racks` still counts them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trimmed_other_nodes: u32,
+    /// The per-rack rollup of every node that reported, stored when nodes
+    /// were left out; empty: computed from `nodes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub racks: Vec<RackCount>,
+    /// The job's totals over every GPU, stored when GPUs or nodes were
+    /// left out; None: computed from `nodes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_totals: Option<Totals>,
+    /// The job was read from Prometheus in aggregate (too many nodes to
+    /// read each series): its PASS nodes (`trimmed_pass_nodes`) were never
+    /// read one by one, only counted in `racks` and `stored_totals`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pass_nodes_aggregated: bool,
+}
+
+/// Items a note lists before it says how many more there are.
+pub const NOTE_ITEMS: usize = 20;
+
+/// `n` with a comma every three digits (18,380).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `items` joined, the first [`NOTE_ITEMS`] of them, then how many more.
+fn listed(items: &[String]) -> String {
+    let mut text = items
+        .iter()
+        .take(NOTE_ITEMS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > NOTE_ITEMS {
+        text.push_str(&format!(
+            " and {} more",
+            thousands((items.len() - NOTE_ITEMS) as u64)
+        ));
+    }
+    text
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -195,6 +372,9 @@ impl JobSummary {
     /// Mean utilization over the GPUs whose use is known (an idle GPU
     /// counts 0), the peak memory of any GPU, and the total energy.
     pub fn totals(&self) -> Totals {
+        if let Some(t) = self.stored_totals {
+            return t;
+        }
         let utils: Vec<f64> = self
             .gpus()
             .filter_map(|(_, g)| match g.processes {
@@ -212,13 +392,60 @@ impl JobSummary {
                 .gpus()
                 .filter_map(|(_, g)| g.energy_j)
                 .reduce(|a, b| a + b),
+            idle_gpus: self.gpus().filter(|(_, g)| g.processes == Some(0)).count() as u32,
         }
+    }
+
+    /// Every node of the job that reported, stored or left out.
+    pub fn reported_nodes(&self) -> u32 {
+        self.nodes.len() as u32 + self.trimmed_pass_nodes + self.trimmed_other_nodes
+    }
+
+    /// Nodes of the job that never reported.
+    pub fn missing_nodes(&self) -> u32 {
+        self.missing.len() as u32 + self.missing_count
+    }
+
+    /// Nodes left out of a stored summary (their racks still count them).
+    pub fn trimmed_nodes(&self) -> u32 {
+        self.trimmed_pass_nodes + self.trimmed_other_nodes
+    }
+
+    /// Each rack's nodes counted by status, racks in natural order: the
+    /// stored rollup when nodes were left out, else computed from `nodes`.
+    pub fn rollup(&self) -> Vec<RackCount> {
+        if !self.racks.is_empty() {
+            return self.racks.clone();
+        }
+        let mut by: std::collections::HashMap<String, RackCount> = Default::default();
+        for n in &self.nodes {
+            let rack = n.rack();
+            let c = by.entry(rack.clone()).or_insert_with(|| RackCount {
+                rack,
+                ..Default::default()
+            });
+            c.nodes += 1;
+            match n.status() {
+                NodeStatus::Pass => c.pass += 1,
+                NodeStatus::Warn => c.warn += 1,
+                NodeStatus::Fail => c.fail += 1,
+            }
+        }
+        let mut racks: Vec<RackCount> = by.into_values().collect();
+        racks.sort_by(|a, b| natural_cmp(&a.rack, &b.rack));
+        racks
     }
 
     /// What a user should read first, most important first.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
-        for n in &self.nodes {
+        let blamed = self.nodes.iter().filter(|n| n.blame != Blame::None).count();
+        for n in self
+            .nodes
+            .iter()
+            .filter(|n| n.blame != Blame::None)
+            .take(NOTE_ITEMS)
+        {
             match n.blame {
                 Blame::Node => notes.push(format!(
                     "{} was drained (a node fault, not your job's): {}",
@@ -235,6 +462,31 @@ impl JobSummary {
                 Blame::None => {}
             }
         }
+        if blamed > NOTE_ITEMS {
+            notes.push(format!(
+                "and {} more nodes drained or failed (the node list shows each)",
+                thousands((blamed - NOTE_ITEMS) as u64)
+            ));
+        }
+        if self.trimmed_pass_nodes > 0 && self.pass_nodes_aggregated {
+            notes.push(format!(
+                "{} PASS nodes are counted in their rack rollup and the totals, not listed (a job this large is read from Prometheus in aggregate)",
+                thousands(self.trimmed_pass_nodes as u64),
+            ));
+        } else if self.trimmed_pass_nodes > 0 {
+            notes.push(format!(
+                "{} PASS nodes not stored (Slurm's field holds {} characters); their rack rollup is",
+                thousands(self.trimmed_pass_nodes as u64),
+                crate::comment::MAX_LEN
+            ));
+        }
+        if self.trimmed_other_nodes > 0 {
+            notes.push(format!(
+                "{} WARN nodes not stored either (every FAIL node is kept first); their rack rollup counts them, slurm-imex show {} on each node has them",
+                thousands(self.trimmed_other_nodes as u64),
+                self.job_id
+            ));
+        }
         if self.trimmed_imex_events > 0 {
             notes.push(format!(
                 "the IMEX events of {} nodes were left out of the stored summary (Slurm's field holds {} characters); slurm-imex show {} on each node has them",
@@ -243,30 +495,42 @@ impl JobSummary {
                 self.job_id
             ));
         }
-        if self.trimmed_gpus > 0 {
+        if self.trimmed_gpus > 0 && !self.pass_nodes_aggregated {
             notes.push(format!(
-                "{} healthy GPUs were left out of the stored summary (Slurm's field holds {} characters); their totals are not in the summary line",
-                self.trimmed_gpus,
-                crate::comment::MAX_LEN
+                "{} healthy GPUs were left out of the stored summary (Slurm's field holds {} characters); {}",
+                thousands(self.trimmed_gpus as u64),
+                crate::comment::MAX_LEN,
+                if self.stored_totals.is_some() {
+                    "the summary line's totals count them"
+                } else {
+                    "their totals are not in the summary line"
+                }
+            ));
+        }
+        if !self.missing_hostlist.is_empty() {
+            notes.push(format!(
+                "no report from {} nodes: {} (their epilog did not run, or their export was not scraped)",
+                thousands(self.missing_count as u64),
+                slurm_imex_core::text::cap(&self.missing_hostlist, 400)
             ));
         }
         if !self.missing.is_empty() {
             notes.push(format!(
                 "no report from {} (its epilog did not run, or its export was not scraped)",
-                self.missing.join(",")
+                listed(&self.missing)
             ));
         }
         let (app, hw) = self.xid_split();
         if !app.is_empty() {
             notes.push(format!(
                 "XIDs your code caused (application errors, restart it): {}",
-                app.join(", ")
+                listed(&app)
             ));
         }
         if !hw.is_empty() {
             notes.push(format!(
                 "XIDs of the GPU, driver or fabric (not your code): {}",
-                hw.join(", ")
+                listed(&hw)
             ));
         }
         let idle: Vec<String> = self
@@ -274,12 +538,17 @@ impl JobSummary {
             .filter(|(_, g)| g.processes == Some(0))
             .map(|(n, g)| format!("{}/gpu{}", n.node, g.index))
             .collect();
-        if !idle.is_empty() {
+        let totals = self.totals();
+        if !idle.is_empty() || totals.idle_gpus > 0 {
             notes.push(format!(
                 "{} of {} GPUs were never used: {} (request fewer GPUs)",
-                idle.len(),
-                self.totals().gpus,
-                idle.join(", ")
+                thousands(totals.idle_gpus.max(idle.len() as u32) as u64),
+                thousands(totals.gpus as u64),
+                if idle.is_empty() {
+                    "not stored".to_string()
+                } else {
+                    listed(&idle)
+                }
             ));
         }
         if let Some(u) = self.totals().gpu_util_pct.filter(|u| *u < LOW_UTIL_PCT) {
@@ -313,12 +582,18 @@ impl JobSummary {
 }
 
 /// The job's GPUs taken together.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Totals {
     pub gpus: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_util_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub energy_j: Option<f64>,
+    /// GPUs the job held and never used.
+    #[serde(default)]
+    pub idle_gpus: u32,
 }
 
 #[cfg(test)]
@@ -360,8 +635,7 @@ mod tests {
                 ..Default::default()
             }],
             missing: vec!["gb-r1-02".into()],
-            trimmed_gpus: 0,
-            trimmed_imex_events: 0,
+            ..Default::default()
         };
         let notes = s.notes().join("\n");
         assert!(notes.contains("no report from gb-r1-02"), "{notes}");
@@ -376,6 +650,109 @@ mod tests {
         );
         assert!(notes.contains("mean GPU utilization was 15%"), "{notes}");
         assert_eq!(s.totals().energy_j, Some(2000.0));
+    }
+
+    #[test]
+    fn nodes_roll_up_by_rack_and_status() {
+        let node = |name: &str, domain: Option<&str>| NodeReport {
+            node: name.into(),
+            domain: domain.map(str::to_string),
+            imex: domain.is_some(),
+            prolog: Some("PASS".into()),
+            epilog: Some("PASS".into()),
+            gpus: vec![gpu(0, Some(1), Some(90.0))],
+            ..Default::default()
+        };
+        let mut warn = node("gb-r12-02", None);
+        warn.gpus[0].verdict = "WARN".into();
+        let mut events = node("gb-r12-03", None);
+        events.imex_events = Some("IMEX peer lost at 12:03:05".into());
+        let mut blamed = node("gb-r2-01", None);
+        blamed.blame = Blame::Job;
+        let mut drained = node("x9", Some("block-b"));
+        drained.epilog = Some("DRAIN".into());
+        let mut odd = node("x10", Some("block-b"));
+        odd.gpus[0].verdict = "MAYBE".into();
+        let s = JobSummary {
+            job_id: 3,
+            nodes: vec![
+                node("gb-r12-01", None),
+                warn,
+                events,
+                blamed,
+                node("gb-r2-02", None),
+                drained,
+                odd,
+                node("4711", None),
+            ],
+            ..Default::default()
+        };
+        let st: Vec<&str> = s.nodes.iter().map(|n| n.status().as_str()).collect();
+        assert_eq!(
+            st,
+            ["PASS", "WARN", "WARN", "FAIL", "PASS", "FAIL", "WARN", "PASS"]
+        );
+        let rc = |rack: &str, nodes, pass, warn, fail| RackCount {
+            rack: rack.into(),
+            nodes,
+            pass,
+            warn,
+            fail,
+        };
+        assert_eq!(
+            s.rollup(),
+            vec![
+                rc("4711", 1, 1, 0, 0),
+                rc("block-b", 2, 0, 1, 1),
+                rc("gb-r2", 2, 1, 0, 1),
+                rc("gb-r12", 3, 1, 2, 0),
+            ]
+        );
+        assert_eq!(s.reported_nodes(), 8);
+    }
+
+    #[test]
+    fn rack_names_and_counts_read_as_people_count() {
+        assert_eq!(rack_of_name("gb-r12-05"), "gb-r12");
+        assert_eq!(rack_of_name("node_7"), "node");
+        assert_eq!(rack_of_name("1234"), "1234");
+        assert_eq!(rack_of_name(""), "");
+        let mut names = vec!["rack12", "rack2", "rack1", "rack02x", "b", "rack"];
+        names.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(names, ["b", "rack", "rack1", "rack2", "rack02x", "rack12"]);
+        assert_eq!(thousands(18_380), "18,380");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
+
+    #[test]
+    fn long_notes_list_twenty_and_count_the_rest() {
+        let s = JobSummary {
+            job_id: 9,
+            nodes: (0..100)
+                .map(|i| NodeReport {
+                    node: format!("n{i}"),
+                    blame: Blame::Node,
+                    gpus: vec![gpu(0, Some(0), None)],
+                    ..Default::default()
+                })
+                .collect(),
+            missing: (0..30).map(|i| format!("m{i}")).collect(),
+            ..Default::default()
+        };
+        let notes = s.notes();
+        assert_eq!(
+            notes.iter().filter(|n| n.contains("was drained")).count(),
+            NOTE_ITEMS
+        );
+        let all = notes.join("\n");
+        assert!(all.contains("and 80 more nodes drained or failed"), "{all}");
+        assert!(all.contains("m19 and 10 more (its epilog"), "{all}");
+        assert!(
+            all.contains("100 of 100 GPUs were never used: n0/gpu0,")
+                && all.contains("and 80 more (request fewer GPUs)"),
+            "{all}"
+        );
     }
 
     #[test]

@@ -24,18 +24,18 @@ const LABEL_MAX: usize = 200;
 /// "… (N more)".
 const EVENTS_LABEL_MAX: usize = 400;
 
-const NODE_INFO: &str = "slurm_imex_job_node_info";
+pub const NODE_INFO: &str = "slurm_imex_job_node_info";
 const START: &str = "slurm_imex_job_node_start_timestamp_seconds";
 const END: &str = "slurm_imex_job_node_end_timestamp_seconds";
 const PROLOG_S: &str = "slurm_imex_job_prolog_duration_seconds";
 const EPILOG_S: &str = "slurm_imex_job_epilog_duration_seconds";
 const READY_S: &str = "slurm_imex_job_imex_ready_seconds";
-const GPU_INFO: &str = "slurm_imex_job_gpu_info";
-const ENERGY: &str = "slurm_imex_job_gpu_energy_joules";
-const PROCESSES: &str = "slurm_imex_job_gpu_processes";
-const UTIL: &str = "slurm_imex_job_gpu_utilization_percent";
+pub const GPU_INFO: &str = "slurm_imex_job_gpu_info";
+pub const ENERGY: &str = "slurm_imex_job_gpu_energy_joules";
+pub const PROCESSES: &str = "slurm_imex_job_gpu_processes";
+pub const UTIL: &str = "slurm_imex_job_gpu_utilization_percent";
 const MEM_UTIL: &str = "slurm_imex_job_gpu_memory_utilization_percent";
-const PEAK: &str = "slurm_imex_job_gpu_peak_memory_bytes";
+pub const PEAK: &str = "slurm_imex_job_gpu_peak_memory_bytes";
 const BUSY: &str = "slurm_imex_job_gpu_busy_seconds";
 const XIDS: &str = "slurm_imex_job_gpu_xids";
 const ECC: &str = "slurm_imex_job_gpu_ecc_errors";
@@ -214,40 +214,63 @@ impl Sample {
     }
 }
 
+/// Reports by job id, then node.
+pub type Reports = BTreeMap<u32, BTreeMap<String, NodeReport>>;
+
 /// The reports these samples make, by job id then node. Samples of other
 /// families, or without a job id and node, are ignored; a node's GPU
 /// series without its info series still make a report.
-pub fn reports_from(samples: &[Sample]) -> BTreeMap<u32, BTreeMap<String, NodeReport>> {
-    let mut jobs: BTreeMap<u32, BTreeMap<String, NodeReport>> = BTreeMap::new();
+pub fn reports_from(samples: &[Sample]) -> Reports {
+    let mut fold = Fold::default();
     for s in samples {
+        fold.add(s);
+    }
+    fold.finish()
+}
+
+/// The reports built a sample at a time, so that a query answered in parts
+/// (a family or a batch of nodes at a time) never holds more than one
+/// part's samples: memory grows with the reports, not with the series.
+#[derive(Debug, Default)]
+pub struct Fold {
+    jobs: Reports,
+}
+
+impl Fold {
+    /// Fold one sample in (ignored without a job id and node).
+    pub fn add(&mut self, s: &Sample) {
         let (Some(job_id), Some(node)) = (
             s.label("jobid").and_then(|j| j.parse().ok()),
             s.label("node"),
         ) else {
-            continue;
+            return;
         };
-        let report = jobs
-            .entry(job_id)
-            .or_default()
-            .entry(node.to_string())
-            .or_insert_with(|| NodeReport {
+        let nodes = self.jobs.entry(job_id).or_default();
+        let report = match nodes.get_mut(node) {
+            Some(r) => r,
+            None => nodes.entry(node.to_string()).or_insert_with(|| NodeReport {
                 node: node.to_string(),
                 ..Default::default()
-            });
+            }),
+        };
         match s.label("gpu").and_then(|g| g.parse::<u32>().ok()) {
             Some(index) => apply_gpu(gpu_of(report, index, s), s),
             None => apply_node(report, s),
         }
     }
-    for nodes in jobs.values_mut() {
-        for r in nodes.values_mut() {
-            r.gpus.sort_by_key(|g| g.index);
-            for g in &mut r.gpus {
-                g.xids.sort_by_key(|x| x.xid);
+
+    /// The reports, each node's GPUs and XIDs in order.
+    pub fn finish(mut self) -> Reports {
+        for nodes in self.jobs.values_mut() {
+            for r in nodes.values_mut() {
+                r.gpus.sort_by_key(|g| g.index);
+                for g in &mut r.gpus {
+                    g.xids.sort_by_key(|x| x.xid);
+                }
             }
         }
+        self.jobs
     }
-    jobs
 }
 
 fn gpu_of<'a>(r: &'a mut NodeReport, index: u32, s: &Sample) -> &'a mut GpuReport {

@@ -68,6 +68,18 @@ fn limit(cfg: &Config) -> Duration {
     cfg.slurm.scontrol_timeout.0
 }
 
+/// A sacct that ran past `[slurm] scontrol_timeout`, said as the service
+/// to look at and what to do; any other failure as it is.
+fn slow(e: Error) -> Error {
+    if e.kind() != slurm_imex_core::error::Kind::Timeout {
+        return e;
+    }
+    Error::timeout(format!(
+        "Slurm's accounting (sacct, SlurmDBD) is slow: {e}; ask again later, check slurmdbd and its database, \
+         or raise [slurm] scontrol_timeout in imex.toml"
+    ))
+}
+
 /// Times as Unix seconds: `SLURM_TIME_FORMAT=%s` for every sacct this
 /// process runs (set once, before any thread starts, by the CLI).
 pub fn times_as_epoch_seconds() {
@@ -79,7 +91,7 @@ pub fn times_as_epoch_seconds() {
 pub fn job(cfg: &Config, job_id: u32) -> Result<Option<AccountedJob>> {
     let id = job_id.to_string();
     let args = ["-X", "-n", "-P", "-j", &id, "--format", FIELDS];
-    let out = run_checked(&client(cfg, "sacct"), &args, limit(cfg), "sacct")?;
+    let out = run_checked(&client(cfg, "sacct"), &args, limit(cfg), "sacct").map_err(slow)?;
     Ok(parse(&out.stdout)?.into_iter().find(|j| j.job_id == job_id))
 }
 
@@ -105,7 +117,7 @@ pub fn ended_since(cfg: &Config, back: Duration) -> Result<Vec<AccountedJob>> {
         "--format",
         FIELDS,
     ];
-    let out = run_checked(&client(cfg, "sacct"), &args, limit(cfg), "sacct")?;
+    let out = run_checked(&client(cfg, "sacct"), &args, limit(cfg), "sacct").map_err(slow)?;
     Ok(parse(&out.stdout)?
         .into_iter()
         .filter(AccountedJob::ended)

@@ -8,7 +8,7 @@ use crate::prometheus::{self, Server};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Kind, Result};
 use slurm_imex_jobsummary::comment;
-use slurm_imex_jobsummary::report::JobSummary;
+use slurm_imex_jobsummary::report::{JobSummary, NodeStatus};
 use slurm_imex_jobsummary::series;
 
 /// Where a job's summary came from.
@@ -186,19 +186,61 @@ pub fn from_prometheus(
         url: &cfg.job.prometheus_url,
         timeout: cfg.job.query_timeout.0,
     };
+    prometheus_summary(&server, job, now).map_err(|e| {
+        // An unusable URL is the config's; anything else, the server's.
+        let why = match e.kind() {
+            Kind::Invalid => Unanswered::Config,
+            _ => Unanswered::Service,
+        };
+        Failure::new(why, e)
+    })
+}
+
+/// Jobs of more nodes than this are read from Prometheus in aggregate
+/// ([`prometheus::big_job`]); smaller ones series by series, whole (a
+/// 1,152-node job's 57,600 series take about 1 s).
+pub const AGGREGATE_ABOVE_NODES: usize = 2048;
+
+/// The job's summary from Prometheus: every series of a job of up to
+/// [`AGGREGATE_ABOVE_NODES`] nodes, else read in aggregate (every node's
+/// verdicts, the nodes that did not pass whole, the totals summed by
+/// Prometheus); None when no node reported it, or it has not started.
+pub fn prometheus_summary(
+    server: &Server,
+    job: &AccountedJob,
+    now: i64,
+) -> Result<Option<JobSummary>> {
     let Some(start) = job.start else {
         return Ok(None);
     };
-    let samples =
-        prometheus::job_samples(&server, &[job.job_id], window(start, now)).map_err(|e| {
-            // An unusable URL is the config's; anything else, the server's.
-            let why = match e.kind() {
-                Kind::Invalid => Unanswered::Config,
-                _ => Unanswered::Service,
-            };
-            Failure::new(why, e)
-        })?;
-    summary_of(cfg, job, &samples).map_err(|e| Failure::new(Unanswered::Service, e))
+    let nodes = job.nodes(VIEW_MAX_NODES)?;
+    let range = window(start, now);
+    if nodes.len() <= AGGREGATE_ABOVE_NODES {
+        let mut reports = prometheus::job_reports(server, &[job.job_id], range)?;
+        return summary_of(job, &mut reports);
+    }
+    let big = prometheus::big_job(server, job.job_id, range)?;
+    if big.nodes.is_empty() {
+        return Ok(None);
+    }
+    let missing = nodes
+        .into_iter()
+        .filter(|n| !big.nodes.contains_key(n))
+        .collect();
+    let mut s = JobSummary {
+        job_id: job.job_id,
+        nodes: big.nodes.into_values().collect(),
+        missing,
+        ..Default::default()
+    };
+    s.racks = s.rollup();
+    let before = s.nodes.len();
+    s.nodes.retain(|n| n.status() != NodeStatus::Pass);
+    s.trimmed_pass_nodes = (before - s.nodes.len()) as u32;
+    s.trimmed_gpus = big.totals.gpus.saturating_sub(s.gpus().count() as u32);
+    s.stored_totals = Some(big.totals);
+    s.pass_nodes_aggregated = true;
+    Ok(Some(s))
 }
 
 /// Seconds to look back from `now` to cover a job that started at `start`
@@ -207,28 +249,27 @@ pub fn window(start: i64, now: i64) -> u64 {
     (now.saturating_sub(start)).max(0) as u64 + 60
 }
 
-/// The job's summary from samples of its series; None when none is its.
-pub fn summary_of(
-    cfg: &Config,
-    job: &AccountedJob,
-    samples: &[series::Sample],
-) -> Result<Option<JobSummary>> {
-    let mut by_job = series::reports_from(samples);
-    let Some(reports) = by_job.remove(&job.job_id) else {
+/// Most nodes of one job read from its NodeList (above `[imex] max_nodes`,
+/// which bounds what one IMEX domain may hold: a job without `--imex` may
+/// be far larger, and only its names are held here).
+pub const VIEW_MAX_NODES: usize = 1 << 18;
+
+/// The job's summary from its nodes' reports (taken out of `reports`);
+/// None when no node reported it.
+pub fn summary_of(job: &AccountedJob, reports: &mut series::Reports) -> Result<Option<JobSummary>> {
+    let Some(reports) = reports.remove(&job.job_id) else {
         return Ok(None);
     };
-    let nodes = job.nodes(cfg.imex.max_nodes)?;
+    let nodes = job.nodes(VIEW_MAX_NODES)?;
     let missing = nodes
-        .iter()
-        .filter(|n| !reports.contains_key(*n))
-        .cloned()
+        .into_iter()
+        .filter(|n| !reports.contains_key(n))
         .collect();
     Ok(Some(JobSummary {
         job_id: job.job_id,
         nodes: reports.into_values().collect(),
         missing,
-        trimmed_gpus: 0,
-        trimmed_imex_events: 0,
+        ..Default::default()
     }))
 }
 

@@ -1,18 +1,28 @@
 //! The nodes' per-job series, from Prometheus's HTTP API (`/api/v1/query`):
 //! the last value of every `slurm_imex_job_*` series of the given jobs
-//! within a window, as samples (slurm_imex_jobsummary::series).
+//! within a window, folded into the nodes' reports
+//! (slurm_imex_jobsummary::series).
+//!
+//! Asked in parts, one series family at a time: an 18,432-node job's
+//! 73,728 GPUs make about 1.3 million series, a few hundred MiB of JSON
+//! in one answer, while one family's answer is at most about 20 MiB. Each
+//! part is folded into the reports before the next is asked, so memory
+//! grows with the job's reports, not with its series. `[job] query_timeout`
+//! bounds the whole read, every part together.
 
 use serde::Deserialize;
 use slurm_imex_core::config::http_url;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
-use slurm_imex_jobsummary::series::{Sample, PREFIX};
+use slurm_imex_jobsummary::report::{NodeReport, NodeStatus, Totals};
+use slurm_imex_jobsummary::series::{self, Fold, Reports, Sample, FAMILIES};
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Jobs asked for in one query (the selector is a regex of their ids).
 pub const JOBS_PER_QUERY: usize = 100;
-/// Most bytes of one answer read (a 1,000-node job's series fit well inside).
+/// Most bytes of one answer read: one family of an 18,432-node job's
+/// series is about 20 MiB.
 const ANSWER_MAX: u64 = 256 << 20;
 
 /// Where and how long to ask.
@@ -41,36 +51,249 @@ struct Series {
     value: (f64, String),
 }
 
-/// The PromQL for these jobs' series: each series's last value in the
-/// `range_s` seconds before the evaluation time (last_over_time keeps the
-/// series name).
-pub fn query_text(job_ids: &[u32], range_s: u64) -> String {
+/// The PromQL for one family of these jobs' series: each series's last
+/// value in the `range_s` seconds before the evaluation time
+/// (last_over_time keeps the series name).
+pub fn query_text(family: &str, job_ids: &[u32], range_s: u64) -> String {
     let ids: Vec<String> = job_ids.iter().map(u32::to_string).collect();
     format!(
-        "last_over_time({{__name__=~\"{PREFIX}.+\",jobid=~\"{}\"}}[{}s])",
+        "last_over_time({{__name__=\"{family}\",jobid=~\"{}\"}}[{}s])",
         ids.join("|"),
         range_s.max(60)
     )
 }
 
-/// The samples of `job_ids`' series, looking back `range_s` from the
-/// server's own now (not this host's: a `time` a little behind the
-/// server's clock would miss the newest scrape).
-pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec<Sample>> {
-    let base = server.url.trim_end_matches('/');
-    // Checked when the config is read; this is for a server given otherwise.
-    if let Some(why) = http_url::problem(base) {
-        return Err(Error::invalid(format!(
-            "[job] prometheus_url = {:?} {why}",
-            cap(base, PIECE_MAX)
-        )));
+/// The server's queries for one read, within one budget: `[job]
+/// query_timeout` bounds every part of the read together, and a read past
+/// it is one line naming Prometheus, the part it was at, and what to do.
+struct Reader<'a> {
+    base: &'a str,
+    timeout: Duration,
+    deadline: Instant,
+    part: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn new(server: &'a Server) -> Result<Reader<'a>> {
+        let base = server.url.trim_end_matches('/');
+        // Checked when the config is read; this is for a server given otherwise.
+        if let Some(why) = http_url::problem(base) {
+            return Err(Error::invalid(format!(
+                "[job] prometheus_url = {:?} {why}",
+                cap(base, PIECE_MAX)
+            )));
+        }
+        Ok(Reader {
+            base,
+            timeout: server.timeout,
+            deadline: Instant::now() + server.timeout,
+            part: 0,
+        })
     }
+
+    /// The answer to `query`, the read's part `what`.
+    fn ask(&mut self, what: &str, query: &str) -> Result<Answer> {
+        self.part += 1;
+        let late = || {
+            Error::timeout(format!(
+                "Prometheus at {} did not answer within {:?} ([job] query_timeout, every part of the job's series \
+                 together; it was at part {}, {what}): it is overloaded or the job very large; ask again later, \
+                 or raise [job] query_timeout in imex.toml",
+                self.base, self.timeout, self.part
+            ))
+        };
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(late());
+        }
+        ask(self.base, left, query).map_err(|e| {
+            if Instant::now() >= self.deadline || e.to_string().contains("timed out") {
+                late()
+            } else {
+                e
+            }
+        })
+    }
+
+    /// The samples answering `query` (part `what`).
+    fn samples(&mut self, what: &str, query: &str) -> Result<Vec<Sample>> {
+        let answer = self.ask(what, query)?;
+        samples_of(answer, self.base)
+    }
+}
+
+/// The reports of `job_ids`' nodes, looking back `range_s` from the
+/// server's own now (not this host's: a `time` a little behind the
+/// server's clock would miss the newest scrape), asked one family at a
+/// time within `server.timeout` in all.
+pub fn job_reports(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Reports> {
+    let mut reader = Reader::new(server)?;
+    let mut fold = Fold::default();
+    for (family, _) in FAMILIES {
+        for sample in reader.samples(family, &query_text(family, job_ids, range_s))? {
+            // Only this family's: a server (or a proxy) answering more is
+            // not counted twice.
+            if sample.name == *family {
+                fold.add(&sample);
+            }
+        }
+    }
+    Ok(fold.finish())
+}
+
+/// Nodes named in one query of [`big_job`] (a regex of their names: about
+/// 12 KiB of URL).
+pub const NODES_PER_QUERY: usize = 1024;
+
+/// A big job read in aggregate ([`big_job`]).
+#[derive(Debug, Default)]
+pub struct BigJob {
+    /// Every node that reported: whole for the nodes that did not pass,
+    /// only their info series (verdicts, blame, domain) for the others.
+    pub nodes: BTreeMap<String, NodeReport>,
+    /// Totals over every GPU of the job, summed by Prometheus.
+    pub totals: Totals,
+}
+
+/// Job `job_id` as a big job is read, in five to a few dozen queries
+/// whatever its size, rather than its every series (an 18,432-node job has
+/// 1.3 million, and Prometheus takes about 1 s of CPU per 73,728 it
+/// encodes): every node's info series (its verdicts and blame), the GPUs
+/// whose verdict is not PASS, then every series of the nodes that did not
+/// pass (a batch of [`NODES_PER_QUERY`] at a time), and the job's totals
+/// summed by Prometheus itself. Within `server.timeout` in all.
+pub fn big_job(server: &Server, job_id: u32, range_s: u64) -> Result<BigJob> {
+    let mut reader = Reader::new(server)?;
+    let range = range_s.max(60);
+    let sel = |family: &str, more: &str| {
+        format!("last_over_time({family}{{jobid=\"{job_id}\"{more}}}[{range}s])")
+    };
+    let mut fold = Fold::default();
+    let info = series::NODE_INFO;
+    for s in reader.samples(info, &sel(info, ""))? {
+        fold.add(&s);
+    }
+    let gpu_info = series::GPU_INFO;
+    for s in reader.samples(gpu_info, &sel(gpu_info, ",verdict!=\"PASS\""))? {
+        if s.name == gpu_info {
+            fold.add(&s);
+        }
+    }
+    let mut nodes = fold.finish().remove(&job_id).unwrap_or_default();
+    let flagged: Vec<String> = nodes
+        .values()
+        .filter(|n| n.status() != NodeStatus::Pass)
+        .map(|n| n.node.clone())
+        .collect();
+    let mut fold = Fold::default();
+    for batch in flagged.chunks(NODES_PER_QUERY) {
+        let names: Vec<String> = batch.iter().map(|n| regex_quote(n)).collect();
+        let q = format!(
+            "last_over_time({{__name__=~\"{}.+\",__name__!=\"{info}\",jobid=\"{job_id}\",node=~\"{}\"}}[{range}s])",
+            series::PREFIX,
+            names.join("|")
+        );
+        for s in reader.samples("the series of the nodes that did not pass", &q)? {
+            fold.add(&s);
+        }
+    }
+    for (name, whole) in fold.finish().remove(&job_id).unwrap_or_default() {
+        if let Some(light) = nodes.get_mut(&name) {
+            // The info series came with the first part.
+            let NodeReport {
+                gpus,
+                start_ts,
+                end_ts,
+                prolog_ms,
+                epilog_ms,
+                imex_ready_ms,
+                ..
+            } = whole;
+            *light = NodeReport {
+                gpus,
+                start_ts,
+                end_ts,
+                prolog_ms,
+                epilog_ms,
+                imex_ready_ms,
+                ..light.clone()
+            };
+        }
+    }
+    let totals = totals(&mut reader, job_id, range)?;
+    Ok(BigJob { nodes, totals })
+}
+
+/// A node name as a regex matching only itself (Prometheus's RE2,
+/// anchored): its metacharacters escaped.
+fn regex_quote(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push_str("\\\\");
+        } else if c == '"' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The job's totals over every GPU, as Prometheus sums them (one query,
+/// each figure a series labelled `t`). Mean utilization counts a GPU held
+/// and never used as 0 and leaves out a GPU whose use is not known, as
+/// [`JobSummary::totals`](slurm_imex_jobsummary::report::JobSummary::totals) does.
+fn totals(reader: &mut Reader, job_id: u32, range: u64) -> Result<Totals> {
+    let v = |family: &str| format!("last_over_time({family}{{jobid=\"{job_id}\"}}[{range}s])");
+    let used = format!(
+        "({} and on(node,gpu) ({} > 0))",
+        v(series::UTIL),
+        v(series::PROCESSES)
+    );
+    let parts = [
+        ("gpus", format!("count({})", v(series::GPU_INFO))),
+        ("energy", format!("sum({})", v(series::ENERGY))),
+        ("peak", format!("max({})", v(series::PEAK))),
+        ("idle", format!("count({} == 0)", v(series::PROCESSES))),
+        ("used_sum", format!("sum({used})")),
+        ("used_count", format!("count({used})")),
+    ];
+    let q = parts
+        .iter()
+        .map(|(t, e)| format!("label_replace({e}, \"t\", \"{t}\", \"\", \"\")"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let answer = reader.ask("the job's totals", &q)?;
+    let base = reader.base;
+    if answer.status != "success" {
+        samples_of(answer, base)?;
+        return Ok(Totals::default());
+    }
+    let mut got: BTreeMap<String, f64> = BTreeMap::new();
+    for s in answer.data.map(|d| d.result).unwrap_or_default() {
+        if let (Some(t), Ok(v)) = (s.metric.get("t"), s.value.1.parse::<f64>()) {
+            if v.is_finite() && v >= 0.0 {
+                got.insert(t.clone(), v);
+            }
+        }
+    }
+    let count = |t: &str| got.get(t).map_or(0, |v| *v as u32);
+    let known = count("idle") + count("used_count");
+    Ok(Totals {
+        gpus: count("gpus"),
+        gpu_util_pct: (known > 0)
+            .then(|| got.get("used_sum").copied().unwrap_or(0.0) / known as f64),
+        peak_memory_bytes: got.get("peak").map(|b| *b as u64),
+        energy_j: got.get("energy").copied(),
+        idle_gpus: count("idle"),
+    })
+}
+
+/// One query's answer, parsed; an error names the server.
+fn ask(base: &str, timeout: Duration, query: &str) -> Result<Answer> {
     let url = format!("{base}/api/v1/query");
-    let agent = ureq::AgentBuilder::new().timeout(server.timeout).build();
-    let response = agent
-        .get(&url)
-        .query("query", &query_text(job_ids, range_s))
-        .call();
+    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
+    let response = agent.get(&url).query("query", query).call();
     let body = match response {
         Ok(r) => r,
         // Prometheus answers a bad query with 400 and a JSON error.
@@ -82,16 +305,12 @@ pub fn job_samples(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Vec
             )))
         }
     };
-    let answer: Answer =
-        serde_json::from_reader(std::io::Read::take(body.into_reader(), ANSWER_MAX)).map_err(
-            |e| {
-                Error::new(format!(
-                    "Prometheus at {base} answered something that is not its API's JSON: {}",
-                    cap(&e.to_string(), PIECE_MAX)
-                ))
-            },
-        )?;
-    samples_of(answer, base)
+    serde_json::from_reader(std::io::Read::take(body.into_reader(), ANSWER_MAX)).map_err(|e| {
+        Error::new(format!(
+            "Prometheus at {base} answered something that is not its API's JSON: {}",
+            cap(&e.to_string(), PIECE_MAX)
+        ))
+    })
 }
 
 /// The samples of an API answer from `base`; an error answer is the
@@ -131,12 +350,358 @@ fn samples_of(answer: Answer, base: &str) -> Result<Vec<Sample>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read as _, Write as _};
+    use std::sync::{Arc, Mutex};
+
+    /// `%XX` and `+` of a query string, decoded.
+    fn unescape(q: &str) -> String {
+        let b = q.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'%' if i + 2 < b.len() + 1 => {
+                    out.push(u8::from_str_radix(&q[i + 1..i + 3], 16).unwrap());
+                    i += 3;
+                }
+                b'+' => {
+                    out.push(b' ');
+                    i += 1;
+                }
+                c => {
+                    out.push(c);
+                    i += 1;
+                }
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Prometheus played on 127.0.0.1: each request's query is recorded,
+    /// and answered by `answer` (the family asked) after `delay`. Its URL
+    /// and the queries asked.
+    fn fake(
+        delay: Duration,
+        answer: impl Fn(&str) -> String + Send + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let log = asked.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&request);
+                let target = head.split(' ').nth(1).unwrap_or_default();
+                let query = target
+                    .split_once("query=")
+                    .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
+                    .unwrap_or_default();
+                let family = query
+                    .split_once("__name__=\"")
+                    .and_then(|(_, r)| r.split_once('"'))
+                    .map(|(f, _)| f.to_string())
+                    .unwrap_or_default();
+                log.lock().unwrap().push(query);
+                std::thread::sleep(delay);
+                let body = answer(&family);
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(head.as_bytes());
+                let _ = conn.write_all(body.as_bytes());
+            }
+        });
+        (url, asked)
+    }
+
+    /// One family's answer for job 7 on `nodes` nodes of 4 GPUs, plus one
+    /// XID series of another family whatever was asked (as a proxy that
+    /// ignores the selector would).
+    fn answer(family: &str, nodes: usize) -> String {
+        let mut series = Vec::new();
+        for n in 0..nodes {
+            let node = format!("gb-r{}-{:02}", n / 18 + 1, n % 18 + 1);
+            if family.contains("_gpu_") {
+                for g in 0..4 {
+                    series.push(format!(
+                        r#"{{"metric":{{"__name__":"{family}","jobid":"7","node":"{node}","gpu":"{g}","serial":"S{n}-{g}","name":"GB200","verdict":"PASS"}},"value":[1,"{}"]}}"#,
+                        if family.ends_with("_processes") { 1 } else { 2 }
+                    ));
+                }
+            } else {
+                series.push(format!(
+                    r#"{{"metric":{{"__name__":"{family}","jobid":"7","node":"{node}","blame":"none","prolog":"PASS","epilog":"PASS"}},"value":[1,"1790000000"]}}"#
+                ));
+            }
+        }
+        series.push(
+            r#"{"metric":{"__name__":"slurm_imex_job_gpu_xids","jobid":"7","node":"gb-r1-01","gpu":"0","xid":"13","class":"RESTART_APP"},"value":[1,"1"]}"#
+                .into(),
+        );
+        format!(
+            r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
+            series.join(",")
+        )
+    }
+
+    #[test]
+    fn a_job_is_asked_one_family_at_a_time_and_folded() {
+        let (url, asked) = fake(Duration::ZERO, |f| answer(f, 40));
+        let server = Server {
+            url: &url,
+            timeout: Duration::from_secs(20),
+        };
+        let mut reports = job_reports(&server, &[7], 600).unwrap();
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), FAMILIES.len(), "{asked:?}");
+        for ((family, _), q) in FAMILIES.iter().zip(&asked) {
+            assert_eq!(q, &query_text(family, &[7], 600));
+        }
+        let nodes = reports.remove(&7).unwrap();
+        assert!(reports.is_empty());
+        assert_eq!(nodes.len(), 40);
+        let n1 = &nodes["gb-r1-01"];
+        assert_eq!(
+            (n1.prolog.as_deref(), n1.start_ts),
+            (Some("PASS"), 1_790_000_000)
+        );
+        assert_eq!(n1.gpus.len(), 4);
+        assert_eq!(
+            (n1.gpus[2].serial.as_str(), n1.gpus[2].processes),
+            ("S0-2", Some(1))
+        );
+        assert_eq!(n1.gpus[0].verdict, "PASS");
+        assert_eq!(
+            n1.gpus[0].xids.len(),
+            1,
+            "a series answered outside its part is not counted again: {:?}",
+            n1.gpus[0].xids
+        );
+    }
+
+    #[test]
+    fn a_slow_prometheus_is_one_line_naming_it_and_the_fix() {
+        // Each part quick, together past the budget.
+        let (url, asked) = fake(Duration::from_millis(60), |f| answer(f, 1));
+        let server = Server {
+            url: &url,
+            timeout: Duration::from_millis(400),
+        };
+        let e = job_reports(&server, &[7], 600).unwrap_err();
+        let line = e.to_string();
+        assert_eq!(e.kind(), slurm_imex_core::error::Kind::Timeout, "{line}");
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.starts_with(&format!("Prometheus at {url} did not answer within 400ms ([job] query_timeout, every part of the job's series together; it was at part")),
+            "{line}"
+        );
+        assert!(
+            line.contains("raise [job] query_timeout in imex.toml"),
+            "{line}"
+        );
+        assert!(asked.lock().unwrap().len() < FAMILIES.len());
+        // One part that never ends.
+        let (url, _) = fake(Duration::from_secs(5), |f| answer(f, 1));
+        let server = Server {
+            url: &url,
+            timeout: Duration::from_millis(300),
+        };
+        let started = Instant::now();
+        let line = job_reports(&server, &[7], 600).unwrap_err().to_string();
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            line.contains("it was at part 1, slurm_imex_job_node_info)"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_big_job_is_read_in_aggregate() {
+        let node = |n: usize| format!("gb-r{}-{:02}", n / 18 + 1, n % 18 + 1);
+        // Answers by what the query asks (the family-keyed fake above reads
+        // only `__name__=`): 40 nodes, node 3 drained, node 5's gpu1 WARN.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+        let log = asked.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&request).to_string();
+                let target = head.split(' ').nth(1).unwrap_or_default();
+                let q = target
+                    .split_once("query=")
+                    .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
+                    .unwrap_or_default();
+                log.lock().unwrap().push(q.clone());
+                let series: Vec<String> = if q.contains("label_replace") {
+                    [
+                        ("gpus", 160.0),
+                        ("energy", 3200.5),
+                        ("peak", 1024.0),
+                        ("idle", 4.0),
+                        ("used_sum", 7800.0),
+                        ("used_count", 96.0),
+                    ]
+                    .iter()
+                    .map(|(t, v)| format!(r#"{{"metric":{{"t":"{t}"}},"value":[1,"{v}"]}}"#))
+                    .collect()
+                } else if q.contains("node_info{") {
+                    (0..40)
+                        .map(|n| {
+                            let blame = if n == 3 { "node" } else { "none" };
+                            format!(
+                                r#"{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"7","node":"{}","blame":"{blame}","prolog":"PASS","epilog":"PASS","imex":"true","domain":"rack{}"}},"value":[1,"1"]}}"#,
+                                node(n),
+                                n / 18 + 1
+                            )
+                        })
+                        .collect()
+                } else if q.contains("gpu_info{") {
+                    vec![format!(
+                        r#"{{"metric":{{"__name__":"slurm_imex_job_gpu_info","jobid":"7","node":"{}","gpu":"1","serial":"S5-1","verdict":"WARN"}},"value":[1,"1"]}}"#,
+                        node(5)
+                    )]
+                } else if q.contains("node=~") {
+                    [3, 5]
+                        .iter()
+                        .flat_map(|n| {
+                            (0..4).map(move |g| {
+                                format!(
+                                    r#"{{"metric":{{"__name__":"slurm_imex_job_gpu_info","jobid":"7","node":"{}","gpu":"{g}","serial":"S{n}-{g}","verdict":"{}"}},"value":[1,"1"]}},{{"metric":{{"__name__":"slurm_imex_job_node_start_timestamp_seconds","jobid":"7","node":"{}"}},"value":[1,"1790000000"]}}"#,
+                                    node(*n),
+                                    if *n == 5 && g == 1 { "WARN" } else { "PASS" },
+                                    node(*n)
+                                )
+                            })
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                let body = format!(
+                    r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
+                    series.join(",")
+                );
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = conn.write_all(head.as_bytes());
+                let _ = conn.write_all(body.as_bytes());
+            }
+        });
+        let server = Server {
+            url: &url,
+            timeout: Duration::from_secs(20),
+        };
+        let big = big_job(&server, 7, 600).unwrap();
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 4, "{asked:#?}");
+        assert!(
+            asked[2].contains(r#"node=~"gb-r1-04|gb-r1-06""#),
+            "{}",
+            asked[2]
+        );
+        assert_eq!(big.nodes.len(), 40);
+        let flagged: Vec<&str> = big
+            .nodes
+            .values()
+            .filter(|n| n.status() != NodeStatus::Pass)
+            .map(|n| n.node.as_str())
+            .collect();
+        assert_eq!(flagged, ["gb-r1-04", "gb-r1-06"]);
+        let n5 = &big.nodes["gb-r1-06"];
+        assert_eq!(
+            n5.gpus.len(),
+            4,
+            "the nodes that did not pass are read whole"
+        );
+        assert_eq!(
+            (n5.gpus[1].verdict.as_str(), n5.start_ts),
+            ("WARN", 1_790_000_000)
+        );
+        assert_eq!(
+            n5.domain.as_deref(),
+            Some("rack1"),
+            "their info series kept"
+        );
+        assert!(
+            big.nodes["gb-r1-01"].gpus.is_empty(),
+            "PASS nodes: info only"
+        );
+        let t = big.totals;
+        assert_eq!(
+            (t.gpus, t.idle_gpus, t.peak_memory_bytes),
+            (160, 4, Some(1024))
+        );
+        assert_eq!(t.energy_j, Some(3200.5));
+        assert_eq!(
+            t.gpu_util_pct,
+            Some(78.0),
+            "7800 over 96 used and 4 idle GPUs"
+        );
+        assert_eq!(regex_quote("a.b|c"), "a\\\\.b\\\\|c");
+    }
+
+    #[test]
+    fn a_bad_answer_in_any_part_is_one_line() {
+        for (bad, says) in [
+            ("not json", "not its API's JSON"),
+            (
+                r#"{"status":"error","error":"query too large"}"#,
+                "query too large",
+            ),
+            (
+                r#"{"status":"success","data":{"result":[{"metric":{}}]}}"#,
+                "not its API's JSON",
+            ),
+        ] {
+            let (url, _) = fake(Duration::ZERO, move |f| {
+                if f.ends_with("_gpu_info") {
+                    bad.to_string()
+                } else {
+                    answer(f, 2)
+                }
+            });
+            let server = Server {
+                url: &url,
+                timeout: Duration::from_secs(20),
+            };
+            let line = job_reports(&server, &[7], 600).unwrap_err().to_string();
+            assert!(line.starts_with(&format!("Prometheus at {url}")), "{line}");
+            assert!(line.contains(says), "{line}");
+            assert!(!line.contains('\n'), "{line}");
+        }
+    }
 
     #[test]
     fn the_query_selects_only_these_jobs_series() {
         assert_eq!(
-            query_text(&[7, 42], 30),
-            "last_over_time({__name__=~\"slurm_imex_job_.+\",jobid=~\"7|42\"}[60s])"
+            query_text("slurm_imex_job_gpu_info", &[7, 42], 30),
+            "last_over_time({__name__=\"slurm_imex_job_gpu_info\",jobid=~\"7|42\"}[60s])"
         );
     }
 

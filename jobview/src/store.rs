@@ -3,7 +3,7 @@
 //! has no summary yet gets one in its AdminComment, once every node of it
 //! has reported to Prometheus, or `store_wait` after it ended with what
 //! reported by then. A missed run is caught up by the next (the backfill).
-//! One sacct listing, one Prometheus query per 100 jobs, one sacctmgr per
+//! One sacct listing, one Prometheus query per series family and 100 jobs, one sacctmgr per
 //! job stored: SlurmDBD and Prometheus only, never slurmctld.
 
 use crate::accounting::{self, AccountedJob};
@@ -56,12 +56,25 @@ pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Res
         url: &cfg.job.prometheus_url,
         timeout: cfg.job.query_timeout.0,
     };
+    // A big job is read alone, in aggregate; the others a batch at a time.
+    let (big, todo): (Vec<_>, Vec<_>) = todo.into_iter().partition(|j| {
+        j.nodes(lookup::VIEW_MAX_NODES)
+            .is_ok_and(|n| n.len() > lookup::AGGREGATE_ABOVE_NODES)
+    });
+    for job in &big {
+        let summary = lookup::prometheus_summary(&server, job, now)?;
+        match settle(cfg, job, summary, now) {
+            Decision::Store(summary) => store_one(cfg, job, &summary, &mut counts, say),
+            Decision::Wait => counts.waiting += 1,
+            Decision::Unreported => counts.unreported += 1,
+        }
+    }
     for batch in todo.chunks(JOBS_PER_QUERY) {
         let oldest = batch.iter().filter_map(|j| j.start).min().unwrap_or(now);
         let ids: Vec<u32> = batch.iter().map(|j| j.job_id).collect();
-        let samples = prometheus::job_samples(&server, &ids, lookup::window(oldest, now))?;
+        let mut reports = prometheus::job_reports(&server, &ids, lookup::window(oldest, now))?;
         for job in batch {
-            match decide(cfg, job, &samples, now)? {
+            match decide(cfg, job, &mut reports, now)? {
                 Decision::Store(summary) => store_one(cfg, job, &summary, &mut counts, say),
                 Decision::Wait => counts.waiting += 1,
                 Decision::Unreported => counts.unreported += 1,
@@ -76,18 +89,23 @@ pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Res
 fn decide(
     cfg: &Config,
     job: &AccountedJob,
-    samples: &[slurm_imex_jobsummary::series::Sample],
+    reports: &mut slurm_imex_jobsummary::series::Reports,
     now: i64,
 ) -> Result<Decision> {
+    Ok(settle(cfg, job, lookup::summary_of(job, reports)?, now))
+}
+
+/// What to do with a job whose summary, if any node reported, is `summary`.
+fn settle(cfg: &Config, job: &AccountedJob, summary: Option<JobSummary>, now: i64) -> Decision {
     let settled = job
         .end
         .is_some_and(|end| now - end >= cfg.job.store_wait.0.as_secs() as i64);
-    Ok(match lookup::summary_of(cfg, job, samples)? {
+    match summary {
         Some(s) if s.missing.is_empty() || settled => Decision::Store(s),
         Some(_) => Decision::Wait,
         None if settled => Decision::Unreported,
         None => Decision::Wait,
-    })
+    }
 }
 
 fn store_one(
@@ -100,7 +118,7 @@ fn store_one(
     let Some(text) = comment::encode(summary) else {
         counts.failed += 1;
         say(format!(
-            "job {}: summary too large for AdminComment even without healthy GPUs; not stored",
+            "job {}: summary too large for AdminComment even with only its FAIL nodes and rack rollup; not stored",
             job.job_id
         ));
         return;
@@ -111,12 +129,20 @@ fn store_one(
             let missing = if summary.missing.is_empty() {
                 String::new()
             } else {
-                format!(", no report from {}", summary.missing.join(","))
+                // One line, however many: a hostlist, cut to a piece.
+                format!(
+                    ", no report from {} nodes: {}",
+                    summary.missing.len(),
+                    slurm_imex_core::text::cap(
+                        &slurm_imex_core::slurm::hostlist::compress(&summary.missing),
+                        slurm_imex_core::text::PIECE_MAX
+                    )
+                )
             };
             say(format!(
                 "stored job {}: {} nodes, {} GPUs, {} bytes{missing}",
                 job.job_id,
-                summary.nodes.len(),
+                summary.reported_nodes(),
                 summary.totals().gpus,
                 text.len()
             ));
@@ -131,7 +157,7 @@ fn store_one(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use slurm_imex_jobsummary::series::Sample;
+    use slurm_imex_jobsummary::series::{self, Sample};
     use std::collections::BTreeMap;
     use std::time::Duration;
 
@@ -166,21 +192,22 @@ mod tests {
         cfg.job.store_wait.0 = Duration::from_secs(600);
         let now = 10_000;
         let both = [reported("n1"), reported("n2")];
+        let r = |samples: &[Sample]| series::reports_from(samples);
         assert!(
-            matches!(decide(&cfg, &job(now - 5), &both, now).unwrap(), Decision::Store(s) if s.missing.is_empty())
+            matches!(decide(&cfg, &job(now - 5), &mut r(&both), now).unwrap(), Decision::Store(s) if s.missing.is_empty())
         );
         assert_eq!(
-            decide(&cfg, &job(now - 5), &both[..1], now).unwrap(),
+            decide(&cfg, &job(now - 5), &mut r(&both[..1]), now).unwrap(),
             Decision::Wait
         );
-        let late = decide(&cfg, &job(now - 601), &both[..1], now).unwrap();
+        let late = decide(&cfg, &job(now - 601), &mut r(&both[..1]), now).unwrap();
         assert!(matches!(late, Decision::Store(s) if s.missing == vec!["n2".to_string()]));
         assert_eq!(
-            decide(&cfg, &job(now - 5), &[], now).unwrap(),
+            decide(&cfg, &job(now - 5), &mut r(&[]), now).unwrap(),
             Decision::Wait
         );
         assert_eq!(
-            decide(&cfg, &job(now - 601), &[], now).unwrap(),
+            decide(&cfg, &job(now - 601), &mut r(&[]), now).unwrap(),
             Decision::Unreported
         );
     }
