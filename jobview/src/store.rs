@@ -3,10 +3,17 @@
 //! has no summary yet gets one in its AdminComment, once every node of it
 //! has reported to Prometheus, or `store_wait` after it ended with what
 //! reported by then. A missed run is caught up by the next (the backfill).
-//! One sacct listing, one Prometheus query per 100 jobs, one sacctmgr per
-//! job stored: SlurmDBD and Prometheus only, never slurmctld.
+//! One sacct listing, one Prometheus query per 100 jobs, one `sacctmgr -i`
+//! per 500 jobs stored (each reading its 500 commands on stdin; a summary
+//! too long for a stdin line gets a sacctmgr of its own): SlurmDBD and
+//! Prometheus only, never slurmctld.
+//!
+//! Built for the timer's 5-minute period at 10,000 ended jobs, some of
+//! them 1,000-node jobs: jobs are summarized 100 at a time, and only their
+//! encoded texts are kept until a batch of 500 is stored, so memory holds
+//! one query's samples and one batch's texts, not the whole backlog.
 
-use crate::accounting::{self, AccountedJob};
+use crate::accounting::{self, AccountedJob, JOBS_PER_SACCTMGR};
 use crate::lookup;
 use crate::prometheus::{self, Server, JOBS_PER_QUERY};
 use slurm_imex_core::config::Config;
@@ -56,19 +63,51 @@ pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Res
         url: &cfg.job.prometheus_url,
         timeout: cfg.job.query_timeout.0,
     };
+    // The texts waiting for their sacctmgr, each with its line for `say`.
+    let mut pending: Vec<Pending> = Vec::new();
     for batch in todo.chunks(JOBS_PER_QUERY) {
         let oldest = batch.iter().filter_map(|j| j.start).min().unwrap_or(now);
         let ids: Vec<u32> = batch.iter().map(|j| j.job_id).collect();
-        let samples = prometheus::job_samples(&server, &ids, lookup::window(oldest, now))?;
+        let samples = match prometheus::job_samples(&server, &ids, lookup::window(oldest, now)) {
+            Ok(s) => s,
+            Err(e) => {
+                // What is already summarized is stored before the error.
+                flush(cfg, &mut pending, &mut counts, say);
+                return Err(e);
+            }
+        };
         for job in batch {
-            match decide(cfg, job, &samples, now)? {
-                Decision::Store(summary) => store_one(cfg, job, &summary, &mut counts, say),
+            let decision = match decide(cfg, job, &samples, now) {
+                Ok(d) => d,
+                // One job's bad record (its NodeList) fails that job alone.
+                Err(e) => {
+                    counts.failed += 1;
+                    say(format!("job {}: {e}", job.job_id));
+                    continue;
+                }
+            };
+            match decision {
+                Decision::Store(summary) => {
+                    pending.extend(encode_one(job, &summary, &mut counts, say));
+                }
                 Decision::Wait => counts.waiting += 1,
                 Decision::Unreported => counts.unreported += 1,
             }
         }
+        drop(samples);
+        if pending.len() >= JOBS_PER_SACCTMGR {
+            flush(cfg, &mut pending, &mut counts, say);
+        }
     }
+    flush(cfg, &mut pending, &mut counts, say);
     Ok(counts)
+}
+
+/// A job's encoded summary, and what to say once it is stored.
+struct Pending {
+    job_id: u32,
+    text: String,
+    stored_line: String,
 }
 
 /// Store now, wait for the nodes still missing, or give up on a job no
@@ -90,40 +129,70 @@ fn decide(
     })
 }
 
-fn store_one(
-    cfg: &Config,
+fn encode_one(
     job: &AccountedJob,
     summary: &JobSummary,
     counts: &mut StoreCounts,
     say: &mut dyn FnMut(String),
-) {
+) -> Option<Pending> {
     let Some(text) = comment::encode(summary) else {
         counts.failed += 1;
         say(format!(
             "job {}: summary too large for AdminComment even without healthy GPUs; not stored",
             job.job_id
         ));
-        return;
+        return None;
     };
-    match accounting::store_admin_comment(cfg, job.job_id, &text) {
-        Ok(()) => {
-            counts.stored += 1;
-            let missing = if summary.missing.is_empty() {
-                String::new()
-            } else {
-                format!(", no report from {}", summary.missing.join(","))
-            };
-            say(format!(
-                "stored job {}: {} nodes, {} GPUs, {} bytes{missing}",
-                job.job_id,
-                summary.nodes.len(),
-                summary.totals().gpus,
-                text.len()
-            ));
-        }
-        Err(e) => {
-            counts.failed += 1;
-            say(format!("job {}: {e}", job.job_id));
+    let missing = if summary.missing.is_empty() {
+        String::new()
+    } else {
+        format!(", no report from {}", summary.missing.join(","))
+    };
+    let stored_line = format!(
+        "stored job {}: {} nodes, {} GPUs, {} bytes{missing}",
+        job.job_id,
+        summary.nodes.len(),
+        summary.totals().gpus,
+        text.len()
+    );
+    Some(Pending {
+        job_id: job.job_id,
+        text,
+        stored_line,
+    })
+}
+
+/// Store every pending text (sacctmgr, a batch per process), each job's
+/// outcome its own line and count.
+fn flush(
+    cfg: &Config,
+    pending: &mut Vec<Pending>,
+    counts: &mut StoreCounts,
+    say: &mut dyn FnMut(String),
+) {
+    if pending.is_empty() {
+        return;
+    }
+    let jobs: Vec<(u32, String)> = pending
+        .iter_mut()
+        .map(|p| (p.job_id, std::mem::take(&mut p.text)))
+        .collect();
+    let results = accounting::store_admin_comments(cfg, &jobs);
+    drop(jobs);
+    let mut lines: std::collections::HashMap<u32, String> = pending
+        .drain(..)
+        .map(|p| (p.job_id, p.stored_line))
+        .collect();
+    for (job_id, result) in results {
+        match result {
+            Ok(()) => {
+                counts.stored += 1;
+                say(lines.remove(&job_id).unwrap_or_default());
+            }
+            Err(e) => {
+                counts.failed += 1;
+                say(format!("job {job_id}: {e}"));
+            }
         }
     }
 }
