@@ -58,8 +58,8 @@ def series(job):
     out = []
     for n in range(1, nodes + 1):
         node = {"jobid": str(job), "node": "gb%04d" % n}
-        def s(name, v, **extra):
-            out.append({"metric": dict(node, __name__=name, **extra), "value": [0, v]})
+        def s(metric, v, **extra):
+            out.append({"metric": dict(node, __name__=metric, **extra), "value": [0, v]})
         s("slurm_imex_job_node_info", "1", user="alice", imex="true", domain="", channel="",
           prolog="pass", epilog="pass", blame="none", cause="", imex_events="")
         s("slurm_imex_job_node_start_timestamp_seconds", "1790000000")
@@ -68,10 +68,10 @@ def series(job):
         for g in range(4):
             gpu = dict(gpu=str(g), serial="16509240%05d%d" % (n, g))
             s("slurm_imex_job_gpu_info", "1", name="NVIDIA GB200", verdict="pass", **gpu)
-            for name, v in (("energy_joules", "2500000.000"), ("utilization_percent", "87.50"),
+            for family, v in (("energy_joules", "2500000.000"), ("utilization_percent", "87.50"),
                             ("memory_utilization_percent", "41.00"), ("peak_memory_bytes", "150000000000"),
                             ("busy_seconds", "3300.000")):
-                s("slurm_imex_job_gpu_" + name, v, **gpu)
+                s("slurm_imex_job_gpu_" + family, v, **gpu)
     return out
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
@@ -107,12 +107,16 @@ chmod 644 "$D/imex.toml"
 echo "store-bench: $JOBS ended jobs (1 in $BIG_EVERY on 1,000 nodes, the rest on 4), sacctmgr ${START_S}s a process + ${COMMAND_S}s a command"
 rc=0
 STANDIN_START_S=$START_S STANDIN_COMMAND_S=$COMMAND_S /usr/bin/time -v -o "$D/time" \
-  "$BIN/slurm-imex" --config "$D/imex.toml" job --store >"$D/out" 2>"$D/err" || rc=$?
+  ${PROFILE:-} "$BIN/slurm-imex" --config "$D/imex.toml" job --store >"$D/out" 2>"$D/err" || rc=$?
 wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$D/time")
 rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$D/time")
-procs=$(wc -l <"$D/bin/calls")
-stored=$(wc -l <"$D/bin/stored")
+cpu=$(awk -F': ' '/User time|System time/ {t += $2} END {printf "%.1f", t}' "$D/time")
+prom_cpu=$(ps -o times= -p "$PROM_PID" | tr -d ' ')
+procs=0 stored=0
+if [ -f "$D/bin/calls" ]; then procs=$(wc -l <"$D/bin/calls"); fi
+if [ -f "$D/bin/stored" ]; then stored=$(wc -l <"$D/bin/stored"); fi
 echo "exit status $rc: $(tail -n 1 "$D/out")"
 if [ -s "$D/err" ]; then sed -n 1,5p "$D/err"; fi
 echo "wall $wall, peak RSS $rss MiB, $procs sacctmgr processes, $stored of $JOBS stored"
+echo "CPU: the pass and its sacctmgr stand-ins ${cpu}s, the Prometheus stand-in ${prom_cpu}s"
 [ "$stored" = "$JOBS" ] || { echo "store-bench: not every job was stored" >&2; exit 1; }
