@@ -13,7 +13,8 @@
 #             epilog, and 6 for each GPU).
 # Prints wall time, peak RSS, sacctmgr processes and jobs stored.
 # Usage: benches/store-bench.sh   (JOBS=, BIG_EVERY=, START_S=, COMMAND_S=,
-# BIN= a directory holding slurm-imex; default target/release). Root (the
+# BIN= a directory holding slurm-imex, default target/release; PROFILE= a
+# command to run it under, e.g. "perf record -g -o /tmp/perf.data"). Root (the
 # pass refuses otherwise); python3 and GNU time (/usr/bin/time).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -106,8 +107,9 @@ chmod 644 "$D/imex.toml"
 
 echo "store-bench: $JOBS ended jobs (1 in $BIG_EVERY on 1,000 nodes, the rest on 4), sacctmgr ${START_S}s a process + ${COMMAND_S}s a command"
 rc=0
+read -ra profile <<<"${PROFILE:-}" # a profiler's command line, e.g. perf record -g
 STANDIN_START_S=$START_S STANDIN_COMMAND_S=$COMMAND_S /usr/bin/time -v -o "$D/time" \
-  ${PROFILE:-} "$BIN/slurm-imex" --config "$D/imex.toml" job --store >"$D/out" 2>"$D/err" || rc=$?
+  "${profile[@]}" "$BIN/slurm-imex" --config "$D/imex.toml" job --store >"$D/out" 2>"$D/err" || rc=$?
 wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$D/time")
 rss=$(awk -F': ' '/Maximum resident set size/ {printf "%.0f", $2 / 1024}' "$D/time")
 cpu=$(awk -F': ' '/User time|System time/ {t += $2} END {printf "%.1f", t}' "$D/time")
