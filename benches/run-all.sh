@@ -26,5 +26,7 @@ echo "=== the rack map at 25,000 and 100,000 nodes (topology --map, the prolog's
 bash benches/rack-map-bench.sh "${ROUNDS_RACK_MAP:-5}"
 echo "=== GPU health gate (8 fake GPUs)"
 cargo bench --quiet -p fake-nvml --bench gate
-echo "=== job database (1M job x GPU rows)"
+echo "=== job database (1M job x GPU rows; the epilog's figures empty and full)"
 cargo bench --quiet -p slurm-imex-jobdb --bench jobdb
+echo "=== the store timer at scale: one job --store pass over 10,000 ended jobs (1 in 100 on 1,000 nodes)"
+bash benches/store-bench.sh
