@@ -41,11 +41,12 @@ impl Output {
 }
 
 /// Start `program args...` (past the trust boundary, [`crate::trust`]) with
-/// stdin closed and its stdout and stderr piped; a child without its pipes
-/// is killed and named.
+/// its stdout and stderr piped, and stdin closed, or fed `input` by a thread
+/// (then closed); a child without its pipes is killed and named.
 fn spawn_piped(
     program: &Path,
     args: &[&str],
+    input: Option<Vec<u8>>,
 ) -> Result<(
     std::process::Child,
     std::process::ChildStdout,
@@ -54,11 +55,23 @@ fn spawn_piped(
     let resolved = crate::trust::trusted_program(program, "program")?;
     let mut child = Command::new(&resolved)
         .args(args)
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::command(format!("cannot run {}: {e}", program.display())))?;
+    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+        // A program that exits (or is killed) before reading it all ends
+        // the write with EPIPE, which is not ours to report: its status is.
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&input);
+        });
+    }
     match (child.stdout.take(), child.stderr.take()) {
         (Some(out), Some(err)) => Ok((child, out, err)),
         _ => {
@@ -76,7 +89,7 @@ fn spawn_piped(
 /// report a timeout) if it runs longer than `limit`.
 /// The program must pass the trust boundary ([`crate::trust`]) first.
 pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Output> {
-    let (mut child, out, err) = spawn_piped(program, args)?;
+    let (mut child, out, err) = spawn_piped(program, args, None)?;
     let stdout = CapturedPipe::drain(Box::new(out));
     let stderr = CapturedPipe::drain(Box::new(err));
     let status = wait_bounded(&mut child, program, args, limit)?;
@@ -133,7 +146,21 @@ pub fn run_streamed_any<T: Send + 'static>(
     what: &str,
     parse: fn(&str) -> Option<T>,
 ) -> Result<Streamed<T>> {
-    let (mut child, stdout, err) = spawn_piped(program, args)?;
+    run_streamed_fed(program, args, None, limit, what, parse)
+}
+
+/// [`run_streamed_any`] with `input` written to the program's stdin (then
+/// closed), for a program that reads its commands there (`sacctmgr -i`
+/// given no command): many commands, one process.
+pub fn run_streamed_fed<T: Send + 'static>(
+    program: &Path,
+    args: &[&str],
+    input: Option<Vec<u8>>,
+    limit: Duration,
+    what: &str,
+    parse: fn(&str) -> Option<T>,
+) -> Result<Streamed<T>> {
+    let (mut child, stdout, err) = spawn_piped(program, args, input)?;
     let stderr = CapturedPipe::drain(Box::new(err));
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -297,6 +324,32 @@ mod tests {
 
     fn count(line: &str) -> Option<usize> {
         Some(line.len())
+    }
+
+    #[test]
+    fn a_fed_program_reads_its_input_and_a_short_reader_does_not_hang() {
+        let input = b"one\ntwo\nthree\n".to_vec();
+        let s = run_streamed_fed(
+            Path::new("/bin/cat"),
+            &[],
+            Some(input),
+            Duration::from_secs(10),
+            "cat",
+            count,
+        )
+        .unwrap();
+        assert_eq!(s.items, vec![4, 4, 6]);
+        // 8 MiB fed to a program that reads one line and exits.
+        let s = run_streamed_fed(
+            Path::new("/bin/sh"),
+            &["-c", "read -r l; echo \"$l\""],
+            Some(b"line\n".repeat(2 << 20)),
+            Duration::from_secs(10),
+            "sh",
+            count,
+        )
+        .unwrap();
+        assert!(s.output.success());
     }
 
     #[test]

@@ -4,7 +4,11 @@
 //! admin queries over 1 million job×GPU rows. Prints a report; goals are
 //! ≤ 10 ms per write and ≤ 100 ms per query.
 //!
-//! cargo bench -p slurm-imex-core --bench jobdb [-- ROWS]   (default 1_000_000)
+//! The epilog's figures (write, both textfile refreshes, the daily prune)
+//! are timed on an empty database and on the full one, and their growth
+//! printed: they must not grow with the node's history.
+//!
+//! cargo bench -p slurm-imex-jobdb --bench jobdb [-- ROWS]   (default 1_000_000)
 
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_gpu::stats::{Delta, GpuJobStats};
@@ -101,17 +105,87 @@ fn main() {
     let path = dir.path().join("jobs.db");
     let mut db = JobDb::open(&path, Duration::from_secs(10)).unwrap();
     println!("slurm-imex job database benchmark: {} job x GPU rows ({jobs} jobs x {GPUS_PER_JOB} GPUs, {BOARDS} boards on {NODES} nodes)", jobs * GPUS_PER_JOB);
-    bench_epilog_write(&mut db, "empty db", 10_000_000, 1_700_000_000);
+    // What the epilog does at every job (write, both textfile refreshes)
+    // and once a day (prune), first on a database holding only the 200
+    // writes timed here (every board already in it), then on the full one.
+    let empty = epilog_figures(&mut db, "empty db", 10_000_000, 1_700_000_000);
+    let empty_pages = pages_per_write(&mut db, &path, 11_000_000, 1_700_000_000);
     fill(&mut db, jobs, &path);
-    bench_epilog_write(&mut db, "full db", 20_000_000, 1_800_000_000);
+    let full = epilog_figures(&mut db, "full db", 20_000_000, 1_800_000_000);
+    let full_pages = pages_per_write(&mut db, &path, 21_000_000, 1_800_000_000);
     bench_history(&db, jobs);
     bench_gpu_totals(&db);
-    bench_metrics_refresh(&db);
-    bench_job_export_refresh(&db);
+    println!(
+        "growth of the epilog's figures (medians), empty db -> {} rows:",
+        jobs * GPUS_PER_JOB
+    );
+    for ((name, e), (_, f)) in empty.iter().zip(&full) {
+        let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
+        println!(
+            "  {name:<42} {:>8.2} ms -> {:>8.2} ms  x{:.2}",
+            ms(e),
+            ms(f),
+            ms(f) / ms(e).max(1e-6)
+        );
+    }
+    println!(
+        "  {:<42} {empty_pages:>8} pages -> {full_pages:>5} pages  x{:.2}",
+        "pages one epilog write puts in the WAL",
+        full_pages as f64 / empty_pages.max(1) as f64
+    );
+}
+
+/// The pages (WAL frames) one epilog write commits: the WAL emptied by a
+/// checkpoint, one job written, the frames counted.
+fn pages_per_write(db: &mut JobDb, path: &std::path::Path, id: u32, start: i64) -> i64 {
+    let c = rusqlite::Connection::open(path).unwrap();
+    let frames = |mode: &str| -> i64 {
+        c.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |r| r.get(1))
+            .unwrap()
+    };
+    frames("TRUNCATE");
+    db.record_job(&job(id, start)).unwrap();
+    frames("PASSIVE")
+}
+
+/// The epilog's per-job work and its daily prune, timed; their medians.
+fn epilog_figures(
+    db: &mut JobDb,
+    label: &str,
+    first_id: u32,
+    start: i64,
+) -> Vec<(&'static str, Duration)> {
+    vec![
+        (
+            "epilog write (8 GPUs, fsync)",
+            bench_epilog_write(db, label, first_id, start),
+        ),
+        ("metrics textfile refresh", bench_metrics_refresh(db)),
+        ("per-job textfile refresh", bench_job_export_refresh(db)),
+        ("daily prune (nothing expired)", bench_prune(db)),
+    ]
+}
+
+fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// The epilog's daily prune when nothing has expired (the common case
+/// between two days' expiries): what it costs to find nothing.
+fn bench_prune(db: &mut JobDb) -> Duration {
+    let (t, n) = time(20, || db.prune(1_000_000_000, 2_000_000_000, 0).unwrap());
+    println!(
+        "{:<44} {}  -> {n} rows",
+        "prune (nothing expired)",
+        stats(t.clone())
+    );
+    median(&t)
 }
 
 /// The epilog's write: one job with 8 GPUs, one fsynced transaction.
-fn bench_epilog_write(db: &mut JobDb, label: &str, first_id: u32, start: i64) {
+fn bench_epilog_write(db: &mut JobDb, label: &str, first_id: u32, start: i64) -> Duration {
     let mut id = first_id;
     let (w, _) = time(200, || {
         id += 1;
@@ -120,8 +194,9 @@ fn bench_epilog_write(db: &mut JobDb, label: &str, first_id: u32, start: i64) {
     println!(
         "epilog write (8 GPUs, synchronous=FULL, WAL, {label}): {}{}",
         if label.len() < 8 { " " } else { "" },
-        stats(w)
+        stats(w.clone())
     );
+    median(&w)
 }
 
 /// 180 days of jobs, newest last.
@@ -213,7 +288,7 @@ fn bench_gpu_totals(db: &JobDb) {
 
 /// The Prometheus export the epilog and `check` refresh: read every board's
 /// lifetime counters, render, write atomically.
-fn bench_metrics_refresh(db: &JobDb) {
+fn bench_metrics_refresh(db: &JobDb) -> Duration {
     let out = tempfile::tempdir().unwrap();
     let node = slurm_imex_core::state::NodeState::default();
     let (t, bytes) = time(50, || {
@@ -230,15 +305,16 @@ fn bench_metrics_refresh(db: &JobDb) {
     println!(
         "{:<44} {}  -> {} bytes",
         format!("metrics textfile refresh ({BOARDS} boards)"),
-        stats(t),
+        stats(t.clone()),
         bytes
     );
+    median(&t)
 }
 
 /// The per-job export the epilog refreshes beside it: the node's 16 latest
 /// jobs (the default `[metrics] job_series`), whole, as reports, rendered
 /// and written atomically.
-fn bench_job_export_refresh(db: &JobDb) {
+fn bench_job_export_refresh(db: &JobDb) -> Duration {
     let out = tempfile::tempdir().unwrap();
     let (t, (bytes, series)) = time(50, || {
         let jobs = db.recently_ended(16, 0).unwrap();
@@ -261,8 +337,9 @@ fn bench_job_export_refresh(db: &JobDb) {
     println!(
         "{:<44} {}  -> {} bytes, {} series",
         "per-job textfile refresh (16 latest jobs)",
-        stats(t),
+        stats(t.clone()),
         bytes,
         series
     );
+    median(&t)
 }

@@ -259,6 +259,49 @@ fn gpus_ranks_flaky_boards_first_and_rerun_epilogs_do_not_double_count() {
 }
 
 #[test]
+fn the_daily_prune_finds_what_expired_on_an_index_not_by_reading_the_history() {
+    let (_d, db) = db();
+    // (IMEX events, a few per incident, are pruned by reading them all.)
+    let sql = crate::write::PRUNE_JOBS;
+    let mut stmt = db
+        .conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap();
+    let plan: Vec<String> = stmt
+        .query_map([0i64], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert!(
+        plan.iter().all(|p| !p.starts_with("SCAN")) && plan.iter().any(|p| p.contains("INDEX")),
+        "{sql}: {plan:?}"
+    );
+}
+
+#[test]
+fn a_job_that_never_ended_is_pruned_by_its_start() {
+    let (_d, mut db) = db();
+    let mut old = job(1, "n1", 100, &["A"], Verdict::Pass);
+    old.end_ts = None;
+    let mut recent = job(2, "n1", 10_000, &["A"], Verdict::Pass);
+    recent.end_ts = None;
+    let mut ended_late = job(3, "n1", 100, &["A"], Verdict::Pass);
+    ended_late.end_ts = Some(9_000);
+    for j in [&old, &recent, &ended_late] {
+        db.record_job(j).unwrap();
+    }
+    assert_eq!(db.prune(5_000, 20_000, 86_400).unwrap(), 1);
+    let left: Vec<u32> = db
+        .history(&all())
+        .unwrap()
+        .iter()
+        .map(|r| r.job_id)
+        .collect();
+    assert_eq!(left.len(), 2);
+    assert!(!left.contains(&1));
+}
+
+#[test]
 fn retention_prunes_old_jobs_at_most_once_a_day() {
     let (_d, mut db) = db();
     db.record_job(&job(1, "n1", 100, &["A"], Verdict::Drain))

@@ -152,7 +152,8 @@ impl JobDb {
         }
         tx.commit().map_err(|e| err(&path, "commit failed", e))
     }
-    /// Delete jobs that ended before `cutoff_ts`, and IMEX events from
+    /// Delete jobs that ended before `cutoff_ts` (or, never ended, started
+    /// before it), and IMEX events from
     /// before it, at most once per `min_interval_s`. Returns how many job
     /// rows went.
     pub fn prune(&mut self, cutoff_ts: i64, now_ts: i64, min_interval_s: i64) -> Result<usize> {
@@ -171,10 +172,7 @@ impl JobDb {
             return Ok(0);
         }
         let n = tx
-            .execute(
-                "DELETE FROM jobs WHERE COALESCE(end_ts, start_ts) < ?1",
-                [cutoff_ts],
-            )
+            .execute(PRUNE_JOBS, [cutoff_ts])
             .map_err(|e| err(&path, "prune failed", e))?;
         crate::imex_events::prune(&tx, cutoff_ts)
             .map_err(|e| err(&path, "pruning IMEX events failed", e))?;
@@ -189,6 +187,12 @@ impl JobDb {
         Ok(n)
     }
 }
+
+/// The jobs the daily prune deletes: ended before `?1`, or never ended and
+/// started before it. Each side on its own index (jobs_end, jobs_start):
+/// `COALESCE(end_ts, start_ts) < ?1` read every job row of the history.
+pub(crate) const PRUNE_JOBS: &str =
+    "DELETE FROM jobs WHERE end_ts < ?1 OR (end_ts IS NULL AND start_ts < ?1)";
 
 fn insert_job(tx: &rusqlite::Transaction, row: &JobRow, path: &std::path::Path) -> Result<()> {
     let w = |e: rusqlite::Error| err(path, "write failed", e);

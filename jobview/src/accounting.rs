@@ -2,10 +2,18 @@
 //! never slurmctld) for its owner, state, times, nodes and AdminComment,
 //! and `sacctmgr` to store the summary in that AdminComment. Both are found
 //! beside `[slurm] scontrol` and run bounded, with no shell.
+//!
+//! Many summaries are stored by one `sacctmgr -i` reading its commands on
+//! stdin, as it does when given none (`src/sacctmgr/sacctmgr.c`: a command
+//! that fails sets the exit status and the next command is still read;
+//! with `-i` each modify is committed as it goes). Each `modify job` that
+//! changed a job prints `  <jobid> submitted at <time>` under ` Modified
+//! jobs...` (`as_mysql_modify_job`), so a job counts as stored only when
+//! its own id is printed back, whatever the others' fate.
 
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::process::{run_bounded, run_checked};
+use slurm_imex_core::process::{run_bounded, run_checked, run_streamed_fed};
 use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -182,6 +190,93 @@ pub fn store_admin_comment(cfg: &Config, job_id: u32, text: &str) -> Result<()> 
     Ok(())
 }
 
+/// Most jobs one `sacctmgr` process stores: one process and one SlurmDBD
+/// connection per batch, each bounded by `[slurm] scontrol_timeout`.
+pub const JOBS_PER_SACCTMGR: usize = 500;
+/// Longest command fed on stdin. A sacctmgr built without readline reads
+/// lines with a 4,096-byte buffer and takes a longer line as the end of its
+/// input (`_getline`), which would silently drop every command after it; a
+/// longer summary is stored by a sacctmgr of its own, on its command line.
+pub const STDIN_LINE_MAX: usize = 4000;
+
+/// The command that stores `text` for `job_id`, as one stdin line; None
+/// when it cannot go on stdin (too long, or text sacctmgr would split).
+fn modify_line(job_id: u32, text: &str) -> Option<String> {
+    let line = format!("modify job where jobid={job_id} set AdminComment={text}\n");
+    let plain = text
+        .bytes()
+        .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'#' | b'!'));
+    (plain && !text.is_empty() && line.len() <= STDIN_LINE_MAX).then_some(line)
+}
+
+/// The job id a line of sacctmgr's `modify job` answer names as modified
+/// (`  4242 submitted at 2026-11-27T12:00:00`).
+fn modified_job(line: &str) -> Option<u32> {
+    let rest = line.strip_prefix("  ")?;
+    let (id, tail) = rest.split_once(' ').unwrap_or((rest.trim_end(), ""));
+    let id = id.parse().ok()?;
+    (tail.is_empty() || tail.starts_with("submitted")).then_some(id)
+}
+
+/// Store each `(job, text)` as the job's AdminComment, `JOBS_PER_SACCTMGR`
+/// jobs per `sacctmgr -i` process, and say for each whether it was stored.
+/// A job sacctmgr refused, or did not report modified, fails alone; a
+/// batch whose sacctmgr could not run or timed out fails each of its jobs
+/// not reported stored, with that reason.
+pub fn store_admin_comments(cfg: &Config, jobs: &[(u32, String)]) -> Vec<(u32, Result<()>)> {
+    let mut results = Vec::with_capacity(jobs.len());
+    let mut fed = Vec::new();
+    for (job_id, text) in jobs {
+        match modify_line(*job_id, text) {
+            Some(line) => fed.push((*job_id, line)),
+            None => results.push((*job_id, store_admin_comment(cfg, *job_id, text))),
+        }
+    }
+    for batch in fed.chunks(JOBS_PER_SACCTMGR) {
+        results.extend(store_batch(cfg, batch));
+    }
+    results
+}
+
+/// One `sacctmgr -i` for a batch of stdin commands.
+fn store_batch(cfg: &Config, batch: &[(u32, String)]) -> Vec<(u32, Result<()>)> {
+    let input: String = batch.iter().map(|(_, line)| line.as_str()).collect();
+    let program = client(cfg, "sacctmgr");
+    let ran = run_streamed_fed(
+        &program,
+        &["-i"],
+        Some(input.into_bytes()),
+        limit(cfg),
+        "sacctmgr",
+        modified_job,
+    );
+    let (modified, why): (std::collections::HashSet<u32>, String) = match ran {
+        Ok(s) => {
+            let why = if s.output.stderr.trim().is_empty() {
+                "Slurm's accounting has no such job".to_string()
+            } else {
+                format!("sacctmgr said: {}", s.output.one_line())
+            };
+            (s.items.into_iter().collect(), why)
+        }
+        Err(e) => (Default::default(), e.to_string()),
+    };
+    batch
+        .iter()
+        .map(|(job_id, _)| {
+            let r = if modified.contains(job_id) {
+                Ok(())
+            } else {
+                Err(Error::new(format!(
+                    "sacctmgr modify job {job_id} did not modify it ({} jobs in its batch): {why}",
+                    batch.len()
+                )))
+            };
+            (*job_id, r)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +306,104 @@ mod tests {
         let j = &parse(&format!("7|{huge}|1|{huge}|1|2|n1|\n")).unwrap()[0];
         assert!(j.user.len() < PIECE_MAX + 32 && j.user.starts_with("uuu"));
         assert!(j.state.len() < PIECE_MAX + 32);
+    }
+
+    /// A private directory holding the stand-in sacctmgr
+    /// (`testdata/sacctmgr`), and a config whose scontrol sits beside it.
+    fn standin() -> (tempfile::TempDir, Config) {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = d.path().join("sacctmgr");
+        std::fs::write(&bin, include_str!("../testdata/sacctmgr")).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut cfg = Config::default();
+        cfg.slurm.scontrol = d.path().join("scontrol");
+        (d, cfg)
+    }
+
+    fn read(d: &tempfile::TempDir, name: &str) -> String {
+        std::fs::read_to_string(d.path().join(name)).unwrap_or_default()
+    }
+
+    #[test]
+    fn summaries_are_stored_500_to_a_sacctmgr_and_a_long_one_alone() {
+        let (d, cfg) = standin();
+        let long = format!("slurm-imex:1:{}", "A".repeat(STDIN_LINE_MAX));
+        let mut jobs: Vec<(u32, String)> = (1..=1_200)
+            .map(|id| (id, format!("slurm-imex:1:JOB{id}")))
+            .collect();
+        jobs.insert(700, (5_000, long.clone()));
+        let results = store_admin_comments(&cfg, &jobs);
+        assert_eq!(results.len(), 1_201);
+        assert!(results.iter().all(|(_, r)| r.is_ok()), "{results:?}");
+        // 1,200 on stdin (500, 500, 200) and the long one on its command line.
+        let calls = read(&d, "calls");
+        assert_eq!(calls.lines().count(), 4, "{calls}");
+        assert_eq!(calls.lines().filter(|l| l.ends_with(" -i")).count(), 3);
+        let stored = read(&d, "stored");
+        assert_eq!(stored.lines().count(), 1_201);
+        assert!(stored.contains("\n640 slurm-imex:1:JOB640\n"));
+        assert!(stored.contains(&format!("5000 {long}\n")));
+    }
+
+    #[test]
+    fn a_job_sacctmgr_refuses_fails_alone_and_the_others_are_stored() {
+        let (d, cfg) = standin();
+        std::fs::write(d.path().join("denied"), "3\n").unwrap();
+        std::fs::write(d.path().join("unknown"), "7\n").unwrap();
+        let jobs: Vec<(u32, String)> = (1..=10)
+            .map(|id| (id, format!("slurm-imex:1:JOB{id}")))
+            .collect();
+        let results = store_admin_comments(&cfg, &jobs);
+        let failed: Vec<(u32, String)> = results
+            .iter()
+            .filter_map(|(id, r)| r.as_ref().err().map(|e| (*id, e.to_string())))
+            .collect();
+        assert_eq!(failed.iter().map(|f| f.0).collect::<Vec<_>>(), [3, 7]);
+        assert!(failed[0]
+            .1
+            .starts_with("sacctmgr modify job 3 did not modify it"));
+        assert!(failed[0].1.contains("permission denied"), "{}", failed[0].1);
+        assert_eq!(read(&d, "calls").lines().count(), 1);
+        let stored: Vec<String> = read(&d, "stored").lines().map(String::from).collect();
+        assert_eq!(stored.len(), 8);
+        assert!(stored.contains(&"10 slurm-imex:1:JOB10".to_string()));
+    }
+
+    #[test]
+    fn a_sacctmgr_that_cannot_run_fails_each_job_of_its_batch() {
+        let (d, cfg) = standin();
+        std::fs::remove_file(d.path().join("sacctmgr")).unwrap();
+        let jobs = [
+            (1, "slurm-imex:1:A".to_string()),
+            (2, "slurm-imex:1:B".into()),
+        ];
+        let results = store_admin_comments(&cfg, &jobs);
+        assert_eq!(results.len(), 2);
+        for (_, r) in results {
+            let e = r.unwrap_err().to_string();
+            assert!(
+                e.starts_with("sacctmgr modify job") && e.contains("does not exist"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_a_plain_short_text_goes_on_stdin() {
+        assert!(modify_line(1, "slurm-imex:1:ABC234").is_some());
+        for bad in ["", "a b", "a\nb", "a\"b", "a'b", "a#b", "!!", "a\u{e9}"] {
+            assert_eq!(modify_line(1, bad), None, "{bad:?}");
+        }
+        assert_eq!(modify_line(1, &"A".repeat(STDIN_LINE_MAX)), None);
+        assert_eq!(
+            modified_job("  4242 submitted at 2026-11-27T12:00:00\n"),
+            Some(4242)
+        );
+        assert_eq!(modified_job("  Nothing modified\n"), None);
+        assert_eq!(modified_job(" Modified jobs...\n"), None);
+        assert_eq!(modified_job("sacctmgr:  42 submitted at x"), None);
     }
 
     #[test]

@@ -3,16 +3,25 @@
 //! has no summary yet gets one in its AdminComment, once every node of it
 //! has reported to Prometheus, or `store_wait` after it ended with what
 //! reported by then. A missed run is caught up by the next (the backfill).
-//! One sacct listing, one Prometheus query per series family and 100 jobs, one sacctmgr per
-//! job stored: SlurmDBD and Prometheus only, never slurmctld.
+//! One sacct listing, one Prometheus query per series family and 100 jobs
+//! (a job of more than 2,048 nodes read alone, in aggregate), one `sacctmgr -i`
+//! per 500 jobs stored (each reading its 500 commands on stdin; a summary
+//! too long for a stdin line gets a sacctmgr of its own): SlurmDBD and
+//! Prometheus only, never slurmctld.
+//!
+//! Built for the timer's 5-minute period at 10,000 ended jobs, some of
+//! them 1,000-node jobs: jobs are summarized 100 at a time, and only their
+//! encoded texts are kept until a batch of 500 is stored, so memory holds
+//! one query's samples and one batch's texts, not the whole backlog.
 
-use crate::accounting::{self, AccountedJob};
+use crate::accounting::{self, AccountedJob, JOBS_PER_SACCTMGR};
 use crate::lookup;
 use crate::prometheus::{self, Server, JOBS_PER_QUERY};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_jobsummary::comment;
 use slurm_imex_jobsummary::report::JobSummary;
+use std::collections::HashMap;
 
 /// What one pass did, counted.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -56,32 +65,75 @@ pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Res
         url: &cfg.job.prometheus_url,
         timeout: cfg.job.query_timeout.0,
     };
-    // A big job is read alone, in aggregate; the others a batch at a time.
+    // The texts waiting for their sacctmgr, each with its line for `say`.
+    let mut pending: Vec<Pending> = Vec::new();
+    let read = read_and_encode(cfg, &server, todo, now, &mut pending, &mut counts, say);
+    // What is already summarized is stored, even before a Prometheus error.
+    flush(cfg, &mut pending, &mut counts, say);
+    read.map(|()| counts)
+}
+
+/// Summarize every job of `todo` from Prometheus (a big job alone, in
+/// aggregate; the others [`JOBS_PER_QUERY`] at a time), encode what is to
+/// be stored into `pending`, and store it whenever a sacctmgr batch is full.
+fn read_and_encode(
+    cfg: &Config,
+    server: &Server,
+    todo: Vec<AccountedJob>,
+    now: i64,
+    pending: &mut Vec<Pending>,
+    counts: &mut StoreCounts,
+    say: &mut dyn FnMut(String),
+) -> Result<()> {
     let (big, todo): (Vec<_>, Vec<_>) = todo.into_iter().partition(|j| {
         j.nodes(lookup::VIEW_MAX_NODES)
             .is_ok_and(|n| n.len() > lookup::AGGREGATE_ABOVE_NODES)
     });
     for job in &big {
-        let summary = lookup::prometheus_summary(&server, job, now)?;
-        match settle(cfg, job, summary, now) {
-            Decision::Store(summary) => store_one(cfg, job, &summary, &mut counts, say),
-            Decision::Wait => counts.waiting += 1,
-            Decision::Unreported => counts.unreported += 1,
-        }
+        let summary = lookup::prometheus_summary(server, job, now)?;
+        take(settle(cfg, job, summary, now), job, pending, counts, say);
     }
     for batch in todo.chunks(JOBS_PER_QUERY) {
         let oldest = batch.iter().filter_map(|j| j.start).min().unwrap_or(now);
         let ids: Vec<u32> = batch.iter().map(|j| j.job_id).collect();
-        let mut reports = prometheus::job_reports(&server, &ids, lookup::window(oldest, now))?;
+        let mut reports = prometheus::job_reports(server, &ids, lookup::window(oldest, now))?;
         for job in batch {
-            match decide(cfg, job, &mut reports, now)? {
-                Decision::Store(summary) => store_one(cfg, job, &summary, &mut counts, say),
-                Decision::Wait => counts.waiting += 1,
-                Decision::Unreported => counts.unreported += 1,
+            match decide(cfg, job, &mut reports, now) {
+                Ok(decision) => take(decision, job, pending, counts, say),
+                // One job's bad record (its NodeList) fails that job alone.
+                Err(e) => {
+                    counts.failed += 1;
+                    say(format!("job {}: {e}", job.job_id));
+                }
             }
         }
+        if pending.len() >= JOBS_PER_SACCTMGR {
+            flush(cfg, pending, counts, say);
+        }
     }
-    Ok(counts)
+    Ok(())
+}
+
+/// Count a job's decision; one to store is encoded into `pending`.
+fn take(
+    decision: Decision,
+    job: &AccountedJob,
+    pending: &mut Vec<Pending>,
+    counts: &mut StoreCounts,
+    say: &mut dyn FnMut(String),
+) {
+    match decision {
+        Decision::Store(summary) => pending.extend(encode_one(job, &summary, counts, say)),
+        Decision::Wait => counts.waiting += 1,
+        Decision::Unreported => counts.unreported += 1,
+    }
+}
+
+/// A job's encoded summary, and what to say once it is stored.
+struct Pending {
+    job_id: u32,
+    text: String,
+    stored_line: String,
 }
 
 /// Store now, wait for the nodes still missing, or give up on a job no
@@ -108,48 +160,78 @@ fn settle(cfg: &Config, job: &AccountedJob, summary: Option<JobSummary>, now: i6
     }
 }
 
-fn store_one(
-    cfg: &Config,
+fn encode_one(
     job: &AccountedJob,
     summary: &JobSummary,
     counts: &mut StoreCounts,
     say: &mut dyn FnMut(String),
-) {
+) -> Option<Pending> {
     let Some(text) = comment::encode(summary) else {
         counts.failed += 1;
         say(format!(
             "job {}: summary too large for AdminComment even with only its FAIL nodes and rack rollup; not stored",
             job.job_id
         ));
-        return;
+        return None;
     };
-    match accounting::store_admin_comment(cfg, job.job_id, &text) {
-        Ok(()) => {
-            counts.stored += 1;
-            let missing = if summary.missing.is_empty() {
-                String::new()
-            } else {
-                // One line, however many: a hostlist, cut to a piece.
-                format!(
-                    ", no report from {} nodes: {}",
-                    summary.missing.len(),
-                    slurm_imex_core::text::cap(
-                        &slurm_imex_core::slurm::hostlist::compress(&summary.missing),
-                        slurm_imex_core::text::PIECE_MAX
-                    )
-                )
-            };
-            say(format!(
-                "stored job {}: {} nodes, {} GPUs, {} bytes{missing}",
-                job.job_id,
-                summary.reported_nodes(),
-                summary.totals().gpus,
-                text.len()
-            ));
-        }
-        Err(e) => {
-            counts.failed += 1;
-            say(format!("job {}: {e}", job.job_id));
+    let missing = if summary.missing.is_empty() {
+        String::new()
+    } else {
+        // One line, however many: a hostlist, cut to a piece.
+        format!(
+            ", no report from {} nodes: {}",
+            summary.missing.len(),
+            slurm_imex_core::text::cap(
+                &slurm_imex_core::slurm::hostlist::compress(&summary.missing),
+                slurm_imex_core::text::PIECE_MAX
+            )
+        )
+    };
+    let stored_line = format!(
+        "stored job {}: {} nodes, {} GPUs, {} bytes{missing}",
+        job.job_id,
+        summary.reported_nodes(),
+        summary.totals().gpus,
+        text.len()
+    );
+    Some(Pending {
+        job_id: job.job_id,
+        text,
+        stored_line,
+    })
+}
+
+/// Store every pending text (sacctmgr, a batch per process), each job's
+/// outcome its own line and count.
+fn flush(
+    cfg: &Config,
+    pending: &mut Vec<Pending>,
+    counts: &mut StoreCounts,
+    say: &mut dyn FnMut(String),
+) {
+    if pending.is_empty() {
+        return;
+    }
+    let jobs: Vec<(u32, String)> = pending
+        .iter_mut()
+        .map(|p| (p.job_id, std::mem::take(&mut p.text)))
+        .collect();
+    let results = accounting::store_admin_comments(cfg, &jobs);
+    drop(jobs);
+    let mut lines: HashMap<u32, String> = pending
+        .drain(..)
+        .map(|p| (p.job_id, p.stored_line))
+        .collect();
+    for (job_id, result) in results {
+        match result {
+            Ok(()) => {
+                counts.stored += 1;
+                say(lines.remove(&job_id).unwrap_or_default());
+            }
+            Err(e) => {
+                counts.failed += 1;
+                say(format!("job {job_id}: {e}"));
+            }
         }
     }
 }
