@@ -17,6 +17,8 @@ use slurm_imex_domain::rack::index as rack_index;
 use slurm_imex_domain::rack::map::{self as rack_map, RackMap};
 use slurm_imex_domain::rack::sources::RackSources;
 use slurm_imex_domain::rack::survey::{map_disagreements, racks, Rack};
+use slurm_imex_domain::rack::topology::Blocks;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -44,36 +46,9 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
         }
         _ => {}
     }
-    let mut report = Report {
-        // The map's racks take the blocks' names, so a job's domain has one
-        // name whichever file cut it; a topology file printed afresh does not.
-        racks: racks(&names, &cliques, files.blocks.as_ref().filter(|_| args.map)),
-        unpublished: names
-            .iter()
-            .filter(|n| !cliques.contains_key(*n))
-            .cloned()
-            .collect(),
-        topology_file: files
-            .blocks
-            .as_ref()
-            .map(|b| b.source.display().to_string()),
-        rack_map: files.map.as_ref().map(RackMap::describe),
-        disagreements: Vec::new(),
-    };
+    let mut report = report_of(&names, &cliques, &files, args.map);
     if args.check {
-        if files.blocks.is_none() && files.map.is_none() {
-            return Err(Error::new(
-                "nothing to check: no Slurm topology file (set [slurm] topology, or put \
-                 topology.conf or topology.yaml beside slurm.conf) and no rack map ([imex] \
-                 rack_map; `slurm-imex topology --map` writes one)",
-            ));
-        }
-        report.disagreements = files.check_file(&cliques, &names);
-        if let Some(map) = &files.map {
-            report
-                .disagreements
-                .extend(map_disagreements(map, &cliques));
-        }
+        report.disagreements = check(&files, &cliques, &names)?;
     }
     let text = if cli.json {
         serde_json::to_string_pretty(&report)
@@ -95,22 +70,7 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
     };
     match (&args.output, map) {
         (Some(path), Some(map)) if rack_index::wants_index(path) => {
-            let racks = || {
-                map.racks()
-                    .iter()
-                    .map(|r| (r.name.as_str(), r.nodes.as_slice()))
-            };
-            // A topology file that says exactly what the map says is named
-            // in it, so a prolog holding that file need not parse it.
-            let same = files.blocks.as_ref().filter(|b| b.same_racks_as(racks()));
-            rack_index::write(path, &map, &text, same.map(|b| b.digest.as_str()))?;
-            if let Some(blocks) = same {
-                eprintln!(
-                    "slurm-imex topology: {} has exactly these racks: a prolog that has it and \
-                     this map hashes it instead of parsing it",
-                    blocks.source.display()
-                );
-            }
+            write_indexed(path, &map, &text, files.blocks.as_ref())?
         }
         (Some(path), map) => {
             if map.is_some() {
@@ -121,6 +81,73 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
         (None, _) => out_raw!("{text}"),
     }
     Ok(u8::from(!report.disagreements.is_empty()))
+}
+
+/// The indexed map of `map` (whose text is `text`) at `path`. A topology
+/// file in force that says exactly what the map says is named in it, so a
+/// prolog holding that file need not parse it.
+fn write_indexed(path: &Path, map: &RackMap, text: &str, blocks: Option<&Blocks>) -> Result<()> {
+    let racks = || {
+        map.racks()
+            .iter()
+            .map(|r| (r.name.as_str(), r.nodes.as_slice()))
+    };
+    let same = blocks.filter(|b| b.same_racks_as(racks()));
+    rack_index::write(path, map, text, same.map(|b| b.digest.as_str()))?;
+    if let Some(blocks) = same {
+        eprintln!(
+            "slurm-imex topology: {} has exactly these racks: a prolog that has it and this map \
+             hashes it instead of parsing it",
+            blocks.source.display()
+        );
+    }
+    Ok(())
+}
+
+/// What the cliques say, beside the files in force (`map`: racks named
+/// after the blocks they are, for the rack map).
+fn report_of(
+    names: &[String],
+    cliques: &BTreeMap<String, String>,
+    files: &RackSources,
+    map: bool,
+) -> Report {
+    Report {
+        // The map's racks take the blocks' names, so a job's domain has one
+        // name whichever file cut it; a topology file printed afresh does not.
+        racks: racks(names, cliques, files.blocks.as_ref().filter(|_| map)),
+        unpublished: names
+            .iter()
+            .filter(|n| !cliques.contains_key(*n))
+            .cloned()
+            .collect(),
+        topology_file: files
+            .blocks
+            .as_ref()
+            .map(|b| b.source.display().to_string()),
+        rack_map: files.map.as_ref().map(RackMap::describe),
+        disagreements: Vec::new(),
+    }
+}
+
+/// `--check`: every disagreement of the files in force with the cliques.
+fn check(
+    files: &RackSources,
+    cliques: &BTreeMap<String, String>,
+    names: &[String],
+) -> Result<Vec<String>> {
+    if files.blocks.is_none() && files.map.is_none() {
+        return Err(Error::new(
+            "nothing to check: no Slurm topology file (set [slurm] topology, or put \
+             topology.conf or topology.yaml beside slurm.conf) and no rack map ([imex] \
+             rack_map; `slurm-imex topology --map` writes one)",
+        ));
+    }
+    let mut found = files.check_file(cliques, names);
+    if let Some(map) = &files.map {
+        found.extend(map_disagreements(map, cliques));
+    }
+    Ok(found)
 }
 
 /// The map about to be written, read by the code every prolog loads it

@@ -38,7 +38,8 @@ pub struct HookContext<'a> {
     readers: Readers,
     /// None: `[slurm] config = "none"`.
     slurm_conf: OnceLock<Option<Result<SlurmConf>>>,
-    racks: OnceLock<Result<RackSources>>,
+    /// The rack files, and the nodes they were read for.
+    racks: OnceLock<(Vec<String>, Result<RackSources>)>,
 }
 
 impl<'a> HookContext<'a> {
@@ -82,10 +83,14 @@ impl<'a> HookContext<'a> {
     /// exists but cannot be read or trusted is an error (its blame is the
     /// caller's to decide).
     pub fn racks(&self, nodes: &[String]) -> Result<&RackSources> {
-        self.racks
-            .get_or_init(|| (self.readers.racks)(self.cfg, nodes))
-            .as_ref()
-            .map_err(Clone::clone)
+        let (scope, read) = self
+            .racks
+            .get_or_init(|| (nodes.to_vec(), (self.readers.racks)(self.cfg, nodes)));
+        debug_assert!(
+            nodes.iter().all(|n| scope.contains(n)),
+            "the rack files were read for {scope:?}, then asked about {nodes:?}"
+        );
+        read.as_ref().map_err(Clone::clone)
     }
 }
 

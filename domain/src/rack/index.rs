@@ -81,6 +81,12 @@ pub fn is_indexed(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.is_dir())
 }
 
+/// Whether `dir` holds an indexed map (its index.toml), as opposed to an
+/// empty or half-copied directory, or another directory altogether.
+pub fn holds_index(dir: &Path) -> bool {
+    std::fs::symlink_metadata(dir.join(INDEX_FILE)).is_ok()
+}
+
 /// The bucket `node` is in, of `buckets`.
 fn bucket_of(node: &str, buckets: u32) -> u32 {
     let hash = Sha256::digest(node.as_bytes());
@@ -111,6 +117,11 @@ fn sealed(body: String) -> String {
 pub fn load_whole(dir: &Path, max_nodes: usize) -> Result<RackMap> {
     let reader = Reader::open(dir)?;
     let path = dir.join(MAP_FILE);
+    slurm_imex_core::trust::check(
+        &path,
+        slurm_imex_core::trust::Expect::File,
+        "[imex] rack_map",
+    )?;
     let mut whole = RackMap::load_file(&path, max_nodes)?;
     if whole.digest != reader.index.map {
         return Err(reader.bad(
@@ -130,7 +141,14 @@ pub fn load_whole(dir: &Path, max_nodes: usize) -> Result<RackMap> {
 
 /// The racks of `nodes` only, from the index: what a prolog needs for its
 /// job. A node no rack lists is left out, as the whole map leaves it out.
+/// A read that fails is read once more from the index: a map exchanged or
+/// copied in while this one read its pieces is then read whole, new, and
+/// only a map still bad fails the job.
 pub fn load_for(dir: &Path, max_nodes: usize, nodes: &[String]) -> Result<RackMap> {
+    read_for(dir, max_nodes, nodes).or_else(|_| read_for(dir, max_nodes, nodes))
+}
+
+fn read_for(dir: &Path, max_nodes: usize, nodes: &[String]) -> Result<RackMap> {
     let reader = Reader::open(dir)?;
     let rack_of_wanted = reader.racks_of(nodes)?;
     let mut by_rack: BTreeMap<&String, Vec<&String>> = BTreeMap::new();
@@ -319,7 +337,8 @@ impl Reader {
             name,
             format!(
                 "it belongs to map sha256 {}, index.toml to {}: the directory is mixed from two \
-                 maps (install it whole: copy it beside, then rename)",
+                 maps (install it whole: `rsync -a --delete --delay-updates`, or write it on the \
+                 node with `slurm-imex topology --map -o`)",
                 short(map),
                 short(&self.index.map)
             ),
@@ -378,8 +397,13 @@ fn is_digest(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// The first 12 characters of a digest (any text a piece holds: cut on a
+/// character boundary, never panicking).
 fn short(digest: &str) -> &str {
-    &digest[..12.min(digest.len())]
+    digest
+        .char_indices()
+        .nth(12)
+        .map_or(digest, |(end, _)| &digest[..end])
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -434,9 +458,46 @@ pub fn pieces(whole: &RackMap, map_text: &str, topology: Option<&str>) -> Vec<(S
 }
 
 /// Whether `topology --map -o <path>` writes the indexed form there: a
-/// path that ends in `.d`, or a directory already.
+/// path that ends in `.d`, or a directory already (which [`write`] then
+/// replaces only if it holds an indexed map and nothing else).
 pub fn wants_index(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "d") || is_indexed(path)
+}
+
+/// What an indexed map's directory holds, and nothing else.
+const ENTRIES: [&str; 4] = [MAP_FILE, INDEX_FILE, "nodes", "racks"];
+
+/// Why the existing `target` may not be replaced by an indexed map: it is
+/// not a directory, or holds something an indexed map does not (a typo such
+/// as `-o /etc/slurm` must never swap out and delete a real directory).
+fn refuse_to_replace(target: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(target).ok()?;
+    if !meta.is_dir() {
+        return Some(
+            "it exists and is not a directory (write the indexed map to a new path ending in .d)"
+                .into(),
+        );
+    }
+    let foreign = std::fs::read_dir(target)
+        .map_err(|e| e.to_string())
+        .and_then(|listing| {
+            listing
+                .map(|entry| entry.map(|e| e.file_name()).map_err(|e| e.to_string()))
+                .find(|name| {
+                    name.as_ref()
+                        .map_or(true, |n| !ENTRIES.iter().any(|ok| n == *ok))
+                })
+                .transpose()
+        });
+    match foreign {
+        Ok(None) if holds_index(target) => None,
+        Ok(None) => Some("it is a directory without an index.toml, not an indexed rack map: write to a new path ending in .d".into()),
+        Ok(Some(name)) => Some(format!(
+            "it is a directory holding {:?}, which an indexed rack map does not: write to a new path ending in .d",
+            name
+        )),
+        Err(e) => Some(e),
+    }
 }
 
 /// Write the indexed form of `whole` (whose text is `map_text`) at
@@ -455,11 +516,8 @@ pub fn write(target: &Path, whole: &RackMap, map_text: &str, topology: Option<&s
         .filter(|p| !p.as_os_str().is_empty())
         .ok_or_else(|| fail("write", &"not a directory path"))?;
     slurm_imex_core::trust::check(parent, slurm_imex_core::trust::Expect::Dir, "directory")?;
-    if std::fs::symlink_metadata(target).is_ok_and(|m| !m.is_dir()) {
-        return Err(fail(
-            "replace",
-            &"it exists and is not a directory (write the indexed map to a new path ending in .d)",
-        ));
+    if let Some(why) = refuse_to_replace(target) {
+        return Err(fail("replace", &why));
     }
     let name = target
         .file_name()
@@ -507,7 +565,16 @@ fn swap_in(fresh: &Path, target: &Path) -> std::io::Result<()> {
     if std::fs::symlink_metadata(target).is_err() {
         std::fs::rename(fresh, target)?;
     } else {
-        renameat2(None, fresh, None, target, RenameFlags::RENAME_EXCHANGE)?;
+        renameat2(None, fresh, None, target, RenameFlags::RENAME_EXCHANGE).map_err(|e| {
+            let why = if matches!(e, nix::errno::Errno::EINVAL | nix::errno::Errno::ENOTSUP) {
+                "this filesystem cannot exchange two directories in one rename (NFS cannot): \
+                 write the map on a local disk and copy it with `rsync -a --delete --delay-updates`"
+                    .to_string()
+            } else {
+                e.to_string()
+            };
+            std::io::Error::other(format!("exchange with the old map: {why}"))
+        })?;
         std::fs::remove_dir_all(fresh)?;
     }
     if let Some(parent) = target.parent() {
@@ -801,9 +868,28 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
-        // A file where the directory goes is not replaced.
+        // A piece's digest is any text: named, never sliced mid-character.
+        assert_eq!(short("ééééééééééééééé"), "éééééééééééé");
+        assert_eq!(short("abc"), "abc");
+        // A file where the directory goes is not replaced, nor a directory
+        // that is not an indexed map (a typo such as `-o /etc/slurm`).
         let e = write(&file, &after, &text, None).unwrap_err().to_string();
         assert!(e.contains("not a directory"), "{e}");
+        let etc = d.path().join("etc");
+        std::fs::create_dir(&etc).unwrap();
+        std::fs::write(etc.join("slurm.conf"), "ClusterName=c\n").unwrap();
+        let e = write(&etc, &after, &text, None).unwrap_err().to_string();
+        assert!(
+            e.contains("holding \"slurm.conf\", which an indexed rack map does not"),
+            "{e}"
+        );
+        assert!(etc.join("slurm.conf").exists());
+        std::fs::remove_file(etc.join("slurm.conf")).unwrap();
+        let e = write(&etc, &after, &text, None).unwrap_err().to_string();
+        assert!(e.contains("without an index.toml"), "{e}");
+        std::fs::write(dir.join("notes.txt"), "mine\n").unwrap();
+        let e = write(&dir, &after, &text, None).unwrap_err().to_string();
+        assert!(e.contains("holding \"notes.txt\""), "{e}");
         assert!(wants_index(Path::new("/etc/slurm/imex-racks.d")));
         assert!(!wants_index(&file));
     }

@@ -119,9 +119,9 @@ pub struct RackMap {
 }
 
 /// Where the rack map is, if anywhere: an explicit path (which must then
-/// exist), or with "auto" `imex-racks.d` (the indexed map) or else
-/// `imex-racks.toml` beside the config file in force (`/etc/slurm` when
-/// none was read), only when it exists.
+/// exist), or with "auto" `imex-racks.d` (the indexed map, once it holds
+/// its index.toml) or else `imex-racks.toml` beside the config file in
+/// force (`/etc/slurm` when none was read), only when it exists.
 pub fn locate(cfg: &Config) -> Option<PathBuf> {
     match &cfg.imex.rack_map {
         AutoPath::None => None,
@@ -132,10 +132,14 @@ pub fn locate(cfg: &Config) -> Option<PathBuf> {
                 .as_deref()
                 .and_then(Path::parent)
                 .unwrap_or(Path::new("/etc/slurm"));
-            [DIR_NAME, FILE_NAME]
-                .into_iter()
-                .map(|name| dir.join(name))
-                .find(|beside| std::fs::symlink_metadata(beside).is_ok())
+            // A directory only once it holds its index: one being copied
+            // in for the first time does not hide a good one-file map.
+            let indexed = dir.join(DIR_NAME);
+            if index::holds_index(&indexed) {
+                return Some(indexed);
+            }
+            let beside = dir.join(FILE_NAME);
+            std::fs::symlink_metadata(&beside).is_ok().then_some(beside)
         }
     }
 }
@@ -537,6 +541,11 @@ mod tests {
         assert_eq!(locate(&cfg), None);
         std::fs::write(d.path().join(FILE_NAME), "").unwrap();
         assert_eq!(locate(&cfg), Some(d.path().join(FILE_NAME)));
+        // The indexed map wins once it holds its index, not while empty.
+        std::fs::create_dir(d.path().join(DIR_NAME)).unwrap();
+        assert_eq!(locate(&cfg), Some(d.path().join(FILE_NAME)));
+        std::fs::write(d.path().join(DIR_NAME).join("index.toml"), "").unwrap();
+        assert_eq!(locate(&cfg), Some(d.path().join(DIR_NAME)));
         cfg.imex.rack_map = AutoPath::None;
         assert_eq!(locate(&cfg), None);
         cfg.imex.rack_map = AutoPath::Path("/x/racks.toml".into());
