@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 
 /// Jobs asked for in one query (the selector is a regex of their ids).
 pub const JOBS_PER_QUERY: usize = 100;
+/// Most nodes of the jobs asked for in one query of several jobs (a job
+/// is never split): one family's answer for 4,096 nodes is about 5 MiB.
+pub const NODES_PER_JOBS_QUERY: usize = 4096;
 /// Most bytes of one answer read: one family of an 18,432-node job's
 /// series is about 20 MiB.
 const ANSWER_MAX: u64 = 256 << 20;
@@ -142,7 +145,7 @@ pub fn job_reports(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Rep
 }
 
 /// Nodes named in one query of [`big_job`] (a regex of their names: about
-/// 12 KiB of URL).
+/// 12 KiB of query, sent in a POST body, so no proxy's URL limit applies).
 pub const NODES_PER_QUERY: usize = 1024;
 
 /// A big job read in aggregate ([`big_job`]).
@@ -289,11 +292,14 @@ fn totals(reader: &mut Reader, job_id: u32, range: u64) -> Result<Totals> {
     })
 }
 
-/// One query's answer, parsed; an error names the server.
+/// One query's answer, parsed; an error names the server. The query goes
+/// in a form body (POST, which Prometheus's API takes as it takes GET): a
+/// big job's node regex is tens of KiB, past what proxies take in a URL
+/// (414).
 fn ask(base: &str, timeout: Duration, query: &str) -> Result<Answer> {
     let url = format!("{base}/api/v1/query");
     let agent = ureq::AgentBuilder::new().timeout(timeout).build();
-    let response = agent.get(&url).query("query", query).call();
+    let response = agent.post(&url).send_form(&[("query", query)]);
     let body = match response {
         Ok(r) => r,
         // Prometheus answers a bad query with 400 and a JSON error.
@@ -377,6 +383,41 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    /// A request's form: its POST body (read to its Content-Length), or
+    /// `GET's` marker when it came any other way (which no query should).
+    fn read_form(conn: &mut std::net::TcpStream) -> String {
+        let mut request = Vec::new();
+        let mut buf = [0u8; 65536];
+        let end = loop {
+            if let Some(i) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => return String::new(),
+                Ok(n) => request.extend_from_slice(&buf[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+        if !head.starts_with("post /api/v1/query ")
+            || !head.contains("content-type: application/x-www-form-urlencoded")
+        {
+            return "not a POST of a form".into();
+        }
+        let length: usize = head
+            .split("content-length:")
+            .nth(1)
+            .and_then(|r| r.lines().next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        while request.len() < end + length {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => request.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&request[end..]).into_owned()
+    }
+
     /// Prometheus played on 127.0.0.1: each request's query is recorded,
     /// and answered by `answer` (the family asked) after `delay`. Its URL
     /// and the queries asked.
@@ -391,17 +432,8 @@ mod tests {
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&request);
-                let target = head.split(' ').nth(1).unwrap_or_default();
-                let query = target
+                let form = read_form(&mut conn);
+                let query = form
                     .split_once("query=")
                     .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
                     .unwrap_or_default();
@@ -541,17 +573,8 @@ mod tests {
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&request).to_string();
-                let target = head.split(' ').nth(1).unwrap_or_default();
-                let q = target
+                let form = read_form(&mut conn);
+                let q = form
                     .split_once("query=")
                     .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
                     .unwrap_or_default();
