@@ -413,6 +413,16 @@ impl JobSummary {
     /// What a user should read first, most important first.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
+        self.blame_notes(&mut notes);
+        self.left_out_notes(&mut notes);
+        self.missing_notes(&mut notes);
+        self.xid_notes(&mut notes);
+        self.use_notes(&mut notes);
+        notes
+    }
+
+    /// The nodes drained or failed by the job, the first [`NOTE_ITEMS`].
+    fn blame_notes(&self, notes: &mut Vec<String>) {
         let blamed = self.nodes.iter().filter(|n| n.blame != Blame::None).count();
         for n in self
             .nodes
@@ -442,6 +452,10 @@ impl JobSummary {
                 thousands((blamed - NOTE_ITEMS) as u64)
             ));
         }
+    }
+
+    /// What a stored summary left out to fit Slurm's field.
+    fn left_out_notes(&self, notes: &mut Vec<String>) {
         if self.trimmed_pass_nodes > 0 && self.pass_nodes_aggregated {
             notes.push(format!(
                 "{} PASS nodes are counted in their rack rollup and the totals, not listed (a job this large is read from Prometheus in aggregate)",
@@ -481,6 +495,10 @@ impl JobSummary {
                 }
             ));
         }
+    }
+
+    /// The nodes that never reported.
+    fn missing_notes(&self, notes: &mut Vec<String>) {
         if !self.missing_hostlist.is_empty() {
             notes.push(format!(
                 "no report from {} nodes: {} (their epilog did not run, or their export was not scraped)",
@@ -494,6 +512,10 @@ impl JobSummary {
                 listed(&self.missing)
             ));
         }
+    }
+
+    /// The job's XIDs, the application's apart from the hardware's.
+    fn xid_notes(&self, notes: &mut Vec<String>) {
         let (app, hw) = self.xid_split();
         if !app.is_empty() {
             notes.push(format!(
@@ -507,6 +529,10 @@ impl JobSummary {
                 listed(&hw)
             ));
         }
+    }
+
+    /// GPUs never used, and a low mean utilization.
+    fn use_notes(&self, notes: &mut Vec<String>) {
         let idle: Vec<String> = self
             .gpus()
             .filter(|(_, g)| g.processes == Some(0))
@@ -530,10 +556,8 @@ impl JobSummary {
                 "mean GPU utilization was {u:.0}% (below {LOW_UTIL_PCT:.0}%)"
             ));
         }
-        notes
     }
 
-    /// XIDs as `N on node/gpuI (xK)`, split by who caused them.
     fn xid_split(&self) -> (Vec<String>, Vec<String>) {
         let (mut app, mut hw) = (Vec::new(), Vec::new());
         for (n, g) in self.gpus() {

@@ -168,6 +168,28 @@ pub struct BigJob {
 pub fn big_job(server: &Server, job_id: u32, range_s: u64) -> Result<BigJob> {
     let mut reader = Reader::new(server)?;
     let range = range_s.max(60);
+    let mut nodes = node_verdicts(&mut reader, job_id, range)?;
+    let flagged: Vec<String> = nodes
+        .values()
+        .filter(|n| n.status() != NodeStatus::Pass)
+        .map(|n| n.node.clone())
+        .collect();
+    for (name, whole) in flagged_whole(&mut reader, job_id, range, &flagged)? {
+        if let Some(light) = nodes.get_mut(&name) {
+            add_series(light, whole);
+        }
+    }
+    let totals = totals(&mut reader, job_id, range)?;
+    Ok(BigJob { nodes, totals })
+}
+
+/// Every node's info series (verdicts, blame, domain) and the GPUs whose
+/// verdict is not PASS: two queries.
+fn node_verdicts(
+    reader: &mut Reader,
+    job_id: u32,
+    range: u64,
+) -> Result<BTreeMap<String, NodeReport>> {
     let sel = |family: &str, more: &str| {
         format!("last_over_time({family}{{jobid=\"{job_id}\"{more}}}[{range}s])")
     };
@@ -182,12 +204,17 @@ pub fn big_job(server: &Server, job_id: u32, range_s: u64) -> Result<BigJob> {
             fold.add(&s);
         }
     }
-    let mut nodes = fold.finish().remove(&job_id).unwrap_or_default();
-    let flagged: Vec<String> = nodes
-        .values()
-        .filter(|n| n.status() != NodeStatus::Pass)
-        .map(|n| n.node.clone())
-        .collect();
+    Ok(fold.finish().remove(&job_id).unwrap_or_default())
+}
+
+/// Every series of the `flagged` nodes, [`NODES_PER_QUERY`] nodes a query.
+fn flagged_whole(
+    reader: &mut Reader,
+    job_id: u32,
+    range: u64,
+    flagged: &[String],
+) -> Result<BTreeMap<String, NodeReport>> {
+    let info = series::NODE_INFO;
     let mut fold = Fold::default();
     for batch in flagged.chunks(NODES_PER_QUERY) {
         let names: Vec<String> = batch.iter().map(|n| regex_quote(n)).collect();
@@ -200,31 +227,30 @@ pub fn big_job(server: &Server, job_id: u32, range_s: u64) -> Result<BigJob> {
             fold.add(&s);
         }
     }
-    for (name, whole) in fold.finish().remove(&job_id).unwrap_or_default() {
-        if let Some(light) = nodes.get_mut(&name) {
-            // The info series came with the first part.
-            let NodeReport {
-                gpus,
-                start_ts,
-                end_ts,
-                prolog_ms,
-                epilog_ms,
-                imex_ready_ms,
-                ..
-            } = whole;
-            *light = NodeReport {
-                gpus,
-                start_ts,
-                end_ts,
-                prolog_ms,
-                epilog_ms,
-                imex_ready_ms,
-                ..light.clone()
-            };
-        }
-    }
-    let totals = totals(&mut reader, job_id, range)?;
-    Ok(BigJob { nodes, totals })
+    Ok(fold.finish().remove(&job_id).unwrap_or_default())
+}
+
+/// A node's GPUs, times and durations from its `whole` read, onto the
+/// report its info series made (which keeps its verdicts and blame).
+fn add_series(light: &mut NodeReport, whole: NodeReport) {
+    let NodeReport {
+        gpus,
+        start_ts,
+        end_ts,
+        prolog_ms,
+        epilog_ms,
+        imex_ready_ms,
+        ..
+    } = whole;
+    *light = NodeReport {
+        gpus,
+        start_ts,
+        end_ts,
+        prolog_ms,
+        epilog_ms,
+        imex_ready_ms,
+        ..light.clone()
+    };
 }
 
 /// A node name as a regex matching only itself (Prometheus's RE2,
