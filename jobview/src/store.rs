@@ -3,8 +3,10 @@
 //! has no summary yet gets one in its AdminComment, once every node of it
 //! has reported to Prometheus, or `store_wait` after it ended with what
 //! reported by then. A missed run is caught up by the next (the backfill).
-//! One sacct listing, one Prometheus query per series family and 100 jobs
-//! (a job of more than 2,048 nodes read alone, in aggregate), one `sacctmgr -i`
+//! One sacct listing, one Prometheus query per series family and batch of
+//! at most 100 jobs and 4,096 nodes (a job of more than 2,048 nodes read
+//! alone, in aggregate; one Prometheus cannot answer for fails alone), one
+//! `sacctmgr -i`
 //! per 500 jobs stored (each reading its 500 commands on stdin; a summary
 //! too long for a stdin line gets a sacctmgr of its own): SlurmDBD and
 //! Prometheus only, never slurmctld.
