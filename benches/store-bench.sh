@@ -77,7 +77,11 @@ def series(job):
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_GET(self):
-        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query).get("query", [""])[0]
+        self.answer(urllib.parse.urlparse(self.path).query)
+    def do_POST(self):  # slurm-imex POSTs its queries as a form
+        self.answer(self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode())
+    def answer(self, form):
+        q = urllib.parse.parse_qs(form).get("query", [""])[0]
         m = re.search(r'jobid=~"([0-9|]+)"', q)
         result = [x for j in (m.group(1).split("|") if m else []) for x in series(int(j))]
         body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()

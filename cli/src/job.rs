@@ -208,7 +208,10 @@ fn print_big(s: &JobSummary) -> Result<()> {
         .filter(|n| n.status() != NodeStatus::Pass)
         .collect();
     flagged.sort_by(|a, b| natural_cmp(&a.node, &b.node));
-    let passed = s.reported_nodes() as usize - flagged.len() - s.trimmed_other_nodes as usize;
+    // The counters come from a stored comment: a corrupt one must not wrap.
+    let passed = (s.reported_nodes() as usize)
+        .saturating_sub(flagged.len())
+        .saturating_sub(s.trimmed_other_nodes as usize);
     if flagged.is_empty() {
         out!(
             "every node that reported passed ({} nodes): none listed",
@@ -239,26 +242,52 @@ fn print_big(s: &JobSummary) -> Result<()> {
 }
 
 /// A hostlist for the heading line: whole up to 120 bytes, else cut at a
-/// comma before 100 and the job's node count said.
+/// comma outside brackets before byte 100 (a cut inside `gpu[001-010,012]`
+/// would name other nodes), saying how many more pieces were left out and
+/// the job's node count.
 fn short_hostlist(list: &str, summary: Option<&JobSummary>) -> String {
     const WHOLE: usize = 120;
     if list.len() <= WHOLE {
         return text::cap(list, text::PIECE_MAX);
     }
-    let cut = (0..=100)
-        .rev()
-        .find(|i| list.is_char_boundary(*i))
-        .unwrap_or(0);
-    let head = &list[..cut];
-    let head = head.rfind(',').map_or(head, |at| &list[..at]);
+    let (head, more) = hostlist_head(list, 100);
+    // The list is longer than the cut, so at least one piece is left out.
+    let shown = match head {
+        "" => "…".to_string(),
+        head => format!("{},…", text::printable(head)),
+    };
+    let more = thousands(more as u64);
     match summary {
         Some(s) => format!(
-            "{},… ({} nodes)",
-            text::printable(head),
+            "{shown} {more} more ({} nodes)",
             thousands(s.reported_nodes() as u64 + s.missing_nodes() as u64)
         ),
-        None => format!("{},…", text::printable(head)),
+        None => format!("{shown} {more} more"),
     }
+}
+
+/// The pieces of `list` (its commas at bracket depth 0) that fit in `max`
+/// bytes, and how many pieces follow them. At least nothing: a first piece
+/// longer than `max` is left out whole.
+fn hostlist_head(list: &str, max: usize) -> (&str, usize) {
+    let mut depth = 0usize;
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for (i, c) in list.char_indices() {
+        match c {
+            '[' => depth = depth.saturating_add(1),
+            ']' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                pieces.push((start, i));
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push((start, list.len()));
+    let kept = pieces.iter().take_while(|(_, end)| *end <= max).count();
+    let end = kept.checked_sub(1).map_or(0, |k| pieces[k].1);
+    (&list[..end], pieces.len() - kept)
 }
 
 /// A big job's IMEX domains in one line: how many among the nodes listed,
@@ -592,8 +621,22 @@ mod tests {
         };
         let short = short_hostlist(&long, Some(&s));
         assert!(short.starts_with("gb-r1-[01-18],gb-r2-[01-18],"), "{short}");
-        assert!(short.ends_with("-[01-18],… (18,432 nodes)"), "{short}");
-        assert!(short.len() < 130, "{short}");
+        assert!(
+            short.ends_with("gb-r7-[01-18],… 1,017 more (18,432 nodes)"),
+            "{short}"
+        );
+        assert!(short.len() < 140, "{short}");
+    }
+
+    #[test]
+    fn a_long_hostlist_is_never_cut_inside_its_brackets() {
+        let inner: Vec<String> = (1..=60).map(|n| format!("{:03}", n * 2)).collect();
+        let long = format!("gpu[{}],cpu[1-4]", inner.join(","));
+        // The first piece alone is longer than the cut: left out whole.
+        assert_eq!(short_hostlist(&long, None), "… 2 more");
+        let long = format!("a1,b[1-2],gpu[{}]", inner.join(","));
+        assert_eq!(short_hostlist(&long, None), "a1,b[1-2],… 1 more");
+        assert_eq!(hostlist_head("x[1,2]]],y", 100), ("x[1,2]]],y", 0));
     }
 
     #[test]

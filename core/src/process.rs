@@ -110,6 +110,9 @@ pub const STREAM_LINE_MAX: usize = 1 << 20;
 pub struct Streamed<T> {
     pub items: Vec<T>,
     pub output: Output,
+    /// Set when the program ran past its limit and was killed: the line
+    /// saying so. `items` then holds what it printed before.
+    pub timed_out: Option<String>,
 }
 
 /// Like [`run_checked`], but stdout is read line by line as it comes and
@@ -146,12 +149,18 @@ pub fn run_streamed_any<T: Send + 'static>(
     what: &str,
     parse: fn(&str) -> Option<T>,
 ) -> Result<Streamed<T>> {
-    run_streamed_fed(program, args, None, limit, what, parse)
+    let streamed = run_streamed_fed(program, args, None, limit, what, parse)?;
+    match streamed.timed_out {
+        Some(line) => Err(Error::timeout(line)),
+        None => Ok(streamed),
+    }
 }
 
 /// [`run_streamed_any`] with `input` written to the program's stdin (then
 /// closed), for a program that reads its commands there (`sacctmgr -i`
-/// given no command): many commands, one process.
+/// given no command): many commands, one process. A program that runs past
+/// `limit` is killed, and what it printed before still comes back, with
+/// [`Streamed::timed_out`] saying so: each command it answered is known.
 pub fn run_streamed_fed<T: Send + 'static>(
     program: &Path,
     args: &[&str],
@@ -163,33 +172,79 @@ pub fn run_streamed_fed<T: Send + 'static>(
     let (mut child, stdout, err) = spawn_piped(program, args, input)?;
     let stderr = CapturedPipe::drain(Box::new(err));
     let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(read_lines(stdout, parse));
-    });
-    let status = wait_bounded(&mut child, program, args, limit)?;
+    std::thread::spawn(move || read_lines(stdout, parse, tx));
+    let (status, timed_out) = match wait_bounded(&mut child, program, args, limit) {
+        Ok(status) => (status.code(), None),
+        Err(e) if e.kind() == crate::error::Kind::Timeout => (None, Some(e.to_string())),
+        Err(e) => return Err(e),
+    };
     let grace = Duration::from_millis(500);
     let output = Output {
-        code: status.code(),
+        code: status,
         stdout: String::new(),
         stderr: stderr.text_after(grace),
     };
-    let items = lines
-        .recv_timeout(grace.max(Duration::from_secs(5)))
-        .map_err(|_| Error::timeout(format!("{what}: its output did not end after it exited")))?
-        .map_err(|why| Error::command(format!("{what}: {why}")))?;
-    Ok(Streamed { items, output })
+    let items = collect_lines(
+        &lines,
+        timed_out.is_some(),
+        grace.max(Duration::from_secs(5)),
+    )
+    .map_err(|why| Error::command(format!("{what}: {why}")))?;
+    Ok(Streamed {
+        items,
+        output,
+        timed_out,
+    })
 }
 
-/// Every line of `pipe` through `parse`; a line over [`STREAM_LINE_MAX`]
-/// is an error, after the pipe is drained (so the program can still exit).
-/// Err is a reason the caller words as its program's failure.
+/// What the thread reading a streamed run's stdout sends: each item as
+/// it is parsed, then how the read ended.
+enum Line<T> {
+    Item(T),
+    End(std::result::Result<(), String>),
+}
+
+/// The items sent by [`read_lines`] until it ends, or `wait` passes. A
+/// program killed past its limit may leave its stdout held open (by a
+/// child of its own): then what came before is its answer. Err is a reason
+/// the caller words as its program's failure.
+fn collect_lines<T>(
+    lines: &std::sync::mpsc::Receiver<Line<T>>,
+    killed: bool,
+    wait: Duration,
+) -> std::result::Result<Vec<T>, String> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut items = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(Line::Item(item)) => items.push(item),
+            Ok(Line::End(ended)) => return ended.map(|()| items),
+            Err(_) if killed => return Ok(items),
+            Err(_) => return Err("its output did not end after it exited".into()),
+        }
+    }
+}
+
+/// Every line of `pipe` through `parse`, each item sent as it comes; a
+/// line over [`STREAM_LINE_MAX`] is an error, after the pipe is drained (so
+/// the program can still exit). The end is sent last.
 fn read_lines<T>(
     pipe: impl Read,
     parse: fn(&str) -> Option<T>,
-) -> std::result::Result<Vec<T>, String> {
+    tx: std::sync::mpsc::Sender<Line<T>>,
+) {
+    let ended = send_lines(pipe, parse, &tx);
+    let _ = tx.send(Line::End(ended));
+}
+
+fn send_lines<T>(
+    pipe: impl Read,
+    parse: fn(&str) -> Option<T>,
+    tx: &std::sync::mpsc::Sender<Line<T>>,
+) -> std::result::Result<(), String> {
     use std::io::BufRead;
     let mut reader = std::io::BufReader::with_capacity(1 << 16, pipe);
-    let mut items = Vec::new();
     let mut line = Vec::new();
     let mut failure = None;
     loop {
@@ -203,12 +258,16 @@ fn read_lines<T>(
                      read past it"
                 ));
             }
-            Ok(_) if failure.is_none() => items.extend(parse(&String::from_utf8_lossy(&line))),
+            Ok(_) if failure.is_none() => {
+                if let Some(item) = parse(&String::from_utf8_lossy(&line)) {
+                    let _ = tx.send(Line::Item(item));
+                }
+            }
             Ok(_) => {}
             Err(e) => return Err(format!("reading its output failed: {e}")),
         }
     }
-    failure.map_or(Ok(items), Err)
+    failure.map_or(Ok(()), Err)
 }
 
 /// One of a child's pipes, read to EOF on a thread so a chatty program
@@ -350,6 +409,23 @@ mod tests {
         )
         .unwrap();
         assert!(s.output.success());
+    }
+
+    #[test]
+    fn a_fed_program_killed_past_its_limit_still_gives_what_it_printed() {
+        let s = run_streamed_fed(
+            Path::new("/bin/sh"),
+            &["-c", "echo one; echo two; sleep 20"],
+            None,
+            Duration::from_millis(300),
+            "sh",
+            count,
+        )
+        .unwrap();
+        assert_eq!(s.items, vec![4, 4]);
+        assert_eq!(s.output.code, None);
+        let line = s.timed_out.unwrap();
+        assert!(line.contains("did not finish within"), "{line}");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! AdminComment lowercased (measured in the e2e accounting phase), which
 //! would corrupt base64.
 
-use crate::report::{JobSummary, NodeStatus};
+use crate::report::{count_u32, JobSummary, NodeStatus};
 use data_encoding::BASE32_NOPAD;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
@@ -36,7 +36,8 @@ pub fn is_ours(comment: &str) -> bool {
 /// healthy GPUs (counted in `trimmed_gpus`), then the nodes that passed
 /// (`trimmed_pass_nodes`; more than 64 nodes that never reported become
 /// one hostlist then), and last the nodes that warned
-/// (`trimmed_other_nodes`), failed nodes kept first. Once GPUs go, the
+/// (`trimmed_other_nodes`, their GPUs in `trimmed_gpus`), failed nodes
+/// kept first. Once GPUs go, the
 /// job's totals over every GPU are stored (`stored_totals`); once nodes go,
 /// the per-rack rollup of every node (`racks`). None if even every FAIL
 /// node with the rollup is too large.
@@ -45,56 +46,74 @@ pub fn is_ours(comment: &str) -> bool {
 /// stays `slurm-imex:1:`: summaries stored before decode as they did, and
 /// an older reader of a trimmed one shows the nodes it holds.
 pub fn encode(summary: &JobSummary) -> Option<String> {
-    let text = encode_exactly(summary)?;
-    if text.len() <= MAX_LEN {
+    if let Some(text) = fitting(summary) {
         return Some(text);
     }
     let mut trimmed = summary.clone();
-    for node in &mut trimmed.nodes {
-        if node.imex_events.take().is_some() {
-            trimmed.trimmed_imex_events += 1;
-        }
-    }
-    if trimmed.trimmed_imex_events > 0 {
-        if let Some(text) = encode_exactly(&trimmed).filter(|t| t.len() <= MAX_LEN) {
+    if leave_out_imex_events(&mut trimmed) > 0 {
+        if let Some(text) = fitting(&trimmed) {
             return Some(text);
         }
     }
-    // Rollup and totals as the whole job has them, before anything goes.
+    // Totals as the whole job has them, before anything goes.
     trimmed.stored_totals = Some(summary.totals());
-    let racks = summary.rollup();
-    for node in &mut trimmed.nodes {
+    leave_out_healthy_gpus(&mut trimmed);
+    if let Some(text) = fitting(&trimmed) {
+        return Some(text);
+    }
+    // The rollup as the whole job has it, then the PASS nodes go
+    // (crate::rollup owns how they are left out and counted).
+    trimmed.racks = summary.rollup();
+    name_missing_as_hostlist(&mut trimmed);
+    trimmed.leave_out_pass_nodes();
+    if let Some(text) = fitting(&trimmed) {
+        return Some(text);
+    }
+    most_nodes_that_fit(trimmed)
+}
+
+/// The stored text for `summary` when it fits Slurm's field.
+fn fitting(summary: &JobSummary) -> Option<String> {
+    encode_exactly(summary).filter(|t| t.len() <= MAX_LEN)
+}
+
+/// Every node's IMEX events line dropped; how many nodes had one.
+fn leave_out_imex_events(s: &mut JobSummary) -> u32 {
+    for node in &mut s.nodes {
+        if node.imex_events.take().is_some() {
+            s.trimmed_imex_events = s.trimmed_imex_events.saturating_add(1);
+        }
+    }
+    s.trimmed_imex_events
+}
+
+/// Every healthy GPU dropped (PASS, no XID, used), counted.
+fn leave_out_healthy_gpus(s: &mut JobSummary) {
+    for node in &mut s.nodes {
         let before = node.gpus.len();
         node.gpus
             .retain(|g| g.verdict != "PASS" || !g.xids.is_empty() || g.processes == Some(0));
-        trimmed.trimmed_gpus += (before - node.gpus.len()) as u32;
+        s.trimmed_gpus = s
+            .trimmed_gpus
+            .saturating_add(count_u32(before - node.gpus.len()));
     }
-    if let Some(text) = encode_exactly(&trimmed).filter(|t| t.len() <= MAX_LEN) {
-        return Some(text);
+}
+
+/// More than [`MISSING_NAMED`] nodes that never reported: their names as
+/// one hostlist, and their count.
+fn name_missing_as_hostlist(s: &mut JobSummary) {
+    if s.missing.len() > MISSING_NAMED {
+        s.missing_count = count_u32(s.missing.len());
+        s.missing_hostlist =
+            slurm_imex_core::slurm::hostlist::compress(&std::mem::take(&mut s.missing));
     }
-    trimmed.racks = racks;
-    // Many nodes that never reported: their names as one hostlist.
-    if trimmed.missing.len() > MISSING_NAMED {
-        trimmed.missing_count = trimmed.missing.len() as u32;
-        trimmed.missing_hostlist =
-            slurm_imex_core::slurm::hostlist::compress(&std::mem::take(&mut trimmed.missing));
-    }
-    let (mut nodes_left_out, mut gpus_left_out) = (0u32, 0u32);
-    trimmed.nodes.retain(|n| {
-        let pass = n.status() == NodeStatus::Pass;
-        if pass {
-            nodes_left_out += 1;
-            gpus_left_out += n.gpus.len() as u32;
-        }
-        !pass
-    });
-    trimmed.trimmed_pass_nodes += nodes_left_out;
-    trimmed.trimmed_gpus += gpus_left_out;
-    if let Some(text) = encode_exactly(&trimmed).filter(|t| t.len() <= MAX_LEN) {
-        return Some(text);
-    }
-    // Even the nodes that did not pass are too many: keep FAIL before WARN
-    // (stable, so in their order), as many as fit.
+}
+
+/// Even the nodes that did not pass are too many: keep FAIL before WARN
+/// (stable, so in their order), as many as fit, found by bisection (the
+/// size grows with them); the nodes left out and their GPUs are counted.
+/// None if every FAIL node alone is too large.
+fn most_nodes_that_fit(mut trimmed: JobSummary) -> Option<String> {
     trimmed.nodes.sort_by_key(|n| std::cmp::Reverse(n.status()));
     let all = std::mem::take(&mut trimmed.nodes);
     let fails = all
@@ -104,10 +123,12 @@ pub fn encode(summary: &JobSummary) -> Option<String> {
     let fits = |keep: usize| {
         let mut t = trimmed.clone();
         t.nodes = all[..keep].to_vec();
-        t.trimmed_other_nodes = (all.len() - keep) as u32;
-        encode_exactly(&t).filter(|text| text.len() <= MAX_LEN)
+        let out = &all[keep..];
+        t.trimmed_other_nodes = count_u32(out.len());
+        let gpus = out.iter().map(|n| n.gpus.len()).sum::<usize>();
+        t.trimmed_gpus = t.trimmed_gpus.saturating_add(count_u32(gpus));
+        fitting(&t)
     };
-    // The most nodes that fit, by bisection (the size grows with them).
     let (mut lo, mut hi) = (fails, all.len());
     let mut best = fits(fails)?;
     while lo < hi {
@@ -326,6 +347,9 @@ mod tests {
             if n.status() == NodeStatus::Pass {
                 n.epilog = Some("WARN".into());
                 n.cause = Some(format!("slow epilog {:x}", i.wrapping_mul(2_654_435_761)));
+                // A GPU that stays once healthy GPUs go: a WARN node left
+                // out takes it with it, and it must be counted.
+                n.gpus[0].verdict = "WARN".into();
             }
         }
         let text = encode(&s).unwrap();
@@ -346,6 +370,11 @@ mod tests {
         assert_eq!(fails, 30, "every FAIL node is kept");
         assert!(back.nodes.len() > 30, "and as many WARN nodes as fit");
         assert_eq!(back.rollup().iter().map(|r| r.warn).sum::<u32>(), 18_402);
+        assert_eq!(
+            back.trimmed_gpus + back.gpus().count() as u32,
+            73_728,
+            "the GPUs of the WARN nodes left out are counted"
+        );
         assert!(back
             .notes()
             .join("\n")

@@ -4,6 +4,8 @@
 //!   per-GPU use and health), and the whole job's summary with its notes
 //! - `series`: those reports as Prometheus series (the epilog's per-job
 //!   textfile) and back from a Prometheus query's samples
+//! - `rollup`: the per-rack rollup, and how a big job's PASS nodes are left
+//!   out of its summary and counted
 //! - `comment`: the compact summary stored in the job's AdminComment
 //!
 //! Loaded by the epilog (to write its series) and by the CLI on login and
@@ -12,4 +14,5 @@
 
 pub mod comment;
 pub mod report;
+pub mod rollup;
 pub mod series;

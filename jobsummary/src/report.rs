@@ -162,15 +162,7 @@ impl NodeStatus {
     }
 }
 
-/// One rack's nodes in the job, counted by status.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
-pub struct RackCount {
-    pub rack: String,
-    pub nodes: u32,
-    pub pass: u32,
-    pub warn: u32,
-    pub fail: u32,
-}
+pub use crate::rollup::RackCount;
 
 /// The rack of a node with no IMEX block: its name up to its last number
 /// (`gb-r12-05` is in `gb-r12`, `n7` in `n`), the way NVL72 racks are
@@ -341,6 +333,11 @@ fn listed(items: &[String]) -> String {
     text
 }
 
+/// A count as a u32, saturating (no job has 4 billion of anything).
+pub(crate) fn count_u32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
@@ -384,7 +381,7 @@ impl JobSummary {
             })
             .collect();
         Totals {
-            gpus: self.gpus().count() as u32 + self.trimmed_gpus,
+            gpus: count_u32(self.gpus().count()).saturating_add(self.trimmed_gpus),
             gpu_util_pct: (!utils.is_empty())
                 .then(|| utils.iter().sum::<f64>() / utils.len() as f64),
             peak_memory_bytes: self.gpus().filter_map(|(_, g)| g.peak_memory_bytes).max(),
@@ -392,53 +389,40 @@ impl JobSummary {
                 .gpus()
                 .filter_map(|(_, g)| g.energy_j)
                 .reduce(|a, b| a + b),
-            idle_gpus: self.gpus().filter(|(_, g)| g.processes == Some(0)).count() as u32,
+            idle_gpus: count_u32(self.gpus().filter(|(_, g)| g.processes == Some(0)).count()),
         }
     }
 
-    /// Every node of the job that reported, stored or left out.
+    /// Every node of the job that reported, stored or left out. The
+    /// counters come from a stored comment, so saturate rather than wrap.
     pub fn reported_nodes(&self) -> u32 {
-        self.nodes.len() as u32 + self.trimmed_pass_nodes + self.trimmed_other_nodes
+        count_u32(self.nodes.len()).saturating_add(self.trimmed_nodes())
     }
 
     /// Nodes of the job that never reported.
     pub fn missing_nodes(&self) -> u32 {
-        self.missing.len() as u32 + self.missing_count
+        count_u32(self.missing.len()).saturating_add(self.missing_count)
     }
 
     /// Nodes left out of a stored summary (their racks still count them).
     pub fn trimmed_nodes(&self) -> u32 {
-        self.trimmed_pass_nodes + self.trimmed_other_nodes
-    }
-
-    /// Each rack's nodes counted by status, racks in natural order: the
-    /// stored rollup when nodes were left out, else computed from `nodes`.
-    pub fn rollup(&self) -> Vec<RackCount> {
-        if !self.racks.is_empty() {
-            return self.racks.clone();
-        }
-        let mut by: std::collections::HashMap<String, RackCount> = Default::default();
-        for n in &self.nodes {
-            let rack = n.rack();
-            let c = by.entry(rack.clone()).or_insert_with(|| RackCount {
-                rack,
-                ..Default::default()
-            });
-            c.nodes += 1;
-            match n.status() {
-                NodeStatus::Pass => c.pass += 1,
-                NodeStatus::Warn => c.warn += 1,
-                NodeStatus::Fail => c.fail += 1,
-            }
-        }
-        let mut racks: Vec<RackCount> = by.into_values().collect();
-        racks.sort_by(|a, b| natural_cmp(&a.rack, &b.rack));
-        racks
+        self.trimmed_pass_nodes
+            .saturating_add(self.trimmed_other_nodes)
     }
 
     /// What a user should read first, most important first.
     pub fn notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
+        self.blame_notes(&mut notes);
+        self.left_out_notes(&mut notes);
+        self.missing_notes(&mut notes);
+        self.xid_notes(&mut notes);
+        self.use_notes(&mut notes);
+        notes
+    }
+
+    /// The nodes drained or failed by the job, the first [`NOTE_ITEMS`].
+    fn blame_notes(&self, notes: &mut Vec<String>) {
         let blamed = self.nodes.iter().filter(|n| n.blame != Blame::None).count();
         for n in self
             .nodes
@@ -468,6 +452,10 @@ impl JobSummary {
                 thousands((blamed - NOTE_ITEMS) as u64)
             ));
         }
+    }
+
+    /// What a stored summary left out to fit Slurm's field.
+    fn left_out_notes(&self, notes: &mut Vec<String>) {
         if self.trimmed_pass_nodes > 0 && self.pass_nodes_aggregated {
             notes.push(format!(
                 "{} PASS nodes are counted in their rack rollup and the totals, not listed (a job this large is read from Prometheus in aggregate)",
@@ -497,7 +485,7 @@ impl JobSummary {
         }
         if self.trimmed_gpus > 0 && !self.pass_nodes_aggregated {
             notes.push(format!(
-                "{} healthy GPUs were left out of the stored summary (Slurm's field holds {} characters); {}",
+                "{} GPUs were left out of the stored summary (healthy ones, and those of the nodes not stored; Slurm's field holds {} characters); {}",
                 thousands(self.trimmed_gpus as u64),
                 crate::comment::MAX_LEN,
                 if self.stored_totals.is_some() {
@@ -507,6 +495,10 @@ impl JobSummary {
                 }
             ));
         }
+    }
+
+    /// The nodes that never reported.
+    fn missing_notes(&self, notes: &mut Vec<String>) {
         if !self.missing_hostlist.is_empty() {
             notes.push(format!(
                 "no report from {} nodes: {} (their epilog did not run, or their export was not scraped)",
@@ -520,6 +512,10 @@ impl JobSummary {
                 listed(&self.missing)
             ));
         }
+    }
+
+    /// The job's XIDs, the application's apart from the hardware's.
+    fn xid_notes(&self, notes: &mut Vec<String>) {
         let (app, hw) = self.xid_split();
         if !app.is_empty() {
             notes.push(format!(
@@ -533,6 +529,10 @@ impl JobSummary {
                 listed(&hw)
             ));
         }
+    }
+
+    /// GPUs never used, and a low mean utilization.
+    fn use_notes(&self, notes: &mut Vec<String>) {
         let idle: Vec<String> = self
             .gpus()
             .filter(|(_, g)| g.processes == Some(0))
@@ -542,7 +542,7 @@ impl JobSummary {
         if !idle.is_empty() || totals.idle_gpus > 0 {
             notes.push(format!(
                 "{} of {} GPUs were never used: {} (request fewer GPUs)",
-                thousands(totals.idle_gpus.max(idle.len() as u32) as u64),
+                thousands(totals.idle_gpus.max(count_u32(idle.len())) as u64),
                 thousands(totals.gpus as u64),
                 if idle.is_empty() {
                     "not stored".to_string()
@@ -556,10 +556,8 @@ impl JobSummary {
                 "mean GPU utilization was {u:.0}% (below {LOW_UTIL_PCT:.0}%)"
             ));
         }
-        notes
     }
 
-    /// XIDs as `N on node/gpuI (xK)`, split by who caused them.
     fn xid_split(&self) -> (Vec<String>, Vec<String>) {
         let (mut app, mut hw) = (Vec::new(), Vec::new());
         for (n, g) in self.gpus() {
@@ -753,6 +751,30 @@ mod tests {
                 && all.contains("and 80 more (request fewer GPUs)"),
             "{all}"
         );
+    }
+
+    #[test]
+    fn huge_counters_from_a_corrupt_comment_saturate() {
+        let max = u32::MAX;
+        let s = JobSummary {
+            nodes: vec![NodeReport {
+                node: "n1".into(),
+                gpus: vec![gpu(0, Some(0), None)],
+                ..Default::default()
+            }],
+            missing: vec!["n2".into()],
+            missing_count: max,
+            trimmed_gpus: max,
+            trimmed_pass_nodes: max,
+            trimmed_other_nodes: max,
+            trimmed_imex_events: max,
+            ..Default::default()
+        };
+        assert_eq!(s.reported_nodes(), max);
+        assert_eq!(s.missing_nodes(), max);
+        assert_eq!(s.trimmed_nodes(), max);
+        assert_eq!(s.totals().gpus, max);
+        assert!(!s.notes().is_empty());
     }
 
     #[test]

@@ -173,21 +173,72 @@ pub fn parse(text: &str) -> Result<Vec<AccountedJob>> {
 }
 
 /// Store `text` as the job's AdminComment (SlurmDBD; needs an operator:
-/// root or SlurmUser).
+/// root or SlurmUser), by a sacctmgr of its own: stored only when
+/// sacctmgr prints the job's id back, as for a batch ([`stored_or_why`]).
 pub fn store_admin_comment(cfg: &Config, job_id: u32, text: &str) -> Result<()> {
     let id = format!("jobid={job_id}");
     let set = format!("AdminComment={text}");
     let args = ["-i", "modify", "job", "where", &id, "set", &set];
     let program = client(cfg, "sacctmgr");
     let out = run_bounded(&program, &args, limit(cfg))?;
-    // sacctmgr exits 0 and says so when nothing matched.
-    if !out.success() || out.stdout.contains("Nothing modified") || out.stderr.contains("Nothing") {
-        return Err(Error::new(format!(
-            "sacctmgr modify job {job_id} failed: {}",
-            out.one_line()
-        )));
+    let printed = out
+        .stdout
+        .lines()
+        .filter_map(modified_job)
+        .any(|m| m == job_id);
+    let ran = Ran {
+        code: out.code,
+        stderr: out.stderr,
+        timed_out: None,
+        jobs: 1,
+        not_stored: usize::from(!printed),
+    };
+    stored_or_why(job_id, printed, &ran)
+}
+
+/// How one sacctmgr process ended, for the reason a job of it failed.
+struct Ran {
+    code: Option<i32>,
+    stderr: String,
+    /// The line saying it ran past its limit and was killed.
+    timed_out: Option<String>,
+    /// Commands it was given, and how many of them it did not print back.
+    jobs: usize,
+    not_stored: usize,
+}
+
+/// The one rule for "stored": sacctmgr printed the job's id back
+/// (`<id> submitted at ...`, `as_mysql_modify_job`). Otherwise the reason,
+/// from how its sacctmgr ended: killed past its limit; an exit status and
+/// the errors it printed (for its whole batch, said so: sacctmgr's errors
+/// name no job); or exit 0 with the id not printed, the one case that is
+/// "no such job" (an unknown id otherwise fails the command, exit 1).
+fn stored_or_why(job_id: u32, printed: bool, ran: &Ran) -> Result<()> {
+    if printed {
+        return Ok(());
     }
-    Ok(())
+    let batch = match ran.jobs {
+        1 => String::new(),
+        n => format!(
+            " (its sacctmgr had {n} jobs, {} not stored)",
+            ran.not_stored
+        ),
+    };
+    let why = match (&ran.timed_out, ran.code) {
+        (Some(line), _) => format!("{line} before it answered for this job"),
+        (None, Some(0)) => "Slurm's accounting has no such job (sacctmgr: nothing modified)".into(),
+        (None, code) => {
+            let status = code.map_or("was killed by a signal".into(), |c| format!("exited {c}"));
+            let errors = ran.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+            match errors.is_empty() {
+                true => format!("sacctmgr {status} and printed no error"),
+                false => format!("sacctmgr {status}; its errors: {}", cap(&errors, PIECE_MAX)),
+            }
+        }
+    };
+    Err(Error::new(format!(
+        "sacctmgr modify job {job_id}: not stored{batch}: {why}; the next pass tries again"
+    )))
 }
 
 /// Most jobs one `sacctmgr` process stores: one process and one SlurmDBD
@@ -238,7 +289,18 @@ pub fn store_admin_comments(cfg: &Config, jobs: &[(u32, String)]) -> Vec<(u32, R
     results
 }
 
-/// One `sacctmgr -i` for a batch of stdin commands.
+/// Time one `sacctmgr -i` of `commands` may run: `[slurm]
+/// scontrol_timeout` for its connection, and [`COMMAND_TIME`] per command
+/// (a commit each), so a full batch does not time out by design.
+fn batch_limit(cfg: &Config, commands: usize) -> Duration {
+    limit(cfg).saturating_add(COMMAND_TIME.saturating_mul(commands.min(u32::MAX as usize) as u32))
+}
+
+/// Time allowed per command of a batch (SlurmDBD commits one in ~30 ms).
+const COMMAND_TIME: Duration = Duration::from_millis(50);
+
+/// One `sacctmgr -i` for a batch of stdin commands. What it printed back
+/// counts even when it was killed past its limit: those jobs are stored.
 fn store_batch(cfg: &Config, batch: &[(u32, String)]) -> Vec<(u32, Result<()>)> {
     let input: String = batch.iter().map(|(_, line)| line.as_str()).collect();
     let program = client(cfg, "sacctmgr");
@@ -246,34 +308,39 @@ fn store_batch(cfg: &Config, batch: &[(u32, String)]) -> Vec<(u32, Result<()>)> 
         &program,
         &["-i"],
         Some(input.into_bytes()),
-        limit(cfg),
+        batch_limit(cfg, batch.len()),
         "sacctmgr",
         modified_job,
     );
-    let (modified, why): (std::collections::HashSet<u32>, String) = match ran {
-        Ok(s) => {
-            let why = if s.output.stderr.trim().is_empty() {
-                "Slurm's accounting has no such job".to_string()
-            } else {
-                format!("sacctmgr said: {}", s.output.one_line())
-            };
-            (s.items.into_iter().collect(), why)
+    let s = match ran {
+        Ok(s) => s,
+        Err(e) => {
+            let why = format!("not stored ({} jobs in its batch): {e}", batch.len());
+            return batch
+                .iter()
+                .map(|(id, _)| {
+                    (
+                        *id,
+                        Err(Error::new(format!("sacctmgr modify job {id}: {why}"))),
+                    )
+                })
+                .collect();
         }
-        Err(e) => (Default::default(), e.to_string()),
+    };
+    let modified: std::collections::HashSet<u32> = s.items.into_iter().collect();
+    let ran = Ran {
+        code: s.output.code,
+        stderr: s.output.stderr,
+        timed_out: s.timed_out,
+        jobs: batch.len(),
+        not_stored: batch
+            .iter()
+            .filter(|(id, _)| !modified.contains(id))
+            .count(),
     };
     batch
         .iter()
-        .map(|(job_id, _)| {
-            let r = if modified.contains(job_id) {
-                Ok(())
-            } else {
-                Err(Error::new(format!(
-                    "sacctmgr modify job {job_id} did not modify it ({} jobs in its batch): {why}",
-                    batch.len()
-                )))
-            };
-            (*job_id, r)
-        })
+        .map(|(id, _)| (*id, stored_or_why(*id, modified.contains(id), &ran)))
         .collect()
 }
 
@@ -361,14 +428,88 @@ mod tests {
             .filter_map(|(id, r)| r.as_ref().err().map(|e| (*id, e.to_string())))
             .collect();
         assert_eq!(failed.iter().map(|f| f.0).collect::<Vec<_>>(), [3, 7]);
-        assert!(failed[0]
-            .1
-            .starts_with("sacctmgr modify job 3 did not modify it"));
-        assert!(failed[0].1.contains("permission denied"), "{}", failed[0].1);
+        assert!(
+            failed[0].1.starts_with(
+                "sacctmgr modify job 3: not stored (its sacctmgr had 10 jobs, 2 not stored): \
+                 sacctmgr exited 1; its errors: Error with request: Access/permission denied"
+            ),
+            "{}",
+            failed[0].1
+        );
+        // Real sacctmgr fails an unknown id (exit 1); with the batch's
+        // errors, never claimed "no such job".
+        assert!(
+            failed[1].1.contains("Invalid job id specified"),
+            "{}",
+            failed[1].1
+        );
+        assert!(!failed[1].1.contains("no such job"), "{}", failed[1].1);
         assert_eq!(read(&d, "calls").lines().count(), 1);
         let stored: Vec<String> = read(&d, "stored").lines().map(String::from).collect();
         assert_eq!(stored.len(), 8);
         assert!(stored.contains(&"10 slurm-imex:1:JOB10".to_string()));
+    }
+
+    #[test]
+    fn a_sacctmgr_killed_past_its_limit_keeps_the_jobs_it_printed_back() {
+        let (d, mut cfg) = standin();
+        cfg.slurm.scontrol_timeout.0 = Duration::from_millis(700);
+        std::fs::write(d.path().join("hang"), "5\n").unwrap();
+        let jobs: Vec<(u32, String)> = (1..=8)
+            .map(|id| (id, format!("slurm-imex:1:JOB{id}")))
+            .collect();
+        let results = store_admin_comments(&cfg, &jobs);
+        let ok: Vec<u32> = results
+            .iter()
+            .filter(|r| r.1.is_ok())
+            .map(|r| r.0)
+            .collect();
+        assert_eq!(ok, [1, 2, 3, 4]);
+        let e = results[4].1.as_ref().unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "sacctmgr modify job 5: not stored (its sacctmgr had 8 jobs, 4 not stored)"
+            ) && e.contains("did not finish within")
+                && e.contains("before it answered for this job"),
+            "{e}"
+        );
+        assert_eq!(read(&d, "stored").lines().count(), 4);
+    }
+
+    #[test]
+    fn one_rule_for_stored_whatever_the_path_and_a_batch_limit_that_grows() {
+        let ran = |code, stderr: &str, jobs| Ran {
+            code,
+            stderr: stderr.into(),
+            timed_out: None,
+            jobs,
+            not_stored: 1,
+        };
+        assert!(stored_or_why(4, true, &ran(Some(1), "x", 1)).is_ok());
+        let e = stored_or_why(4, false, &ran(Some(0), "", 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("has no such job") && !e.contains("its sacctmgr had"),
+            "{e}"
+        );
+        let e = stored_or_why(4, false, &ran(None, "", 3))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sacctmgr was killed by a signal and printed no error"),
+            "{e}"
+        );
+        let e = stored_or_why(4, false, &ran(Some(1), &"e ".repeat(1 << 16), 3))
+            .unwrap_err()
+            .to_string();
+        assert!(e.len() < PIECE_MAX + 300, "{}", e.len());
+        let cfg = Config::default();
+        assert_eq!(
+            batch_limit(&cfg, 500),
+            limit(&cfg) + Duration::from_secs(25)
+        );
+        assert!(batch_limit(&cfg, usize::MAX) > limit(&cfg));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::prometheus::{self, Server};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Kind, Result};
 use slurm_imex_jobsummary::comment;
-use slurm_imex_jobsummary::report::{JobSummary, NodeStatus};
+use slurm_imex_jobsummary::report::JobSummary;
 use slurm_imex_jobsummary::series;
 
 /// Where a job's summary came from.
@@ -227,20 +227,12 @@ pub fn prometheus_summary(
         .into_iter()
         .filter(|n| !big.nodes.contains_key(n))
         .collect();
-    let mut s = JobSummary {
-        job_id: job.job_id,
-        nodes: big.nodes.into_values().collect(),
+    Ok(Some(JobSummary::aggregated(
+        job.job_id,
+        big.nodes.into_values().collect(),
         missing,
-        ..Default::default()
-    };
-    s.racks = s.rollup();
-    let before = s.nodes.len();
-    s.nodes.retain(|n| n.status() != NodeStatus::Pass);
-    s.trimmed_pass_nodes = (before - s.nodes.len()) as u32;
-    s.trimmed_gpus = big.totals.gpus.saturating_sub(s.gpus().count() as u32);
-    s.stored_totals = Some(big.totals);
-    s.pass_nodes_aggregated = true;
-    Ok(Some(s))
+        big.totals,
+    )))
 }
 
 /// Seconds to look back from `now` to cover a job that started at `start`

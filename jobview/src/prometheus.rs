@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 
 /// Jobs asked for in one query (the selector is a regex of their ids).
 pub const JOBS_PER_QUERY: usize = 100;
+/// Most nodes of the jobs asked for in one query of several jobs (a job
+/// is never split): one family's answer for 4,096 nodes is about 5 MiB.
+pub const NODES_PER_JOBS_QUERY: usize = 4096;
 /// Most bytes of one answer read: one family of an 18,432-node job's
 /// series is about 20 MiB.
 const ANSWER_MAX: u64 = 256 << 20;
@@ -142,7 +145,7 @@ pub fn job_reports(server: &Server, job_ids: &[u32], range_s: u64) -> Result<Rep
 }
 
 /// Nodes named in one query of [`big_job`] (a regex of their names: about
-/// 12 KiB of URL).
+/// 12 KiB of query, sent in a POST body, so no proxy's URL limit applies).
 pub const NODES_PER_QUERY: usize = 1024;
 
 /// A big job read in aggregate ([`big_job`]).
@@ -165,6 +168,28 @@ pub struct BigJob {
 pub fn big_job(server: &Server, job_id: u32, range_s: u64) -> Result<BigJob> {
     let mut reader = Reader::new(server)?;
     let range = range_s.max(60);
+    let mut nodes = node_verdicts(&mut reader, job_id, range)?;
+    let flagged: Vec<String> = nodes
+        .values()
+        .filter(|n| n.status() != NodeStatus::Pass)
+        .map(|n| n.node.clone())
+        .collect();
+    for (name, whole) in flagged_whole(&mut reader, job_id, range, &flagged)? {
+        if let Some(light) = nodes.get_mut(&name) {
+            add_series(light, whole);
+        }
+    }
+    let totals = totals(&mut reader, job_id, range)?;
+    Ok(BigJob { nodes, totals })
+}
+
+/// Every node's info series (verdicts, blame, domain) and the GPUs whose
+/// verdict is not PASS: two queries.
+fn node_verdicts(
+    reader: &mut Reader,
+    job_id: u32,
+    range: u64,
+) -> Result<BTreeMap<String, NodeReport>> {
     let sel = |family: &str, more: &str| {
         format!("last_over_time({family}{{jobid=\"{job_id}\"{more}}}[{range}s])")
     };
@@ -179,12 +204,17 @@ pub fn big_job(server: &Server, job_id: u32, range_s: u64) -> Result<BigJob> {
             fold.add(&s);
         }
     }
-    let mut nodes = fold.finish().remove(&job_id).unwrap_or_default();
-    let flagged: Vec<String> = nodes
-        .values()
-        .filter(|n| n.status() != NodeStatus::Pass)
-        .map(|n| n.node.clone())
-        .collect();
+    Ok(fold.finish().remove(&job_id).unwrap_or_default())
+}
+
+/// Every series of the `flagged` nodes, [`NODES_PER_QUERY`] nodes a query.
+fn flagged_whole(
+    reader: &mut Reader,
+    job_id: u32,
+    range: u64,
+    flagged: &[String],
+) -> Result<BTreeMap<String, NodeReport>> {
+    let info = series::NODE_INFO;
     let mut fold = Fold::default();
     for batch in flagged.chunks(NODES_PER_QUERY) {
         let names: Vec<String> = batch.iter().map(|n| regex_quote(n)).collect();
@@ -197,31 +227,30 @@ pub fn big_job(server: &Server, job_id: u32, range_s: u64) -> Result<BigJob> {
             fold.add(&s);
         }
     }
-    for (name, whole) in fold.finish().remove(&job_id).unwrap_or_default() {
-        if let Some(light) = nodes.get_mut(&name) {
-            // The info series came with the first part.
-            let NodeReport {
-                gpus,
-                start_ts,
-                end_ts,
-                prolog_ms,
-                epilog_ms,
-                imex_ready_ms,
-                ..
-            } = whole;
-            *light = NodeReport {
-                gpus,
-                start_ts,
-                end_ts,
-                prolog_ms,
-                epilog_ms,
-                imex_ready_ms,
-                ..light.clone()
-            };
-        }
-    }
-    let totals = totals(&mut reader, job_id, range)?;
-    Ok(BigJob { nodes, totals })
+    Ok(fold.finish().remove(&job_id).unwrap_or_default())
+}
+
+/// A node's GPUs, times and durations from its `whole` read, onto the
+/// report its info series made (which keeps its verdicts and blame).
+fn add_series(light: &mut NodeReport, whole: NodeReport) {
+    let NodeReport {
+        gpus,
+        start_ts,
+        end_ts,
+        prolog_ms,
+        epilog_ms,
+        imex_ready_ms,
+        ..
+    } = whole;
+    *light = NodeReport {
+        gpus,
+        start_ts,
+        end_ts,
+        prolog_ms,
+        epilog_ms,
+        imex_ready_ms,
+        ..light.clone()
+    };
 }
 
 /// A node name as a regex matching only itself (Prometheus's RE2,
@@ -289,11 +318,14 @@ fn totals(reader: &mut Reader, job_id: u32, range: u64) -> Result<Totals> {
     })
 }
 
-/// One query's answer, parsed; an error names the server.
+/// One query's answer, parsed; an error names the server. The query goes
+/// in a form body (POST, which Prometheus's API takes as it takes GET): a
+/// big job's node regex is tens of KiB, past what proxies take in a URL
+/// (414).
 fn ask(base: &str, timeout: Duration, query: &str) -> Result<Answer> {
     let url = format!("{base}/api/v1/query");
     let agent = ureq::AgentBuilder::new().timeout(timeout).build();
-    let response = agent.get(&url).query("query", query).call();
+    let response = agent.post(&url).send_form(&[("query", query)]);
     let body = match response {
         Ok(r) => r,
         // Prometheus answers a bad query with 400 and a JSON error.
@@ -377,6 +409,41 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
+    /// A request's form: its POST body (read to its Content-Length), or
+    /// `GET's` marker when it came any other way (which no query should).
+    fn read_form(conn: &mut std::net::TcpStream) -> String {
+        let mut request = Vec::new();
+        let mut buf = [0u8; 65536];
+        let end = loop {
+            if let Some(i) = request.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => return String::new(),
+                Ok(n) => request.extend_from_slice(&buf[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
+        if !head.starts_with("post /api/v1/query ")
+            || !head.contains("content-type: application/x-www-form-urlencoded")
+        {
+            return "not a POST of a form".into();
+        }
+        let length: usize = head
+            .split("content-length:")
+            .nth(1)
+            .and_then(|r| r.lines().next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+        while request.len() < end + length {
+            match conn.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => request.extend_from_slice(&buf[..n]),
+            }
+        }
+        String::from_utf8_lossy(&request[end..]).into_owned()
+    }
+
     /// Prometheus played on 127.0.0.1: each request's query is recorded,
     /// and answered by `answer` (the family asked) after `delay`. Its URL
     /// and the queries asked.
@@ -391,17 +458,8 @@ mod tests {
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&request);
-                let target = head.split(' ').nth(1).unwrap_or_default();
-                let query = target
+                let form = read_form(&mut conn);
+                let query = form
                     .split_once("query=")
                     .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
                     .unwrap_or_default();
@@ -541,17 +599,8 @@ mod tests {
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
-                let mut request = Vec::new();
-                let mut buf = [0u8; 4096];
-                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match conn.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => request.extend_from_slice(&buf[..n]),
-                    }
-                }
-                let head = String::from_utf8_lossy(&request).to_string();
-                let target = head.split(' ').nth(1).unwrap_or_default();
-                let q = target
+                let form = read_form(&mut conn);
+                let q = form
                     .split_once("query=")
                     .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
                     .unwrap_or_default();

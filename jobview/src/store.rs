@@ -3,8 +3,10 @@
 //! has no summary yet gets one in its AdminComment, once every node of it
 //! has reported to Prometheus, or `store_wait` after it ended with what
 //! reported by then. A missed run is caught up by the next (the backfill).
-//! One sacct listing, one Prometheus query per series family and 100 jobs
-//! (a job of more than 2,048 nodes read alone, in aggregate), one `sacctmgr -i`
+//! One sacct listing, one Prometheus query per series family and batch of
+//! at most 100 jobs and 4,096 nodes (a job of more than 2,048 nodes read
+//! alone, in aggregate; one Prometheus cannot answer for fails alone), one
+//! `sacctmgr -i`
 //! per 500 jobs stored (each reading its 500 commands on stdin; a summary
 //! too long for a stdin line gets a sacctmgr of its own): SlurmDBD and
 //! Prometheus only, never slurmctld.
@@ -16,7 +18,7 @@
 
 use crate::accounting::{self, AccountedJob, JOBS_PER_SACCTMGR};
 use crate::lookup;
-use crate::prometheus::{self, Server, JOBS_PER_QUERY};
+use crate::prometheus::{self, Server, JOBS_PER_QUERY, NODES_PER_JOBS_QUERY};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_jobsummary::comment;
@@ -90,10 +92,20 @@ fn read_and_encode(
             .is_ok_and(|n| n.len() > lookup::AGGREGATE_ABOVE_NODES)
     });
     for job in &big {
-        let summary = lookup::prometheus_summary(server, job, now)?;
-        take(settle(cfg, job, summary, now), job, pending, counts, say);
+        // One big job Prometheus cannot answer for (its read too slow, its
+        // answer too big) fails alone: the small jobs after it still go.
+        match lookup::prometheus_summary(server, job, now) {
+            Ok(summary) => take(settle(cfg, job, summary, now), job, pending, counts, say),
+            Err(e) => {
+                counts.failed += 1;
+                say(format!(
+                    "job {}: {e}; the next pass tries again",
+                    job.job_id
+                ));
+            }
+        }
     }
-    for batch in todo.chunks(JOBS_PER_QUERY) {
+    for batch in query_batches(&todo) {
         let oldest = batch.iter().filter_map(|j| j.start).min().unwrap_or(now);
         let ids: Vec<u32> = batch.iter().map(|j| j.job_id).collect();
         let mut reports = prometheus::job_reports(server, &ids, lookup::window(oldest, now))?;
@@ -112,6 +124,29 @@ fn read_and_encode(
         }
     }
     Ok(())
+}
+
+/// `todo` in runs of at most [`JOBS_PER_QUERY`] jobs and
+/// [`NODES_PER_JOBS_QUERY`] nodes (a job is never split; one of more nodes is
+/// a run alone), so one family's answer stays far below the answer cap.
+fn query_batches(todo: &[AccountedJob]) -> Vec<&[AccountedJob]> {
+    let mut batches = Vec::new();
+    let (mut first, mut nodes) = (0, 0usize);
+    for (i, job) in todo.iter().enumerate() {
+        let n = job
+            .nodes(lookup::VIEW_MAX_NODES)
+            .map_or(1, |n| n.len().max(1));
+        let full = i - first >= JOBS_PER_QUERY || nodes.saturating_add(n) > NODES_PER_JOBS_QUERY;
+        if i > first && full {
+            batches.push(&todo[first..i]);
+            (first, nodes) = (i, 0);
+        }
+        nodes = nodes.saturating_add(n);
+    }
+    if first < todo.len() {
+        batches.push(&todo[first..]);
+    }
+    batches
 }
 
 /// Count a job's decision; one to store is encoded into `pending`.
@@ -292,5 +327,55 @@ mod tests {
             decide(&cfg, &job(now - 601), &mut r(&[]), now).unwrap(),
             Decision::Unreported
         );
+    }
+
+    fn on(job_id: u32, node_list: &str) -> AccountedJob {
+        AccountedJob {
+            job_id,
+            node_list: node_list.into(),
+            ..job(10_000)
+        }
+    }
+
+    #[test]
+    fn a_big_job_prometheus_fails_for_fails_alone_and_the_pass_goes_on() {
+        let cfg = Config::default();
+        // Nothing listens on port 1: each big job's read fails at once.
+        let server = Server {
+            url: "http://127.0.0.1:1",
+            timeout: Duration::from_secs(2),
+        };
+        let todo = vec![on(1, "n[1-3000]"), on(2, "m[1-2500]")];
+        let (mut pending, mut counts, mut lines) = (Vec::new(), StoreCounts::default(), Vec::new());
+        let mut say = |l: String| lines.push(l);
+        read_and_encode(
+            &cfg,
+            &server,
+            todo,
+            10_000,
+            &mut pending,
+            &mut counts,
+            &mut say,
+        )
+        .unwrap();
+        assert_eq!(counts.failed, 2);
+        assert!(
+            lines[0].starts_with("job 1: ") && lines[1].starts_with("job 2: "),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_query_holds_at_most_100_jobs_and_4096_nodes_and_never_splits_a_job() {
+        let mut todo: Vec<AccountedJob> = (0..250).map(|i| on(i, "n[1-2]")).collect();
+        let sizes = |b: Vec<&[AccountedJob]>| b.iter().map(|b| b.len()).collect::<Vec<_>>();
+        assert_eq!(sizes(query_batches(&todo)), [100, 100, 50]);
+        todo.truncate(3);
+        todo.insert(1, on(7, "g[1-2000]"));
+        todo.insert(2, on(8, "h[1-2000]"));
+        todo.insert(3, on(9, "k[1-2000]"));
+        // 2 + 2,000 + 2,000 nodes, then 2,000 + 2 + 2.
+        assert_eq!(sizes(query_batches(&todo)), [3, 3]);
+        assert!(query_batches(&[]).is_empty());
     }
 }
