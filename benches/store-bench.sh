@@ -54,13 +54,16 @@ chmod 755 "$D/bin/sacct" "$D/bin/sacctmgr" "$D/bin/scontrol"
 cat >"$D/prometheus.py" <<'PY'
 import http.server, json, re, sys, urllib.parse
 BIG = int(sys.argv[2])
-def series(job):
+def series(job, name):
+    """The job's series of the metric `name` (every metric when None), as
+    Prometheus selects on __name__."""
     nodes = 1000 if (job - 100000) % BIG == 0 else 4
     out = []
     for n in range(1, nodes + 1):
         node = {"jobid": str(job), "node": "gb%04d" % n}
         def s(metric, v, **extra):
-            out.append({"metric": dict(node, __name__=metric, **extra), "value": [0, v]})
+            if name is None or metric == name:
+                out.append({"metric": dict(node, __name__=metric, **extra), "value": [0, v]})
         s("slurm_imex_job_node_info", "1", user="alice", imex="true", domain="", channel="",
           prolog="pass", epilog="pass", blame="none", cause="", imex_events="")
         s("slurm_imex_job_node_start_timestamp_seconds", "1790000000")
@@ -83,7 +86,9 @@ class H(http.server.BaseHTTPRequestHandler):
     def answer(self, form):
         q = urllib.parse.parse_qs(form).get("query", [""])[0]
         m = re.search(r'jobid=~"([0-9|]+)"', q)
-        result = [x for j in (m.group(1).split("|") if m else []) for x in series(int(j))]
+        name = re.search(r'__name__="([a-z_]+)"', q)
+        result = [x for j in (m.group(1).split("|") if m else [])
+                  for x in series(int(j), name.group(1) if name else None)]
         body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
