@@ -25,7 +25,7 @@
 # they are there.
 # Usage: benches/scale-bench.sh [rounds]   (default 21)
 #   SIZES="1000 25000 100000"  BIN=target/release  QUICK=1 (the prolog and
-#   --map only)
+#   --map only)  KEEP=1 (keep the maps and configs, to time a prolog alone)
 # Any user; release build.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +38,8 @@ for b in slurm-imex slurm-imex-prolog; do
 done
 D=$(mktemp -d /tmp/scale-bench.XXXXXX)
 chmod 755 "$D"
-trap 'rm -rf "$D"' EXIT
+if [ -n "${KEEP:-}" ]; then echo "keeping $D (KEEP): each size's configs under $D/<nodes>/{idx,file,topo,both}"
+else trap 'rm -rf "$D"' EXIT; fi
 UUID=dc6e40c4-d722-4357-9ba6-5291dd461278
 # The job: 4 nodes of the second rack, at every size.
 JOB_NODES="gb[000019-000022]"
