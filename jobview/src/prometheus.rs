@@ -445,9 +445,9 @@ mod tests {
     }
 
     /// Prometheus played on 127.0.0.1: each request's query is recorded,
-    /// and answered by `answer` (the family asked) after `delay`. Its URL
-    /// and the queries asked.
-    fn fake(
+    /// and answered by `answer` (given the whole query) after `delay`. Its
+    /// URL and the queries asked.
+    fn serve(
         delay: Duration,
         answer: impl Fn(&str) -> String + Send + 'static,
     ) -> (String, Arc<Mutex<Vec<String>>>) {
@@ -463,14 +463,9 @@ mod tests {
                     .split_once("query=")
                     .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
                     .unwrap_or_default();
-                let family = query
-                    .split_once("__name__=\"")
-                    .and_then(|(_, r)| r.split_once('"'))
-                    .map(|(f, _)| f.to_string())
-                    .unwrap_or_default();
-                log.lock().unwrap().push(query);
+                log.lock().unwrap().push(query.clone());
                 std::thread::sleep(delay);
-                let body = answer(&family);
+                let body = answer(&query);
                 let head = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                     body.len()
@@ -480,6 +475,21 @@ mod tests {
             }
         });
         (url, asked)
+    }
+
+    /// [`serve`], answering by the family a query asks (`__name__=`).
+    fn fake(
+        delay: Duration,
+        answer: impl Fn(&str) -> String + Send + 'static,
+    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        serve(delay, move |query| {
+            let family = query
+                .split_once("__name__=\"")
+                .and_then(|(_, r)| r.split_once('"'))
+                .map(|(f, _)| f.to_string())
+                .unwrap_or_default();
+            answer(&family)
+        })
     }
 
     /// One family's answer for job 7 on `nodes` nodes of 4 GPUs, plus one
@@ -592,33 +602,21 @@ mod tests {
         let node = |n: usize| format!("gb-r{}-{:02}", n / 18 + 1, n % 18 + 1);
         // Answers by what the query asks (the family-keyed fake above reads
         // only `__name__=`): 40 nodes, node 3 drained, node 5's gpu1 WARN.
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let asked = Arc::new(Mutex::new(Vec::<String>::new()));
-        let log = asked.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                let form = read_form(&mut conn);
-                let q = form
-                    .split_once("query=")
-                    .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
-                    .unwrap_or_default();
-                log.lock().unwrap().push(q.clone());
-                let series: Vec<String> = if q.contains("label_replace") {
-                    [
-                        ("gpus", 160.0),
-                        ("energy", 3200.5),
-                        ("peak", 1024.0),
-                        ("idle", 4.0),
-                        ("used_sum", 7800.0),
-                        ("used_count", 96.0),
-                    ]
-                    .iter()
-                    .map(|(t, v)| format!(r#"{{"metric":{{"t":"{t}"}},"value":[1,"{v}"]}}"#))
-                    .collect()
-                } else if q.contains("node_info{") {
-                    (0..40)
+        let (url, asked) = serve(Duration::ZERO, move |q| {
+            let series: Vec<String> = if q.contains("label_replace") {
+                [
+                    ("gpus", 160.0),
+                    ("energy", 3200.5),
+                    ("peak", 1024.0),
+                    ("idle", 4.0),
+                    ("used_sum", 7800.0),
+                    ("used_count", 96.0),
+                ]
+                .iter()
+                .map(|(t, v)| format!(r#"{{"metric":{{"t":"{t}"}},"value":[1,"{v}"]}}"#))
+                .collect()
+            } else if q.contains("node_info{") {
+                (0..40)
                         .map(|n| {
                             let blame = if n == 3 { "node" } else { "none" };
                             format!(
@@ -628,13 +626,13 @@ mod tests {
                             )
                         })
                         .collect()
-                } else if q.contains("gpu_info{") {
-                    vec![format!(
-                        r#"{{"metric":{{"__name__":"slurm_imex_job_gpu_info","jobid":"7","node":"{}","gpu":"1","serial":"S5-1","verdict":"WARN"}},"value":[1,"1"]}}"#,
-                        node(5)
-                    )]
-                } else if q.contains("node=~") {
-                    [3, 5]
+            } else if q.contains("gpu_info{") {
+                vec![format!(
+                    r#"{{"metric":{{"__name__":"slurm_imex_job_gpu_info","jobid":"7","node":"{}","gpu":"1","serial":"S5-1","verdict":"WARN"}},"value":[1,"1"]}}"#,
+                    node(5)
+                )]
+            } else if q.contains("node=~") {
+                [3, 5]
                         .iter()
                         .flat_map(|n| {
                             (0..4).map(move |g| {
@@ -647,20 +645,13 @@ mod tests {
                             })
                         })
                         .collect()
-                } else {
-                    Vec::new()
-                };
-                let body = format!(
-                    r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
-                    series.join(",")
-                );
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = conn.write_all(head.as_bytes());
-                let _ = conn.write_all(body.as_bytes());
-            }
+            } else {
+                Vec::new()
+            };
+            format!(
+                r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
+                series.join(",")
+            )
         });
         let server = Server {
             url: &url,
