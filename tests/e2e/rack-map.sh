@@ -12,6 +12,10 @@ write_rack_map() {
     fail "slurm-imex topology --map"
 }
 
+# Where the nodes see $C/etc-slurm, which messages name: Slurm's sysconfdir
+# when slurm-imex was installed there (a prefix or RPM install), else itself.
+node_etc() { if installs_in_sysconfdir; then echo "$SLURM_SYSCONFDIR"; else echo "$C/etc-slurm"; fi; }
+
 # Every node publishes its NVLink clique (the HealthCheckProgram path).
 publish_cliques() {
   local i; for i in $(seq 1 "$E2E_NODES"); do
@@ -65,14 +69,14 @@ test_the_indexed_rack_map_splits_a_job_the_same_way() {
     expect_contains "$line" "$want" "n$i names its rack as its domain (indexed map)"
   done
   for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
-  expect_contains "$(cli 3 show "$id")" "imex-racks.d (sha256 $digest" "n3's record names the indexed map and map.toml's sha256"
+  expect_contains "$(cli 3 show "$id")" "$(node_etc)/imex-racks.d (sha256 $digest" "n3's record names the indexed map and map.toml's sha256"
   # A piece cut short fails the next job, naming the piece; nothing drains.
   cp "$C/etc-slurm/imex-racks.d/racks/rack2.toml" "$C/rack2.piece"
   head -c 40 "$C/rack2.piece" > "$C/etc-slurm/imex-racks.d/racks/rack2.toml"
   id=$(submit -N4 --imex "set -e; srun -N4 true; echo SHOULD-NOT-RUN") || { fail "sbatch failed"; return; }
   expect_eq "$(wait_done "$id" 60)" FAILED "job $id final state (a piece cut short)"
   err=$(cat "$C/out/$id.out" "$C/out/$id.err" 2>/dev/null)
-  expect_contains "$err" "bad rack map $C/etc-slurm/imex-racks.d (sha256 $digest): racks/rack2.toml: it is truncated or corrupt" "the job's error names the map, its digest and the bad piece"
+  expect_contains "$err" "bad rack map $(node_etc)/imex-racks.d (sha256 $digest): racks/rack2.toml: it is truncated or corrupt" "the job's error names the map, its digest and the bad piece"
   expect_not_contains "$err" "SHOULD-NOT-RUN" "the job did not run"
   expect_nodes_up_and_idle
   rm -rf "$C/etc-slurm/imex-racks.d" "$C/rack2.piece"
@@ -94,19 +98,19 @@ test_an_indexed_map_written_from_the_topology_file_stands_for_it() {
   publish_cliques
   err=$("$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" topology --map -o "$C/etc-slurm/imex-racks.d" 2>&1 >/dev/null) ||
     fail "slurm-imex topology --map -o imex-racks.d: $err"
-  expect_contains "$err" "$topo has exactly these racks" "topology --map says the map stands for the topology file"
+  expect_contains "$err" "$(node_etc)/${topo##*/} has exactly these racks" "topology --map says the map stands for the topology file"
   expect_contains "$(cat "$C/etc-slurm/imex-racks.d/index.toml")" "topology = \"$(sha256sum "$topo" | cut -d' ' -f1)\"" "the index holds the file's sha256"
   id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
   expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
   out=$(cat "$C/out/$id.out")
   expect_contains "$(grep '^NODE=n3 ' <<<"$out")" "DOM=b2 DOMN=n[3-4]" "n3's domain is its block, by the map"
-  expect_contains "$(cli 3 show "$id")" "imex domain members from $C/etc-slurm/imex-racks.d (sha256 " "n3 took its domain from the map, not by parsing the file"
+  expect_contains "$(cli 3 show "$id")" "imex domain members from $(node_etc)/imex-racks.d (sha256 " "n3 took its domain from the map, not by parsing the file"
   for i in 1 2 3 4; do wait_node_free "n$i"; done
   echo "# changed" >> "$topo"
   id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
   expect_eq "$(wait_done "$id")" COMPLETED "job $id final state (file changed)"
   expect_contains "$(grep '^NODE=n3 ' <<<"$(cat "$C/out/$id.out")")" "DOM=b2 DOMN=n[3-4]" "n3's domain is still its block"
-  expect_contains "$(cli 3 show "$id")" "imex domain members from $topo" "a changed file is parsed and named"
+  expect_contains "$(cli 3 show "$id")" "imex domain members from $(node_etc)/${topo##*/}" "a changed file is parsed and named"
   for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
   rm -rf "$C/etc-slurm/imex-racks.d"
   if [ -n "$kept" ]; then printf '%s\n' "$kept" > "$topo"; else rm -f "$topo"; fi
