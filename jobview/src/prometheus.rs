@@ -233,24 +233,12 @@ fn flagged_whole(
 /// A node's GPUs, times and durations from its `whole` read, onto the
 /// report its info series made (which keeps its verdicts and blame).
 fn add_series(light: &mut NodeReport, whole: NodeReport) {
-    let NodeReport {
-        gpus,
-        start_ts,
-        end_ts,
-        prolog_ms,
-        epilog_ms,
-        imex_ready_ms,
-        ..
-    } = whole;
-    *light = NodeReport {
-        gpus,
-        start_ts,
-        end_ts,
-        prolog_ms,
-        epilog_ms,
-        imex_ready_ms,
-        ..light.clone()
-    };
+    light.gpus = whole.gpus;
+    light.start_ts = whole.start_ts;
+    light.end_ts = whole.end_ts;
+    light.prolog_ms = whole.prolog_ms;
+    light.epilog_ms = whole.epilog_ms;
+    light.imex_ready_ms = whole.imex_ready_ms;
 }
 
 /// A node name as a regex matching only itself (Prometheus's RE2,

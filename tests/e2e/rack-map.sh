@@ -16,6 +16,17 @@ write_rack_map() {
 # when slurm-imex was installed there (a prefix or RPM install), else itself.
 node_etc() { if installs_in_sysconfdir; then echo "$SLURM_SYSCONFDIR"; else echo "$C/etc-slurm"; fi; }
 
+# Each of n1..n4's tasks in job output OUT names its rack as its domain:
+# rack1 = n[1-2], rack2 = n[3-4] (WHAT says by which file).
+expect_split_by_rack() { # out what
+  local i line want
+  for i in 1 2 3 4; do
+    line=$(grep "^NODE=n$i " <<<"$1")
+    case $i in 1|2) want="DOM=rack1 DOMN=n[1-2]";; *) want="DOM=rack2 DOMN=n[3-4]";; esac
+    expect_contains "$line" "$want" "n$i names its rack as its domain$2"
+  done
+}
+
 # Every node publishes its NVLink clique (the HealthCheckProgram path).
 publish_cliques() {
   local i; for i in $(seq 1 "$E2E_NODES"); do
@@ -30,7 +41,7 @@ test_rack_map_splits_a_job_without_a_topology_file() {
   write_rack_map
   expect_contains "$(scontrol show node n3 -o)" "\"nvlink_clique\":\"$CLUSTER_UUID.2\"" "n3's Extra holds its clique"
   expect_contains "$(cat "$C/etc-slurm/imex-racks.toml")" "nodes = \"n[3-4]\"" "the map holds the second rack"
-  local id i want line out
+  local id i
   id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT
 $STARTED_MARKER
 $HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
@@ -38,12 +49,7 @@ $HOLD_UNTIL_RELEASED") || { fail "sbatch failed"; return; }
   expect_rack_nodes_configs
   release "$id"
   expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
-  out=$(cat "$C/out/$id.out")
-  for i in 1 2 3 4; do
-    line=$(grep "^NODE=n$i " <<<"$out")
-    case $i in 1|2) want="DOM=rack1 DOMN=n[1-2]";; *) want="DOM=rack2 DOMN=n[3-4]";; esac
-    expect_contains "$line" "$want" "n$i names its rack as its domain"
-  done
+  expect_split_by_rack "$(cat "$C/out/$id.out")" ""
   for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
   expect_contains "$(cli 1 show "$id")" "imex-racks.toml (sha256 " "n1's record names the map and its digest"
 }
@@ -57,17 +63,12 @@ test_the_indexed_rack_map_splits_a_job_the_same_way() {
   publish_cliques
   "$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" topology --map -o "$C/etc-slurm/imex-racks.d" ||
     fail "slurm-imex topology --map -o imex-racks.d"
-  local digest id out i line want err
+  local digest id i err
   digest=$(sha256sum "$C/etc-slurm/imex-racks.d/map.toml" | cut -c1-12)
   expect_contains "$(cat "$C/etc-slurm/imex-racks.d/racks/rack2.toml")" "nodes = \"n[3-4]\"" "rack2's piece holds its nodes"
   id=$(submit -N4 --imex "srun -N4 --ntasks-per-node=1 $REPORT") || { fail "sbatch failed"; return; }
   expect_eq "$(wait_done "$id")" COMPLETED "job $id final state"
-  out=$(cat "$C/out/$id.out")
-  for i in 1 2 3 4; do
-    line=$(grep "^NODE=n$i " <<<"$out")
-    case $i in 1|2) want="DOM=rack1 DOMN=n[1-2]";; *) want="DOM=rack2 DOMN=n[3-4]";; esac
-    expect_contains "$line" "$want" "n$i names its rack as its domain (indexed map)"
-  done
+  expect_split_by_rack "$(cat "$C/out/$id.out")" " (indexed map)"
   for i in 1 2 3 4; do wait_node_free "n$i"; expect_idle "$i"; done
   expect_contains "$(cli 3 show "$id")" "$(node_etc)/imex-racks.d (sha256 $digest" "n3's record names the indexed map and map.toml's sha256"
   # A piece cut short fails the next job, naming the piece; nothing drains.

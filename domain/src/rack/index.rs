@@ -174,7 +174,7 @@ fn read_for(dir: &Path, max_nodes: usize, nodes: &[String]) -> Result<RackMap> {
         racks.push(rack);
     }
     let mut map = RackMap::from_racks(dir.to_path_buf(), reader.index.map.clone(), racks)
-        .map_err(|why| reader.bad(MAP_FILE, why))?;
+        .map_err(|why| reader.bad("racks/", why))?;
     map.same_as_topology = reader.index.topology.clone();
     Ok(map)
 }

@@ -45,18 +45,9 @@ impl RackSources {
     /// 100,000 nodes, where parsing it costs 48; benches/scale-bench.sh).
     pub fn read_for(cfg: &Config, nodes: &[String]) -> Result<RackSources> {
         let map = RackMap::load_configured_for(cfg, nodes)?;
-        if let Some(map) = map.as_ref().filter(|m| m.speaks_for_topology(nodes)) {
-            let slurm_conf = slurm_imex_core::slurm::conf::locate(&cfg.slurm);
-            let same = topology::locate(&cfg.slurm, slurm_conf.as_deref()).is_none_or(|path| {
-                slurm_imex_core::fsutil::read_bounded(&path, topology::MAX_FILE_BYTES)
-                    .is_ok_and(|bytes| map.same_as_topology == Some(topology::digest_of(&bytes)))
-            });
-            if same {
-                return Ok(RackSources {
-                    blocks: None,
-                    map: Some(map.clone()),
-                });
-            }
+        let spoken_for = map.as_ref().filter(|m| m.speaks_for_topology(nodes));
+        if spoken_for.is_some_and(|m| topology_is(cfg, m.same_as_topology.as_deref())) {
+            return Ok(RackSources { blocks: None, map });
         }
         RackSources::read_with(cfg, map)
     }
@@ -245,6 +236,15 @@ impl RackSources {
 }
 
 /// Blocks whose nodes report more than one clique.
+/// Whether the topology file in force, if any, hashes to `digest`.
+fn topology_is(cfg: &Config, digest: Option<&str>) -> bool {
+    let slurm_conf = slurm_imex_core::slurm::conf::locate(&cfg.slurm);
+    topology::locate(&cfg.slurm, slurm_conf.as_deref()).is_none_or(|path| {
+        slurm_imex_core::fsutil::read_bounded(&path, topology::MAX_FILE_BYTES)
+            .is_ok_and(|bytes| digest == Some(topology::digest_of(&bytes).as_str()))
+    })
+}
+
 fn split_blocks(both: &[(&str, &str, &str)]) -> Vec<String> {
     conflicts(
         both,
