@@ -49,6 +49,10 @@ done
 # ("fatal: serializer_required: could not find plugin for application/json").
 common="--disable-debug --enable-multiple-slurmd --disable-slurmrestd --disable-x11 --with-json --with-yaml"
 cflags="-O1 -pipe"
+# Lua (liblua5.3-dev, found by configure through pkg-config) for
+# job_submit/lua, which runs slurm-imex's job_submit.lua (the shared-node
+# tests); the stamp names it so a build made without it is rebuilt.
+with_lua=lua5.3
 case $layout in
   prefix) configure_flags="--prefix=/opt/slurm --sysconfdir=/opt/slurm/etc $common";;
   rhel) configure_flags="--prefix=/usr --exec-prefix=/usr --bindir=/usr/bin --sbindir=/usr/sbin \
@@ -76,13 +80,14 @@ name=$(basename "$tarball"); version=$(sed -n 's/^slurm-\([0-9][0-9.]*[0-9]\).*/
 tree=$cache/$version-$layout
 stamp=$tree/.slurm-imex-prefix-complete
 log=$cache/$version-$layout.build.log
-if [ -f "$stamp" ] && [ "$(sed -n 2p "$stamp")" = "$configure_flags CFLAGS=$cflags" ]; then echo "$tree"; exit 0; fi
+recipe="$configure_flags CFLAGS=$cflags with $with_lua"
+if [ -f "$stamp" ] && [ "$(sed -n 2p "$stamp")" = "$recipe" ]; then echo "$tree"; exit 0; fi
 
 export DEBIAN_FRONTEND=noninteractive
 # What configure needs for the plugins the tests use (munge auth, cons_tres,
-# the JSON and YAML serializers).
+# the JSON and YAML serializers, job_submit/lua).
 need=
-for pkg in libmunge-dev libjson-c-dev libyaml-dev gcc make python3 pkg-config xz-utils; do
+for pkg in libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev gcc make python3 pkg-config xz-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 # shellcheck disable=SC2086 # $need: package names, split on purpose
@@ -102,11 +107,16 @@ if ! (cd "$src" && CFLAGS="$cflags" ./configure $configure_flags && make -j"$(( 
   tail -5 "$log" >&2
   exit 1
 fi
+# configure leaves a plugin out quietly when its library is missing.
+if [ -z "$(find "$build/dest" -name job_submit_lua.so)" ]; then
+  echo "slurm-prefix: the build has no job_submit_lua.so (configure did not find $with_lua; see $log)" >&2
+  exit 1
+fi
 case $layout in
   prefix) mv "$build/dest/opt/slurm" "$tree"; mkdir -p "$tree/etc";;
   rhel) mv "$build/dest" "$tree"; mkdir -p "$tree/etc/slurm";;
 esac
 rm -rf "$build"
-printf '%s\n%s\n' "$name" "$configure_flags CFLAGS=$cflags" > "$stamp"
+printf '%s\n%s\n' "$name" "$recipe" > "$stamp"
 echo "slurm-prefix: built Slurm $version in $((SECONDS - start)) s ($(du -sh "$tree" | cut -f1))" >&2
 echo "$tree"

@@ -15,6 +15,7 @@ mod nvml_read;
 mod pattern;
 mod plugin_stamp;
 mod plugstack;
+mod shared_nodes;
 mod slurm_view;
 mod slurm_wiring;
 mod tls_file;
@@ -173,6 +174,15 @@ fn slurm_side(p: &Patient, nvml: Option<&NvmlRead>) -> Vec<Check> {
     ));
     found.push(slurm_wiring::private_data(&slurm));
     found.push(slurm_wiring::rack_channels(p.config));
+    if p.cluster_only {
+        // job_submit.lua lives with slurmctld, not on the nodes.
+        let scontrol = slurm_imex_core::slurm::Scontrol::of(&p.config.slurm);
+        let partitions = scontrol
+            .show_partitions()
+            .map(|text| shared_nodes::parse_partitions(&text))
+            .map_err(|e| e.to_string());
+        found.push(shared_nodes::check(p.config, &slurm, partitions));
+    }
     found.push(node_state::topology(p.config, nvml));
     found
 }

@@ -18,8 +18,12 @@ test_doctor_passes_then_names_each_break() {
   expect_contains "$out" '"fail": 0' "doctor --json counts no FAIL"
   expect_contains "$out" '"check": "plugin"' "doctor --json names each check"
   # On the controller host (no IMEX daemon, no GPUs): the cluster-wide checks.
+  # The test cluster's "shared" partition lets --imex jobs share nodes with
+  # no job_submit.lua to steer them: that one FAIL (shared-nodes.sh wires it).
   out=$("$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" doctor --cluster 2>&1); rc=$?
-  expect_eq "$rc" 0 "doctor --cluster on the controller host"
+  expect_eq "$rc" 1 "doctor --cluster on the controller host"
+  expect_eq "$(grep -c '^FAIL ' <<<"$out")" 1 "one FAIL from doctor --cluster: $out"
+  expect_contains "$out" "FAIL  shared-nodes    --imex jobs can start on a node another job shares in shared (OverSubscribe=NO)" "the partition without a guard"
   expect_contains "$out" "PASS  prolog-flags" "--cluster checks Slurm's configuration"
   expect_not_contains "$out" "channel-device" "--cluster leaves the node checks out"
   doctor_break_shows channel-device "grep -v nvidia-caps-imex-channels $d/hw/proc-devices > $d/hw/pd && mv $d/hw/proc-devices $d/hw/pd.ok && mv $d/hw/pd $d/hw/proc-devices" \

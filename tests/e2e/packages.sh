@@ -45,7 +45,7 @@ test_package_installs_where_slurm_looks_and_purges_clean() { # rootfs deb
   for f in "/usr/lib/$multiarch/slurm-wlm/spank_imex.so" /usr/sbin/slurm-imex-prolog /usr/sbin/slurm-imex-epilog /usr/sbin/slurm-imex-watch \
            /usr/bin/slurm-imex /usr/sbin/slurm-imex-healthcheck /etc/slurm/imex.toml /usr/lib/sysctl.d/90-slurm-imex.conf \
            /usr/share/doc/slurm-imex/README.Debian /usr/share/doc/slurm-imex/copyright \
-           /usr/share/doc/slurm-imex/examples/enroot/mounts.d/90-slurm-imex.fstab \
+           /usr/share/doc/slurm-imex/examples/enroot/mounts.d/90-slurm-imex.fstab /usr/share/doc/slurm-imex/examples/job_submit.lua \
            /usr/share/man/man1/slurm-imex.1.gz /usr/share/man/man1/slurm-imex-history.1.gz \
            /usr/share/man/man8/slurm-imex-prolog.8.gz /usr/share/man/man8/slurm-imex-epilog.8.gz /usr/share/man/man8/slurm-imex-watch.8.gz; do
     [ -e "$root$f" ] || fail "package did not install $f"

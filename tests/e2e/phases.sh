@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # The e2e phases: what cluster each needs and which tests it runs, in order.
 # A test is a function test_* in the feature file named after what it
-# proves (jobs.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
+# proves (jobs.sh, shared-nodes.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
 # topology.sh, rack-map.sh, rack-domains.sh, controller.sh, segments.sh,
 # faults.sh, fleet.sh, accounting.sh, watch.sh, nvl72.sh, containers.sh, upgrade.sh,
 # systemd.sh, prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks
@@ -36,6 +36,7 @@ phase_tests() { # phase
       test_misuse_is_rejected_at_submission
       test_srun_imex_inside_salloc
       test_second_imex_job_on_busy_node_is_refused
+      test_a_second_imex_job_on_a_shared_node_waits_instead_of_failing
       test_peer_that_never_connects_fails_job_without_draining
       test_local_daemon_crash_drains_only_its_node
       test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm
@@ -75,6 +76,7 @@ phase_tests() { # phase
       test_a_rack_map_that_contradicts_a_nodes_gpus_fails_the_job
       test_slurm_accepts_the_topology_the_fabric_describes
       test_rack_wide_domains_outlive_jobs_and_share_a_node_by_channel
+      test_rack_wide_imex_jobs_share_a_node_through_the_guard
       test_rack_wide_channels_never_collide
       test_a_slow_controller_changes_no_rack
       test_an_imex_jobs_prologs_and_epilogs_ask_the_controller_nothing

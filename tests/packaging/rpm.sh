@@ -113,7 +113,7 @@ test_rpm_installs_verifies_upgrades_and_erases_clean() { # rpm older-rpm
              /usr/lib/sysctl.d/90-slurm-imex.conf /usr/share/man/man8/slurm-imex-prolog.8.gz \
              /usr/share/man/man8/slurm-imex-epilog.8.gz /usr/share/man/man8/slurm-imex-watch.8.gz /usr/share/man/man8/slurm-imex-healthcheck.8.gz \
              /usr/share/man/man1/slurm-imex.1.gz \
-             /usr/share/doc/slurm-imex/docs/install.md \
+             /usr/share/doc/slurm-imex/docs/install.md /usr/share/doc/slurm-imex/examples/job_submit.lua \
              /usr/share/doc/slurm-imex/examples/nvidia-imex.service.d/slurm-imex.conf; do
       [ -e \$R\$f ] || echo \"missing: \$f\"
     done

@@ -175,6 +175,10 @@ pub struct ImexConfig {
     pub span: Span,
     /// Who an IMEX domain belongs to: one job, or the whole rack.
     pub domain: DomainScope,
+    /// What the job_submit script does with an `--imex` job (per-job
+    /// domains) that could land on a node another job shares; read by
+    /// conf-examples/job_submit.lua in slurmctld and by the doctor.
+    pub shared_nodes: SharedNodes,
     pub port_base: u16,
     pub port_span: PortSpan,
     pub ready_timeout: HumanDuration,
@@ -204,6 +208,7 @@ impl Default for ImexConfig {
             channels: ChannelMode::Auto,
             span: Span::Split,
             domain: DomainScope::Job,
+            shared_nodes: SharedNodes::Exclusive,
             port_base: 33792,
             port_span: PortSpan(16384),
             ready_timeout: HumanDuration(Duration::from_secs(60)),
@@ -229,6 +234,19 @@ pub enum Span {
     Split,
     /// Today's rule for rack-local sites: such a job fails before any daemon
     /// starts, with one line naming the racks.
+    Refuse,
+}
+
+/// What happens at submission to an `--imex` job in per-job domains that
+/// Slurm could place on a node another job shares (docs/shared-nodes.md).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SharedNodes {
+    /// The job is made whole-node, as `--exclusive` does, and waits for a
+    /// free node.
+    Exclusive,
+    /// The job is refused in one line unless it asked for `--exclusive`
+    /// (or its partition gives whole nodes).
     Refuse,
 }
 
@@ -915,6 +933,20 @@ mod tests {
         assert_eq!(
             utf8_config(b"a = 1".to_vec(), Path::new("x")).unwrap(),
             "a = 1"
+        );
+    }
+
+    #[test]
+    fn shared_nodes_is_exclusive_or_refuse_and_a_bad_value_names_its_line() {
+        assert_eq!(parse("").unwrap().imex.shared_nodes, SharedNodes::Exclusive);
+        let c = parse("[imex]\nshared_nodes = \"refuse\"\n").unwrap();
+        assert_eq!(c.imex.shared_nodes, SharedNodes::Refuse);
+        let e = parse("[imex]\n\nshared_nodes = \"share\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("bad config /etc/slurm/imex.toml:3: [imex] shared_nodes"),
+            "{e}"
         );
     }
 

@@ -76,6 +76,14 @@ impl Scontrol {
             .run(&["show", "config"], "scontrol show config")?
             .stdout)
     }
+
+    /// `scontrol -o show partition`: every partition, one line each
+    /// (`PartitionName=… OverSubscribe=…`), for the doctor.
+    pub fn show_partitions(&self) -> Result<String> {
+        Ok(self
+            .run(&["-o", "show", "partition"], "scontrol show partition")?
+            .stdout)
+    }
 }
 
 /// "24.11.5" from "slurm 24.11.5" (or "slurm-wlm 24.11.5").
