@@ -124,6 +124,9 @@ local function forcing_partition(names, part_list)
   return nil
 end
 
+-- Whether every partition the job may run in is OverSubscribe=EXCLUSIVE.
+-- Slurm 26.05's Exclusive=NODE is not shown to job_submit/lua (max_share
+-- reads 1 there), so such a partition counts as one that may share.
 local function whole_node_partitions(names, part_list)
   local parts = partitions_of(names, part_list or {})
   if #parts == 0 then return false end

@@ -27,6 +27,9 @@ pub struct Partition {
     pub name: String,
     /// "EXCLUSIVE", "NO", "YES:4", "FORCE:2".
     pub oversubscribe: String,
+    /// Slurm 26.05+: "NODE", "TOPO", "USER" or "NO" (`Exclusive=`, which
+    /// now carries what `OverSubscribe=EXCLUSIVE` used to).
+    pub exclusive: Option<String>,
 }
 
 impl Partition {
@@ -38,7 +41,8 @@ impl Partition {
     /// EXCLUSIVE, except NO under select/linear (which allocates whole nodes).
     fn shares_nodes(&self, select_linear: bool) -> bool {
         let o = self.oversubscribe.to_ascii_uppercase();
-        !(o == "EXCLUSIVE" || (o == "NO" && select_linear))
+        let whole = matches!(self.exclusive.as_deref(), Some("NODE" | "TOPO"));
+        !(o == "EXCLUSIVE" || whole || (o == "NO" && select_linear))
     }
 }
 
@@ -55,6 +59,7 @@ pub fn parse_partitions(text: &str) -> Vec<Partition> {
             Some(Partition {
                 name: value("PartitionName")?,
                 oversubscribe: value("OverSubscribe").unwrap_or_else(|| "NO".into()),
+                exclusive: value("Exclusive").map(|e| e.to_ascii_uppercase()),
             })
         })
         .collect()
@@ -178,7 +183,13 @@ fn named(parts: &[&Partition]) -> String {
     let mut text: Vec<String> = parts
         .iter()
         .take(MAX_NAMED)
-        .map(|p| format!("{} (OverSubscribe={})", p.name, p.oversubscribe))
+        .map(|p| match p.exclusive.as_deref() {
+            Some(e) if e != "NO" => format!(
+                "{} (OverSubscribe={}, Exclusive={e})",
+                p.name, p.oversubscribe
+            ),
+            _ => format!("{} (OverSubscribe={})", p.name, p.oversubscribe),
+        })
         .collect();
     if parts.len() > MAX_NAMED {
         text.push(format!("{} more", parts.len() - MAX_NAMED));
@@ -219,7 +230,8 @@ PartitionName=forced AllowGroups=ALL OverSubscribe=FORCE:2 State=UP\n";
             parts[2],
             Partition {
                 name: "forced".into(),
-                oversubscribe: "FORCE:2".into()
+                oversubscribe: "FORCE:2".into(),
+                exclusive: None
             }
         );
         assert!(!parts[0].shares_nodes(false));

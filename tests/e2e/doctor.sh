@@ -23,7 +23,7 @@ test_doctor_passes_then_names_each_break() {
   out=$("$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" doctor --cluster 2>&1); rc=$?
   expect_eq "$rc" 1 "doctor --cluster on the controller host"
   expect_eq "$(grep -c '^FAIL ' <<<"$out")" 1 "one FAIL from doctor --cluster: $out"
-  expect_contains "$out" "FAIL  shared-nodes    --imex jobs can start on a node another job shares in shared (OverSubscribe=NO)" "the partition without a guard"
+  expect_contains "$(grep shared-nodes <<<"$out")" "FAIL  shared-nodes    --imex jobs can start on a node another job shares in shared (OverSubscribe=NO)" "the partition without a guard"
   expect_contains "$out" "PASS  prolog-flags" "--cluster checks Slurm's configuration"
   expect_not_contains "$out" "channel-device" "--cluster leaves the node checks out"
   doctor_break_shows channel-device "grep -v nvidia-caps-imex-channels $d/hw/proc-devices > $d/hw/pd && mv $d/hw/proc-devices $d/hw/pd.ok && mv $d/hw/pd $d/hw/proc-devices" \

@@ -54,11 +54,11 @@ test_a_second_imex_job_on_a_shared_node_waits_instead_of_failing() {
   fi
   local out
   out=$("$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" doctor --cluster 2>&1)
-  expect_contains "$out" "FAIL  shared-nodes    --imex jobs can start on a node another job shares in shared (OverSubscribe=NO)" \
+  expect_contains "$(grep shared-nodes <<<"$out")" "FAIL  shared-nodes    --imex jobs can start on a node another job shares in shared (OverSubscribe=NO)" \
     "doctor --cluster names the partition that shares nodes with nothing steering"
   guard_on
   out=$("$C/bin/slurm-imex" --config "$C/etc-slurm/imex.toml" doctor --cluster 2>&1)
-  expect_contains "$out" "PASS  shared-nodes    job_submit.lua makes --imex jobs whole-node in shared (OverSubscribe=NO); refuses them at submission in forced (OverSubscribe=FORCE:2)" \
+  expect_contains "$(grep shared-nodes <<<"$out")" "PASS  shared-nodes    job_submit.lua makes --imex jobs whole-node in shared (OverSubscribe=NO); refuses them at submission in forced (OverSubscribe=FORCE:2)" \
     "doctor --cluster with the guard wired"
   shared_partition_jobs_wait
   forced_and_refused_at_submission
