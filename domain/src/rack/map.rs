@@ -17,7 +17,7 @@
 //! ```
 
 use crate::rack::index;
-use crate::rack::topology::NvlinkDomain;
+use crate::rack::nvlink_domain::NvlinkDomain;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use slurm_imex_core::config::{AutoPath, Config};

@@ -1,4 +1,5 @@
 //! Racks (NVLink domains) and NVLink cliques, owned here and nowhere else:
+//! one node's NVLink domain among a job's nodes (`nvlink_domain`),
 //! Slurm's topology/block files as racks (`topology`), the rack map every
 //! node keeps (`map`) and its indexed form a prolog reads in pieces
 //! (`index`), the cliques nodes publish in Slurm's Extra field
@@ -10,6 +11,7 @@
 pub mod clique;
 pub mod index;
 pub mod map;
+pub mod nvlink_domain;
 pub mod sources;
 pub mod survey;
 pub mod topology;

@@ -14,7 +14,8 @@
 //! that never form, or that form and fail inside CUDA.
 
 use crate::rack::map::RackMap;
-use crate::rack::topology::{self, Blocks, NvlinkDomain};
+use crate::rack::nvlink_domain::NvlinkDomain;
+use crate::rack::topology::{self, Blocks};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
