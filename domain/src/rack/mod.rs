@@ -6,7 +6,8 @@
 //! (`clique`), where an `--imex` job's racks come from (`sources`), and the
 //! racks the published cliques draw for `slurm-imex topology` (`survey`).
 //! Only the reading of a clique from the GPUs' fabric info stays with NVML
-//! (`slurm_imex_gpu::clique`); it asks `clique` for a clique's one spelling.
+//! (`slurm_imex_gpu::clique`); both sides take a clique's one spelling from
+//! `slurm_imex_core::clique`.
 
 pub mod clique;
 pub mod index;
