@@ -59,8 +59,8 @@ impl RackSources {
     /// topology --map`, which writes it. A map root must not trust is still
     /// refused.
     pub fn read_before_writing_the_map(cfg: &Config) -> Result<(RackSources, Option<Error>)> {
-        let Some(path) =
-            crate::rack::map::locate(cfg).filter(|p| std::fs::symlink_metadata(p).is_ok())
+        let Some(path) = crate::rack::configured_map::locate(cfg)
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
         else {
             return Ok((RackSources::read_with(cfg, None)?, None));
         };
