@@ -1,12 +1,15 @@
 //! slurm-imex core: what the SPANK plugin and every node program share, and
 //! nothing else: no NVML or SQLite (`slurm-imex-gpu`, `slurm-imex-jobdb`)
-//! and no IMEX domain engine, racks or cliques (`slurm-imex-domain`), none
-//! of which the plugin links. One module per noun.
+//! and no IMEX domain engine, racks or published cliques
+//! (`slurm-imex-domain`), none of which the plugin links. One module per
+//! noun.
 //!
 //! - configuration and its trust rule: `config`, `trust`
 //! - Slurm: `slurm` (what slurm-imex reads from Slurm: a hook's environment,
 //!   slurm.conf, hostlists, and the controller behind one `Scontrol` handle)
 //! - IMEX channels: `channel` (the plugin gives a job its channel)
+//! - an NVLink clique's one spelling: `clique` (the GPU side writes it, the
+//!   rack side reads it)
 //! - what happened to a job's IMEX domain while it ran: `imex_event`
 //! - who is to blame for a failure: `blame` (docs/blame.md)
 //! - the node's own files: `state` (the state directory and the job records
@@ -17,6 +20,7 @@
 
 pub mod blame;
 pub mod channel;
+pub mod clique;
 pub mod config;
 pub mod error;
 pub mod fsutil;

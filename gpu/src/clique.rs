@@ -11,11 +11,11 @@
 
 use crate::nvml::snapshot::FabricInfo;
 use crate::nvml::GpuSnapshot;
-use slurm_imex_domain::rack::clique::is_clique;
+use slurm_imex_core::clique::is_clique;
 
 /// One GPU's clique, when its fabric info can be trusted: registration
 /// COMPLETED and successful, and the value in the shape Slurm may be told
-/// (`slurm_imex_domain::rack::clique::is_clique`, the one owner of that rule).
+/// (`slurm_imex_core::clique::is_clique`, the one owner of that rule).
 pub fn gpu_clique(fabric: &FabricInfo) -> Option<String> {
     if fabric.state != "COMPLETED" || fabric.status != 0 {
         return None;

@@ -7,6 +7,7 @@
 //! ([`publish_clique`]).
 
 use crate::drain::{self, CheckFlags, DrainAction};
+use crate::imex_check::check_imex;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
@@ -17,7 +18,6 @@ use slurm_imex_core::timespec::now_s;
 use slurm_imex_domain::imex::status::node_status;
 use slurm_imex_domain::rack::clique::{self, Published};
 use slurm_imex_gpu::clique::node_clique;
-use slurm_imex_gpu::health::checks::check_imex;
 use slurm_imex_gpu::health::gate::check_now;
 use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Verdict};
 use slurm_imex_jobdb::metrics;

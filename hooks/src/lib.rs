@@ -8,6 +8,7 @@
 //!   snapshot, and after it the deltas, verdict and database row (judge and
 //!   record only: acting on a verdict is `drain`)
 //! - `check`: the health check hook, and publishing the node's clique
+//! - `imex_check`: the node's IMEX daemon as one of that check's findings
 //! - `watch`: the job's domain watcher (`slurm-imex-watch`), from the
 //!   prolog to the epilog: a dead daemon restarted, every event recorded
 //! - `drain`: what a drain-class finding does to the node in Slurm, for the
@@ -16,5 +17,6 @@
 pub mod check;
 pub mod drain;
 pub mod gpu_job;
+pub mod imex_check;
 pub mod lifecycle;
 pub mod watch;

@@ -8,6 +8,7 @@
 //! AdminComment lowercased (measured in the e2e accounting phase), which
 //! would corrupt base64.
 
+pub use crate::field::MAX_LEN;
 use crate::report::{count_u32, JobSummary, NodeStatus};
 use data_encoding::BASE32_NOPAD;
 use slurm_imex_core::error::{Error, Result};
@@ -15,9 +16,6 @@ use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::io::{Read as _, Write as _};
 
 pub const PREFIX: &str = "slurm-imex:1:";
-/// Longest stored text: SlurmDBD keeps AdminComment in a MySQL `text`
-/// column (64 KiB); leave room for whatever else shares the job row.
-pub const MAX_LEN: usize = 60_000;
 /// Nodes that never reported named one by one in a summary that must leave
 /// nodes out; more are stored as one hostlist.
 const MISSING_NAMED: usize = 64;

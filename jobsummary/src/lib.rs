@@ -7,12 +7,14 @@
 //! - `rollup`: the per-rack rollup, and how a big job's PASS nodes are left
 //!   out of its summary and counted
 //! - `comment`: the compact summary stored in the job's AdminComment
+//! - `field`: how much text that AdminComment holds
 //!
 //! Loaded by the epilog (to write its series) and by the CLI on login and
 //! controller hosts (to read them back and store the summary); never by the
 //! SPANK plugin.
 
 pub mod comment;
+pub mod field;
 pub mod report;
 pub mod rollup;
 pub mod series;

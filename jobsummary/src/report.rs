@@ -270,7 +270,7 @@ pub struct JobSummary {
     pub missing_hostlist: String,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub missing_count: u32,
-    /// Healthy GPUs left out to fit Slurm's field (`comment::MAX_LEN`).
+    /// Healthy GPUs left out to fit Slurm's field (`field::MAX_LEN`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub trimmed_gpus: u32,
     /// Nodes whose IMEX events line was left out to fit Slurm's field (the
@@ -465,7 +465,7 @@ impl JobSummary {
             notes.push(format!(
                 "{} PASS nodes not stored (Slurm's field holds {} characters); their rack rollup is",
                 thousands(self.trimmed_pass_nodes as u64),
-                crate::comment::MAX_LEN
+                crate::field::MAX_LEN
             ));
         }
         if self.trimmed_other_nodes > 0 {
@@ -479,7 +479,7 @@ impl JobSummary {
             notes.push(format!(
                 "the IMEX events of {} nodes were left out of the stored summary (Slurm's field holds {} characters); slurm-imex show {} on each node has them",
                 self.trimmed_imex_events,
-                crate::comment::MAX_LEN,
+                crate::field::MAX_LEN,
                 self.job_id
             ));
         }
@@ -487,7 +487,7 @@ impl JobSummary {
             notes.push(format!(
                 "{} GPUs were left out of the stored summary (healthy ones, and those of the nodes not stored; Slurm's field holds {} characters); {}",
                 thousands(self.trimmed_gpus as u64),
-                crate::comment::MAX_LEN,
+                crate::field::MAX_LEN,
                 if self.stored_totals.is_some() {
                     "the summary line's totals count them"
                 } else {

@@ -8,7 +8,7 @@
 use super::plan::{domain_addresses, DomainPlan, Port, TeardownOutcome, WaitFor};
 use crate::imex::daemon::Daemon;
 use crate::imex::daemon_config::DaemonConfigFile;
-use crate::rack::topology::NvlinkDomain;
+use crate::rack::nvlink_domain::NvlinkDomain;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;

@@ -11,7 +11,7 @@ use crate::imex::ctl::{assess_members, Ctl, NotReady, Readiness};
 use crate::imex::daemon::{Daemon, Liveness};
 use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
 use crate::imex::port::server_port;
-use crate::rack::topology::NvlinkDomain;
+use crate::rack::nvlink_domain::NvlinkDomain;
 use slurm_imex_core::bail;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
 use slurm_imex_core::config::{Config, DaemonManager};

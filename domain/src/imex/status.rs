@@ -2,7 +2,7 @@
 //! which job owns the daemon (or that it serves the rack, with `[imex]
 //! domain = "rack"`), what the prolog recorded, whether the daemon lives and
 //! answers, and the domain it reports. The health check built on
-//! it is `slurm_imex_gpu::health::checks::imex`.
+//! it is `slurm_imex_hooks::imex_check`.
 
 use crate::imex::ctl::Ctl;
 use crate::imex::daemon::{Daemon, Liveness};

@@ -7,8 +7,10 @@
 //! Extra is shared with admins and other tools: a JSON object there is
 //! merged into (our key set, the rest kept); anything else is left untouched
 //! and said once in the log. A published value is trusted only in the shape
-//! `<uuid>.<id>` that the GPU side writes.
+//! `<uuid>.<id>` that the GPU side writes (`slurm_imex_core::clique`, the
+//! one spelling both sides share, re-exported here).
 
+pub use slurm_imex_core::clique::{canonical, is_clique};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::slurm::node::NodeRead;
 use slurm_imex_core::slurm::Scontrol;
@@ -17,40 +19,6 @@ use std::collections::BTreeMap;
 
 /// The key slurm-imex owns in a node's Extra JSON object.
 pub const EXTRA_KEY: &str = "nvlink_clique";
-
-/// A clique in the only shape we publish: `<32 lower-case hex digits in
-/// 8-4-4-4-12>.<id>`, the id in decimal with no sign and no leading zero,
-/// neither part all zeros and the id not 0xFFFFFFFF. The one spelling
-/// [`canonical`] writes, so two cliques compare equal exactly when their
-/// strings do.
-pub fn is_clique(value: &str) -> bool {
-    canonical(value).as_deref() == Some(value)
-}
-
-/// The one spelling of a clique written any way NVML's two values can be:
-/// the UUID in any case, the id with leading zeros or a `+`
-/// (`…-5291DD461278.+0002` is `…-5291dd461278.2`). None when it is no
-/// clique at all. Every clique read (a rack map, a node's Extra) passes
-/// through here, so the rack map and the GPU side never disagree about the
-/// same clique's spelling.
-pub fn canonical(value: &str) -> Option<String> {
-    let (uuid, id) = value.rsplit_once('.')?;
-    let uuid = uuid.to_ascii_lowercase();
-    let groups: Vec<&str> = uuid.split('-').collect();
-    let shape = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]);
-    let hex = uuid.chars().all(|c| c == '-' || c.is_ascii_hexdigit());
-    let not_nil = uuid.chars().any(|c| c.is_ascii_hexdigit() && c != '0');
-    let digits = id.strip_prefix('+').unwrap_or(id);
-    let id_ok = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    let id = digits
-        .parse::<u32>()
-        .ok()
-        .filter(|n| *n != 0 && *n != u32::MAX);
-    match (shape && hex && not_nil && id_ok, id) {
-        (true, Some(id)) => Some(format!("{uuid}.{id}")),
-        _ => None,
-    }
-}
 
 /// The clique published in `extra`, if it holds one we can trust, in its
 /// [`canonical`] spelling.
@@ -144,24 +112,6 @@ mod tests {
     use super::*;
 
     const C: &str = "dc6e40c4-d722-4357-9ba6-5291dd461278.2";
-
-    #[test]
-    fn only_the_shape_we_publish_is_trusted() {
-        assert!(is_clique(C));
-        assert!(is_clique("9277d399-0674-44a9-b64e-d85bb19ce2b0.32766"));
-        for bad in [
-            "00000000-0000-0000-0000-000000000000.2",
-            "dc6e40c4-d722-4357-9ba6-5291dd461278.0",
-            "dc6e40c4-d722-4357-9ba6-5291dd461278.4294967295",
-            "dc6e40c4-d722-4357-9ba6-5291dd461278",
-            "DC6E40C4-D722-4357-9BA6-5291DD461278.2",
-            "dc6e40c4d7224357-9ba6-5291dd461278.2",
-            "rack1",
-            "",
-        ] {
-            assert!(!is_clique(bad), "{bad}");
-        }
-    }
 
     #[test]
     fn every_spelling_of_a_clique_has_one_canonical_form() {

@@ -14,7 +14,8 @@
 //! that never form, or that form and fail inside CUDA.
 
 use crate::rack::map::RackMap;
-use crate::rack::topology::{self, Blocks, NvlinkDomain};
+use crate::rack::nvlink_domain::NvlinkDomain;
+use crate::rack::topology::{self, Blocks};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
@@ -58,8 +59,8 @@ impl RackSources {
     /// topology --map`, which writes it. A map root must not trust is still
     /// refused.
     pub fn read_before_writing_the_map(cfg: &Config) -> Result<(RackSources, Option<Error>)> {
-        let Some(path) =
-            crate::rack::map::locate(cfg).filter(|p| std::fs::symlink_metadata(p).is_ok())
+        let Some(path) = crate::rack::configured_map::locate(cfg)
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
         else {
             return Ok((RackSources::read_with(cfg, None)?, None));
         };

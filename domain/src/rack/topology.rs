@@ -8,6 +8,7 @@
 //! topology.conf is parsed by hand: it is Slurm's own `Key=value` format,
 //! for which no crate exists. YAML goes through yaml-rust2 (pure Rust).
 
+use crate::rack::nvlink_domain::NvlinkDomain;
 use slurm_imex_core::config::{AutoPath, SlurmConfig};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::hostlist;
@@ -106,29 +107,6 @@ impl Blocks {
             }
         }
         Ok(())
-    }
-}
-
-/// The job's nodes that share one node's NVLink domain, in the job's
-/// (Slurm's) order, and the domain's name: the block, or None when nothing
-/// says where the racks are (then every node of the job is in it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NvlinkDomain {
-    pub name: Option<String>,
-    pub nodes: Vec<String>,
-    /// The file the membership was cut by (the rack map with its digest),
-    /// as failure lines name it; None for the whole job.
-    pub source: Option<String>,
-}
-
-impl NvlinkDomain {
-    /// All the job's nodes, when no rack source knows them.
-    pub fn whole_job(nodes: Vec<String>) -> NvlinkDomain {
-        NvlinkDomain {
-            name: None,
-            nodes,
-            source: None,
-        }
     }
 }
 

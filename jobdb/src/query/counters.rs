@@ -67,24 +67,29 @@ impl JobDb {
 
 fn board_from_row(r: &rusqlite::Row) -> rusqlite::Result<BoardCounters> {
     Ok(BoardCounters {
-        serial: r.get(0)?,
-        uuid: r.get(1)?,
-        pci: r.get(2)?,
-        jobs: r.get(3)?,
-        drains: r.get(4)?,
-        warns: r.get(5)?,
-        energy_mj: r.get(6)?,
-        energy_resets: r.get(7)?,
-        remapped_rows: r.get(8)?,
-        ecc_dbe: r.get(9)?,
-        retired_pages: r.get(10)?,
-        remap_pending: r.get::<_, i64>(11)? != 0,
-        last_verdict: r.get(12)?,
+        serial: r.get("serial")?,
+        uuid: r.get("uuid")?,
+        pci: r.get("pci")?,
+        jobs: r.get("jobs")?,
+        drains: r.get("drains")?,
+        warns: r.get("warns")?,
+        energy_mj: r.get("energy_mj")?,
+        energy_resets: r.get("energy_resets")?,
+        remapped_rows: r.get("remapped_rows")?,
+        ecc_dbe: r.get("ecc_dbe")?,
+        retired_pages: r.get("retired_pages")?,
+        remap_pending: r.get::<_, i64>("remap_pending")? != 0,
+        last_verdict: r.get("last_verdict")?,
         ..Default::default()
     })
 }
 
 /// (serial, kind, key, value) of one lifetime counter.
 fn counter_from_row(r: &rusqlite::Row) -> rusqlite::Result<(String, String, String, i64)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+    Ok((
+        r.get("serial")?,
+        r.get("kind")?,
+        r.get("key")?,
+        r.get("value")?,
+    ))
 }

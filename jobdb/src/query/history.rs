@@ -113,11 +113,13 @@ impl JobDb {
             None => String::new(),
         };
         let sql = format!(
-            "SELECT j.job_id, j.node, j.user, j.start_ts, j.end_ts, j.imex, {}, {},
-                    j.prolog_verdict, j.epilog_verdict,
-                    CASE WHEN j.epilog_verdict = j.verdict THEN j.epilog_reasons ELSE j.prolog_reasons END,
+            "SELECT j.job_id AS job_id, j.node AS node, j.user AS user, j.start_ts AS start_ts,
+                    j.end_ts AS end_ts, j.imex AS imex, {}, {},
+                    j.prolog_verdict AS prolog_verdict, j.epilog_verdict AS epilog_verdict,
+                    CASE WHEN j.epilog_verdict = j.verdict THEN j.epilog_reasons ELSE j.prolog_reasons END
+                        AS reasons,
                     EXISTS (SELECT 1 FROM imex_events e WHERE e.job_id = j.job_id AND e.node = j.node
-                            AND e.kind IN ({}))
+                            AND e.kind IN ({})) AS imex_interrupted
              FROM jobs j {gpu_join}
              {}
              ORDER BY j.start_ts DESC, j.id DESC LIMIT {}",
@@ -132,52 +134,54 @@ impl JobDb {
 }
 
 /// GPUs, energy, XIDs and verdict: with `--gpu` that board's, otherwise
-/// the job's totals.
+/// the job's totals (named as `history_row` reads them).
 fn figure_columns(per_gpu: bool) -> &'static str {
     if per_gpu {
-        "1, g.energy_mj, g.xid_count, g.verdict"
+        "1 AS gpus, g.energy_mj AS energy_mj, g.xid_count AS xids, g.verdict AS verdict"
     } else {
-        "(SELECT COUNT(*) FROM job_gpus x WHERE x.job_row = j.id),
-         (SELECT SUM(x.energy_mj) FROM job_gpus x WHERE x.job_row = j.id),
-         (SELECT COALESCE(SUM(x.xid_count), 0) FROM job_gpus x WHERE x.job_row = j.id),
-         j.verdict"
+        "(SELECT COUNT(*) FROM job_gpus x WHERE x.job_row = j.id) AS gpus,
+         (SELECT SUM(x.energy_mj) FROM job_gpus x WHERE x.job_row = j.id) AS energy_mj,
+         (SELECT COALESCE(SUM(x.xid_count), 0) FROM job_gpus x WHERE x.job_row = j.id) AS xids,
+         j.verdict AS verdict"
     }
 }
 
 /// Utilization, peak memory and idle GPUs: with `--gpu` that board's,
-/// otherwise over the job's GPUs (schema v5; NULL for older rows).
+/// otherwise over the job's GPUs (schema v5; NULL for older rows); named
+/// as `history_row` reads them.
 fn usage_columns(per_gpu: bool) -> &'static str {
     if per_gpu {
-        "CASE WHEN g.usage_processes = 0 THEN 0 ELSE g.gpu_util_pct END, g.max_memory_bytes,
-         CASE WHEN g.usage_processes IS NULL THEN NULL ELSE g.usage_processes = 0 END"
+        "CASE WHEN g.usage_processes = 0 THEN 0 ELSE g.gpu_util_pct END AS gpu_util_pct,
+         g.max_memory_bytes AS peak_memory_bytes,
+         CASE WHEN g.usage_processes IS NULL THEN NULL ELSE g.usage_processes = 0 END AS idle_gpus"
     } else {
         "(SELECT AVG(CASE WHEN x.usage_processes = 0 THEN 0 ELSE x.gpu_util_pct END)
-            FROM job_gpus x WHERE x.job_row = j.id AND x.usage_processes IS NOT NULL),
-         (SELECT MAX(x.max_memory_bytes) FROM job_gpus x WHERE x.job_row = j.id),
+            FROM job_gpus x WHERE x.job_row = j.id AND x.usage_processes IS NOT NULL) AS gpu_util_pct,
+         (SELECT MAX(x.max_memory_bytes) FROM job_gpus x WHERE x.job_row = j.id) AS peak_memory_bytes,
          (SELECT SUM(x.usage_processes = 0) FROM job_gpus x
-            WHERE x.job_row = j.id AND x.usage_processes IS NOT NULL)"
+            WHERE x.job_row = j.id AND x.usage_processes IS NOT NULL) AS idle_gpus"
     }
 }
 
 fn history_row(r: &rusqlite::Row) -> rusqlite::Result<HistoryRow> {
-    let reasons: Option<String> = r.get(15)?;
+    let reasons: Option<String> = r.get("reasons")?;
     Ok(HistoryRow {
-        job_id: r.get(0)?,
-        node: r.get(1)?,
-        user: r.get(2)?,
-        start_ts: r.get(3)?,
-        end_ts: r.get(4)?,
-        imex: r.get(5)?,
-        imex_interrupted: r.get(16)?,
-        gpus: r.get(6)?,
-        energy_mj: r.get(7)?,
-        xids: r.get(8)?,
-        verdict: r.get(9)?,
-        gpu_util_pct: r.get(10)?,
-        peak_memory_bytes: r.get(11)?,
-        idle_gpus: r.get(12)?,
-        prolog_verdict: r.get(13)?,
-        epilog_verdict: r.get(14)?,
+        job_id: r.get("job_id")?,
+        node: r.get("node")?,
+        user: r.get("user")?,
+        start_ts: r.get("start_ts")?,
+        end_ts: r.get("end_ts")?,
+        imex: r.get("imex")?,
+        imex_interrupted: r.get("imex_interrupted")?,
+        gpus: r.get("gpus")?,
+        energy_mj: r.get("energy_mj")?,
+        xids: r.get("xids")?,
+        verdict: r.get("verdict")?,
+        gpu_util_pct: r.get("gpu_util_pct")?,
+        peak_memory_bytes: r.get("peak_memory_bytes")?,
+        idle_gpus: r.get("idle_gpus")?,
+        prolog_verdict: r.get("prolog_verdict")?,
+        epilog_verdict: r.get("epilog_verdict")?,
         reason: reasons.and_then(|s| s.lines().next().map(str::to_string)),
     })
 }

@@ -43,7 +43,7 @@ impl JobDb {
              FROM jobs WHERE {filter}"
         );
         let jobs = self.rows(FAILED, &sql, args, |r| {
-            Ok((r.get::<_, i64>(0)?, job_from_row(r)?))
+            Ok((r.get::<_, i64>("id")?, job_from_row(r)?))
         })?;
         let mut out = Vec::new();
         for (row_id, mut job) in jobs {
@@ -108,109 +108,119 @@ fn job_from_row(r: &rusqlite::Row) -> rusqlite::Result<JobRow> {
         })
     };
     Ok(JobRow {
-        job_id: r.get(1)?,
-        node: r.get(2)?,
-        user: r.get(3)?,
-        uid: r.get(4)?,
-        start_ts: r.get(5)?,
-        end_ts: r.get(6)?,
-        imex: r.get(7)?,
-        imex_domain: r.get(14)?,
-        imex_rack_source: r.get(15)?,
-        imex_outcome: imex_outcome_from_row(r, 16)?,
-        prolog: phase(r.get(8)?, r.get(9)?, r.get(10)?),
-        epilog: phase(r.get(11)?, r.get(12)?, r.get(13)?),
+        job_id: r.get("job_id")?,
+        node: r.get("node")?,
+        user: r.get("user")?,
+        uid: r.get("uid")?,
+        start_ts: r.get("start_ts")?,
+        end_ts: r.get("end_ts")?,
+        imex: r.get("imex")?,
+        imex_domain: r.get("imex_domain")?,
+        imex_rack_source: r.get("imex_rack_source")?,
+        imex_outcome: imex_outcome_from_row(r)?,
+        prolog: phase(
+            r.get("prolog_verdict")?,
+            r.get("prolog_reasons")?,
+            r.get("prolog_ms")?,
+        ),
+        epilog: phase(
+            r.get("epilog_verdict")?,
+            r.get("epilog_reasons")?,
+            r.get("epilog_ms")?,
+        ),
         gpus: Vec::new(),
         imex_events: Vec::new(),
     })
 }
 
-/// The IMEX outcome from the four columns at `at`; None without --imex
+/// The IMEX outcome from its four `imex_` columns; None without --imex
 /// (or rows from before v6).
-fn imex_outcome_from_row(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<ImexOutcome>> {
-    let node_fault: Option<bool> = r.get(at + 3)?;
+fn imex_outcome_from_row(r: &rusqlite::Row) -> rusqlite::Result<Option<ImexOutcome>> {
+    let node_fault: Option<bool> = r.get("imex_node_fault")?;
     Ok(node_fault.map(|node_fault| ImexOutcome {
-        channel: r.get(at).ok().flatten(),
+        channel: r.get("imex_channel").ok().flatten(),
         ready_ms: r
-            .get::<_, Option<i64>>(at + 1)
+            .get::<_, Option<i64>>("imex_ready_ms")
             .ok()
             .flatten()
             .map(|v| v.max(0) as u64),
-        failure: r.get(at + 2).ok().flatten(),
+        failure: r.get("imex_failure").ok().flatten(),
         node_fault,
     }))
 }
 
 fn gpu_record_from_row(r: &rusqlite::Row) -> rusqlite::Result<GpuRecord> {
-    let delta = |i: usize| -> rusqlite::Result<Delta> {
+    let delta = |column: &str| -> rusqlite::Result<Delta> {
         Ok(Delta {
-            value: r.get::<_, Option<i64>>(i)?.map(|x| x as u64),
+            value: r.get::<_, Option<i64>>(column)?.map(|x| x as u64),
             reset: false,
         })
     };
-    let json = |i: usize| -> rusqlite::Result<BTreeMap<String, u64>> {
-        Ok(r.get::<_, Option<String>>(i)?
+    let json = |column: &str| -> rusqlite::Result<BTreeMap<String, u64>> {
+        Ok(r.get::<_, Option<String>>(column)?
             .and_then(|s| serde_json::from_str(&s).ok())
             .unwrap_or_default())
     };
     let stats = GpuJobStats {
-        index: r.get(0)?,
-        uuid: r.get(1)?,
-        serial: r.get(2)?,
-        pci: r.get(3)?,
-        name: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+        index: r.get("gpu_index")?,
+        uuid: r.get("uuid")?,
+        serial: r.get("serial")?,
+        pci: r.get("pci")?,
+        name: r.get::<_, Option<String>>("name")?.unwrap_or_default(),
         energy_mj: Delta {
-            reset: r.get(6)?,
-            ..delta(5)?
+            reset: r.get("energy_reset")?,
+            ..delta("energy_mj")?
         },
-        ecc_sbe: delta(7)?,
-        ecc_dbe: delta(8)?,
-        retired_pages: delta(9)?,
-        remapped_correctable: delta(10)?,
-        remapped_uncorrectable: delta(11)?,
-        remap_pending_end: r.get(12)?,
-        remap_failure_end: r.get(13)?,
-        pcie_replays: delta(14)?,
-        throttle_ns: json(15)?,
-        nvlink_errors: json(16)?,
-        max_memory_bytes: r.get::<_, Option<i64>>(17)?.map(|x| x as u64),
+        ecc_sbe: delta("ecc_sbe")?,
+        ecc_dbe: delta("ecc_dbe")?,
+        retired_pages: delta("retired_pages")?,
+        remapped_correctable: delta("remapped_correctable")?,
+        remapped_uncorrectable: delta("remapped_uncorrectable")?,
+        remap_pending_end: r.get("remap_pending_end")?,
+        remap_failure_end: r.get("remap_failure_end")?,
+        pcie_replays: delta("pcie_replays")?,
+        throttle_ns: json("throttle_ns")?,
+        nvlink_errors: json("nvlink_errors")?,
+        max_memory_bytes: r
+            .get::<_, Option<i64>>("max_memory_bytes")?
+            .map(|x| x as u64),
         processes: Vec::new(),
-        usage: usage_from_row(r, 20)?,
+        usage: usage_from_row(r)?,
         xids: Vec::new(),
     };
     Ok(GpuRecord {
         stats,
-        verdict: Verdict::parse(&r.get::<_, String>(18)?).unwrap_or(Verdict::Pass),
-        reasons: reason_lines(r.get(19)?),
+        verdict: Verdict::parse(&r.get::<_, String>("verdict")?).unwrap_or(Verdict::Pass),
+        reasons: reason_lines(r.get("reasons")?),
     })
 }
 
-/// The GPU's usage, from the five columns at `at`; None when not known.
-fn usage_from_row(r: &rusqlite::Row, at: usize) -> rusqlite::Result<Option<GpuUsage>> {
-    let Some(processes) = r.get::<_, Option<u32>>(at)? else {
+/// The GPU's usage, from its five usage columns; None when not known.
+fn usage_from_row(r: &rusqlite::Row) -> rusqlite::Result<Option<GpuUsage>> {
+    let Some(processes) = r.get::<_, Option<u32>>("usage_processes")? else {
         return Ok(None);
     };
-    let ms = |i: usize| -> rusqlite::Result<u64> {
-        Ok(r.get::<_, Option<i64>>(i)?.unwrap_or(0).max(0) as u64)
+    let ms = |column: &str| -> rusqlite::Result<u64> {
+        Ok(r.get::<_, Option<i64>>(column)?.unwrap_or(0).max(0) as u64)
     };
     Ok(Some(GpuUsage {
         processes,
-        gpu_util_pct: r.get(at + 1)?,
-        mem_util_pct: r.get(at + 2)?,
-        busy_ms: ms(at + 3)?,
-        process_ms: ms(at + 4)?,
+        gpu_util_pct: r.get("gpu_util_pct")?,
+        mem_util_pct: r.get("mem_util_pct")?,
+        busy_ms: ms("gpu_busy_ms")?,
+        process_ms: ms("gpu_process_ms")?,
     }))
 }
 
 fn xid_from_row(r: &rusqlite::Row) -> rusqlite::Result<XidEvent> {
-    let xid: u32 = r.get(2)?;
+    let xid: u32 = r.get("xid")?;
     Ok(XidEvent {
-        seq: r.get::<_, i64>(0)? as u64,
-        pci: r.get(1)?,
+        seq: r.get::<_, i64>("seq")? as u64,
+        pci: r.get("pci")?,
         xid,
-        pid: r.get(3)?,
-        process: r.get(4)?,
-        message: r.get::<_, Option<String>>(5)?.unwrap_or_default(),
+        pid: r.get("pid")?,
+        process: r.get("process")?,
+        message: r.get::<_, Option<String>>("message")?.unwrap_or_default(),
         bucket: slurm_imex_gpu::xid::classify(xid),
     })
 }
@@ -218,13 +228,18 @@ fn xid_from_row(r: &rusqlite::Row) -> rusqlite::Result<XidEvent> {
 /// A process with the serial of the board it ran on.
 fn process_from_row(r: &rusqlite::Row) -> rusqlite::Result<(String, ProcessAccounting)> {
     let process = ProcessAccounting {
-        pid: r.get(1)?,
-        gpu_util: r.get(2)?,
-        mem_util: r.get(3)?,
-        max_memory_bytes: r.get::<_, Option<i64>>(4)?.map(|x| x as u64),
-        time_ms: r.get::<_, Option<i64>>(5)?.unwrap_or(0) as u64,
-        start_us: r.get::<_, Option<i64>>(6)?.unwrap_or(0) as u64,
-        running: r.get::<_, Option<bool>>(7)?.unwrap_or(false),
+        pid: r.get("pid")?,
+        gpu_util: r.get("gpu_util")?,
+        mem_util: r.get("mem_util")?,
+        max_memory_bytes: r
+            .get::<_, Option<i64>>("max_memory_bytes")?
+            .map(|x| x as u64),
+        time_ms: r.get::<_, Option<i64>>("time_ms")?.unwrap_or(0) as u64,
+        start_us: r.get::<_, Option<i64>>("start_us")?.unwrap_or(0) as u64,
+        running: r.get::<_, Option<bool>>("running")?.unwrap_or(false),
     };
-    Ok((r.get::<_, Option<String>>(0)?.unwrap_or_default(), process))
+    Ok((
+        r.get::<_, Option<String>>("serial")?.unwrap_or_default(),
+        process,
+    ))
 }

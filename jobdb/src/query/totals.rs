@@ -50,17 +50,18 @@ impl GpuTotals {
 }
 
 fn totals_from_row(r: &rusqlite::Row) -> rusqlite::Result<GpuTotals> {
-    let xids: i64 = r.get(8)?;
-    let (drain_class, restart_app): (i64, i64) = (r.get(9)?, r.get(10)?);
+    let xids: i64 = r.get("xids")?;
+    let (drain_class, restart_app): (i64, i64) =
+        (r.get("xids_drain_class")?, r.get("xids_restart_app")?);
     Ok(GpuTotals {
-        serial: r.get(0)?,
-        uuid: r.get(1)?,
-        last_node: r.get(2)?,
-        last_seen: r.get(3)?,
-        jobs: r.get(4)?,
-        drains: r.get(5)?,
-        warns: r.get(6)?,
-        energy_mj: r.get(7)?,
+        serial: r.get("serial")?,
+        uuid: r.get("uuid")?,
+        last_node: r.get("last_node")?,
+        last_seen: r.get("last_seen")?,
+        jobs: r.get("jobs")?,
+        drains: r.get("drains")?,
+        warns: r.get("warns")?,
+        energy_mj: r.get("energy_mj")?,
         xids,
         xids_drain_class: drain_class,
         xids_restart_app: restart_app,
@@ -145,10 +146,13 @@ impl JobDb {
             ));
         }
         let sql = format!(
-            "SELECT CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END, MAX(g.uuid), MAX(j.node),
-                    MAX(COALESCE(j.end_ts, j.start_ts)), COUNT(*), SUM(g.verdict = 'DRAIN'),
-                    SUM(g.verdict = 'WARN'), COALESCE(SUM(g.energy_mj), 0), SUM(g.xid_count),
-                    SUM(g.xids_drain_class), SUM(g.xids_restart_app)
+            "SELECT CASE WHEN g.serial = '' THEN g.uuid ELSE g.serial END AS serial,
+                    MAX(g.uuid) AS uuid, MAX(j.node) AS last_node,
+                    MAX(COALESCE(j.end_ts, j.start_ts)) AS last_seen, COUNT(*) AS jobs,
+                    SUM(g.verdict = 'DRAIN') AS drains, SUM(g.verdict = 'WARN') AS warns,
+                    COALESCE(SUM(g.energy_mj), 0) AS energy_mj, SUM(g.xid_count) AS xids,
+                    SUM(g.xids_drain_class) AS xids_drain_class,
+                    SUM(g.xids_restart_app) AS xids_restart_app
              FROM job_gpus g JOIN jobs j ON j.id = g.job_row
              WHERE j.start_ts >= ?1{clause} GROUP BY 1"
         );

@@ -7,19 +7,17 @@
 //! (NVLink fabric state, status and health), `link` (NVLinks down), `modes`
 //! (ECC, MIG, persistence, infoROM, accounting mode), `board` (leftover processes, slowdown,
 //! PCIe width, unreadable counters). `node` holds the node-wide checks (GPU
-//! count, cliques), `xids` the kernel's XID events and `imex` the node's
-//! IMEX daemon.
+//! count, cliques) and `xids` the kernel's XID events. The node's IMEX
+//! daemon is checked beside the check hook (`slurm_imex_hooks::imex_check`).
 
 mod board;
 mod fabric;
-mod imex;
 mod link;
 mod memory;
 mod modes;
 mod node;
 mod xids;
 
-pub use imex::check_imex;
 pub use node::check_node;
 pub use xids::check_xids;
 

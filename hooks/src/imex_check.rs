@@ -6,12 +6,16 @@
 //! whose watcher runs is a warning, never a drain: the watcher restarts it
 //! within `[imex.watch] max_restarts`, and past that the job's epilog
 //! drains the node after the job with the watcher's reason.
+//!
+//! Here, beside the check hook that runs it, because the IMEX daemon's state
+//! is the domain crate's (`slurm_imex_domain::imex::status`) and the GPU
+//! crate, which owns the findings, does not depend on it.
 
-use crate::health::{Finding, Severity};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::state::{StateDir, WatchState};
 use slurm_imex_domain::imex::status::node_status;
 use slurm_imex_domain::imex::watcher::Watcher;
+use slurm_imex_gpu::health::{Finding, Severity};
 
 /// DCGM-style IMEX check, context-aware: only a daemon that serves a job's
 /// domain or the rack must be READY.

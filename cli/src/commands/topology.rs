@@ -8,7 +8,7 @@
 //! any). The racks themselves are `slurm_imex_domain::rack::survey`'s; this
 //! file reads the arguments and writes the text.
 
-use crate::{Cli, TopologyArgs};
+use crate::args::{Cli, TopologyArgs};
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};

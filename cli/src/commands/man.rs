@@ -28,7 +28,7 @@ fn hook_page(name: &'static str, about: &'static str, long: &'static str) -> cla
 pub fn write_all(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::new(format!("cannot create {}: {e}", dir.display())))?;
-    let mut cli = crate::Cli::command();
+    let mut cli = crate::args::Cli::command();
     cli.build();
     write_page(dir, cli.clone(), "1")?;
     for sub in cli

@@ -2,10 +2,11 @@
 //! line each (or --json); exit 1 on any FAIL. It runs on a config that
 //! fails to load too (with defaults), so that FAIL is one line among the rest.
 
-use crate::Cli;
+use crate::args::Cli;
+use crate::output::print_json;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
-use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::error::Result;
 use slurm_imex_doctor::{examine_within, Check, Status};
 use std::path::PathBuf;
 
@@ -40,9 +41,7 @@ pub fn doctor(cli: &Cli, cluster_only: bool) -> Result<u8> {
             fail,
             warn,
         };
-        let text = serde_json::to_string_pretty(&report)
-            .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?;
-        out!("{text}");
+        print_json(&report)?;
     } else {
         for f in &found {
             out!("{}", f.line());

@@ -3,8 +3,10 @@
 //! (the controller-host timer that stores each ended job's summary).
 //! Presenting only: what is read and decided is slurm_imex_jobview's.
 
+use crate::args::Cli;
+use crate::cells::or_dash;
+use crate::output::print_json;
 use crate::table::Table;
-use crate::Cli;
 use serde::Serialize;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
@@ -118,9 +120,7 @@ fn show(cli: &Cli, config: &Config, job_id: u32, now: i64) -> Result<u8> {
                 .map(JobSummary::notes)
                 .unwrap_or_default(),
         };
-        let text = serde_json::to_string_pretty(&json)
-            .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?;
-        out!("{text}");
+        print_json(&json)?;
     } else {
         print_view(&view)?;
     }
@@ -391,10 +391,6 @@ fn imex_events_lines<'a>(nodes: impl IntoIterator<Item = &'a NodeReport>) -> Vec
         .collect()
 }
 
-fn dash<T: ToString>(v: Option<T>) -> String {
-    v.map_or("-".into(), |x| x.to_string())
-}
-
 fn node_table<'a>(nodes: impl Iterator<Item = &'a NodeReport>) -> Table {
     let mut t = Table::new(&[
         "NODE", "PROLOG", "EPILOG", "BLAME", "PROLOG_S", "EPILOG_S", "DOMAIN", "CAUSE",
@@ -403,13 +399,13 @@ fn node_table<'a>(nodes: impl Iterator<Item = &'a NodeReport>) -> Table {
     for n in nodes {
         t.row(vec![
             n.node.clone(),
-            dash(n.prolog.as_deref()),
-            dash(n.epilog.as_deref()),
+            or_dash(n.prolog.as_deref()),
+            or_dash(n.epilog.as_deref()),
             n.blame.as_str().to_string(),
             secs(n.prolog_ms),
             secs(n.epilog_ms),
-            dash(n.domain_name()),
-            dash(n.cause.as_deref()),
+            or_dash(n.domain_name()),
+            or_dash(n.cause.as_deref()),
         ]);
     }
     t
@@ -459,7 +455,7 @@ fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
         g.verdict.clone(),
         g.energy_j
             .map_or("-".into(), |j| format!("{:.1}", j / 1000.0)),
-        dash(g.processes),
+        or_dash(g.processes),
         pct(g.gpu_util_pct),
         pct(g.mem_util_pct),
         g.peak_memory_bytes.map_or("-".into(), |b| {
@@ -470,9 +466,9 @@ fn gpu_row(n: &NodeReport, g: &GpuReport) -> Vec<String> {
         } else {
             xids.join(",")
         },
-        dash(g.ecc_sbe),
-        dash(g.ecc_dbe),
-        dash(g.remapped_rows),
+        or_dash(g.ecc_sbe),
+        or_dash(g.ecc_dbe),
+        or_dash(g.remapped_rows),
         // (fold from +0.0: an empty f64 sum is -0.0, printed "-0.0")
         format!(
             "{:.1}",
@@ -526,11 +522,7 @@ fn store_pass(cli: &Cli, config: &Config, now: i64) -> Result<u8> {
             "considered": counts.considered, "stored": counts.stored, "waiting": counts.waiting,
             "unreported": counts.unreported, "foreign": counts.foreign, "failed": counts.failed, "lines": lines,
         });
-        out!(
-            "{}",
-            serde_json::to_string_pretty(&json)
-                .map_err(|e| Error::new(format!("cannot encode JSON: {e}")))?
-        );
+        print_json(&json)?;
     } else {
         for l in &lines {
             out!("{l}");
