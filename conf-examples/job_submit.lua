@@ -136,6 +136,11 @@ local function whole_node_partitions(names, part_list)
   return true
 end
 
+-- A number as Slurm writes it ("2", not Lua 5.3's "2.0" for a float).
+local function int(n)
+  return string.format("%d", tonumber(n) or 0)
+end
+
 local function refuse(message)
   slurm.log_user("slurm-imex: %s", message)
   return slurm.ERROR
@@ -159,7 +164,7 @@ function slurm_imex.submit(job_desc, part_list)
     return refuse("--imex needs whole nodes (one IMEX domain per job): add --exclusive")
   end
   job_desc.shared = JOB_SHARED_NONE
-  slurm.log_debug("slurm-imex: --imex job of uid %s made whole-node", tostring(job_desc.user_id))
+  slurm.log_debug("slurm-imex: --imex job of uid %s made whole-node", int(job_desc.user_id))
   return slurm.SUCCESS
 end
 
@@ -169,13 +174,13 @@ function slurm_imex.modify(job_desc, job_rec, part_list)
   if slurm_imex.settings().domain == "rack" then return slurm.SUCCESS end
   local shared = job_desc.shared
   if shared ~= nil and shared ~= NO_VAL16 and shared ~= JOB_SHARED_NONE then
-    return refuse("job " .. tostring(job_rec.job_id)
+    return refuse("job " .. int(job_rec.job_id)
       .. " is an --imex job (one IMEX domain per job) and keeps whole nodes: OverSubscribe stays off")
   end
   if job_desc.partition and job_desc.partition ~= "" then
     local forcing = forcing_partition(job_desc.partition, part_list)
     if forcing then
-      return refuse("job " .. tostring(job_rec.job_id) .. " is an --imex job and needs whole nodes, and partition "
+      return refuse("job " .. int(job_rec.job_id) .. " is an --imex job and needs whole nodes, and partition "
         .. forcing .. " shares them (OverSubscribe=FORCE): choose a partition without FORCE")
     end
   end

@@ -16,13 +16,13 @@ set -euo pipefail
 # qemu-user-static and binfmt-support run the arm64 root filesystem's
 # programs (Slurm, our arm64 build) under emulation; file and binutils
 # (readelf) check each artifact's architecture and glibc floor; shellcheck
-# checks every shell file (tests/lint/shell.sh); lua5.1 runs job_submit.lua's
-# unit tests (tests/lua/) and liblua5.3-dev gives the source builds
+# checks every shell file (tests/lint/shell.sh); lua5.1 and lua5.3 run
+# job_submit.lua's unit tests (tests/lua/) and liblua5.3-dev gives the source builds
 # job_submit/lua (the shared-node tests).
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
       strace sqlite3 python3 openssl prometheus-node-exporter prometheus
-      equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev lua5.1 gcc make pkg-config xz-utils
+      equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev lua5.1 lua5.3 gcc make pkg-config xz-utils
       rpm rpmlint binutils-aarch64-linux-gnu qemu-user-static binfmt-support file shellcheck)
 missing=()
 for p in "${need[@]}"; do

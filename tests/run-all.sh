@@ -20,7 +20,9 @@ echo "== README.md is a front door: $readme_bytes bytes, at most 12 KiB (detail 
 echo "== cargo build --release"; cargo build --release --workspace --quiet
 echo "== cargo build (debug: the bad-input suite runs these binaries)"; cargo build --workspace --quiet
 echo "== cargo test"; cargo test --workspace --no-fail-fast --quiet 2>&1 | tee /tmp/slurm-imex-cargo-test.log
-echo "== job_submit.lua's decisions under Lua 5.1 (tests/lua/job_submit_test.lua)"; lua5.1 tests/lua/job_submit_test.lua
+echo "== job_submit.lua's decisions under Lua 5.1 and 5.3 (tests/lua/job_submit_test.lua)"
+lua5.1 tests/lua/job_submit_test.lua
+lua5.3 tests/lua/job_submit_test.lua
 echo "== Prometheus alert rules (promtool check rules, promtool test rules)"
 promtool check rules conf-examples/prometheus/slurm-imex.rules.yml
 promtool test rules tests/prometheus/slurm-imex.rules.test.yml

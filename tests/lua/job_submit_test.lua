@@ -109,14 +109,14 @@ check(submit(j) == slurm.SUCCESS and j.shared == 0, "no imex.toml: the per-job d
 
 -- job_modify.
 write_config('[imex]\ndomain = "job"\n')
-local rec = { job_id = 7, spank_job_env = { [0] = "IMEX=1" } }
+local rec = { job_id = 7.0, spank_job_env = { [0] = "IMEX=1" } }
 local function modify(desc)
   user_msgs = {}
   return slurm_job_modify(desc, rec, parts, 1001)
 end
 check(modify({ shared = 65534 }) == slurm.SUCCESS, "modify: an unrelated change")
 check(modify({ shared = 1 }) == slurm.ERROR, "modify: OverSubscribe=YES refused")
-check(user_msgs[1] and user_msgs[1]:find("job 7 is an --imex job", 1, true) ~= nil, "modify: names the job")
+check(user_msgs[1] == "slurm-imex: job 7 is an --imex job (one IMEX domain per job) and keeps whole nodes: OverSubscribe stays off", "modify: names the job: " .. tostring(user_msgs[1]))
 check(modify({ shared = 0 }) == slurm.SUCCESS, "modify: --exclusive kept")
 check(modify({ shared = 65534, partition = "forced" }) == slurm.ERROR, "modify: to a FORCE partition refused")
 check(modify({ shared = 65534, partition = "shared" }) == slurm.SUCCESS, "modify: to a sharing partition (still whole-node)")
