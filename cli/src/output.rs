@@ -46,3 +46,13 @@ pub fn print_table(cli: &Cli, mut t: Table) -> Result<()> {
     out_raw!("{}", t.render());
     Ok(())
 }
+
+/// A listing: the rows as JSON with --json, else as the table `table`
+/// makes of them.
+pub fn print_rows<T: Serialize>(cli: &Cli, rows: &[T], table: fn(&[T]) -> Table) -> Result<()> {
+    if cli.json {
+        print_json(&rows)
+    } else {
+        print_table(cli, table(rows))
+    }
+}

@@ -3,7 +3,7 @@
 
 use crate::args::Cli;
 use crate::job_db::open_db;
-use crate::output::{print_json, print_table};
+use crate::output::print_rows;
 use crate::table::Table;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
@@ -26,11 +26,7 @@ pub fn gpus(
         Some(db) => db.gpu_totals(since, node, limit)?,
         None => Vec::new(),
     };
-    if cli.json {
-        print_json(&rows)?;
-        return Ok(0);
-    }
-    print_table(cli, gpus_table(&rows))?;
+    print_rows(cli, &rows, gpus_table)?;
     Ok(0)
 }
 

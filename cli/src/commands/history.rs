@@ -4,7 +4,7 @@
 use crate::args::{Cli, HistoryArgs};
 use crate::cells::{gibibytes, kilojoules, or_dash, percent};
 use crate::job_db::open_db;
-use crate::output::{print_json, print_table};
+use crate::output::print_rows;
 use crate::table::Table;
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
@@ -19,11 +19,7 @@ pub fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {
         Some(db) => db.history(&filter)?,
         None => Vec::new(),
     };
-    if cli.json {
-        print_json(&rows)?;
-        return Ok(0);
-    }
-    print_table(cli, history_table(&rows))?;
+    print_rows(cli, &rows, history_table)?;
     Ok(0)
 }
 
