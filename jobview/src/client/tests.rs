@@ -13,12 +13,19 @@ use std::sync::Mutex;
 
 const ANSWER: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
 
-/// A CA's PEM and a server certificate for 127.0.0.1 it signed, with the key.
+/// A CA's PEM and a server certificate for 127.0.0.1 it signed, with the
+/// key; each CA of its own name.
 fn ca_and_server_cert() -> (String, CertificateDer<'static>, PrivateKeyDer<'static>) {
+    static CAS: AtomicUsize = AtomicUsize::new(0);
+    named_ca_and_server_cert(&format!("test CA {}", CAS.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// [`ca_and_server_cert`] from a CA named `name` (a new key whatever the name).
+fn named_ca_and_server_cert(
+    name: &str,
+) -> (String, CertificateDer<'static>, PrivateKeyDer<'static>) {
     let ca_key = KeyPair::generate().unwrap();
     let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    static CAS: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("test CA {}", CAS.fetch_add(1, Ordering::Relaxed));
     ca.distinguished_name.push(rcgen::DnType::CommonName, name);
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca_cert = ca.self_signed(&ca_key).unwrap();
@@ -34,7 +41,14 @@ fn ca_and_server_cert() -> (String, CertificateDer<'static>, PrivateKeyDer<'stat
 /// answered 401 unless its Authorization is `wanted`. Its URL, the heads,
 /// and the PEM of the CA that signed its certificate.
 fn tls_store(wanted: &'static str) -> (String, Arc<Mutex<Vec<String>>>, String) {
-    let (ca_pem, cert, key) = ca_and_server_cert();
+    tls_store_of(wanted, ca_and_server_cert())
+}
+
+/// [`tls_store`] with this CA's PEM, certificate and key.
+fn tls_store_of(
+    wanted: &'static str,
+    (ca_pem, cert, key): (String, CertificateDer<'static>, PrivateKeyDer<'static>),
+) -> (String, Arc<Mutex<Vec<String>>>, String) {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -212,6 +226,29 @@ fn an_untrusted_certificate_is_one_line_naming_the_fix() {
         ),
         Err(e) => assert!(e.to_string().contains("install the ca-certificates"), "{e}"),
     }
+    assert!(heads.lock().unwrap().is_empty(), "no request crossed");
+}
+
+#[test]
+fn a_ca_of_the_same_name_but_another_key_is_not_trusted_either() {
+    // A CA file of the store CA's name made anew (a rotated CA): the
+    // certificate's signature does not verify.
+    let (url, heads, _) = tls_store_of("none", named_ca_and_server_cert("site CA"));
+    let (impostor, _, _) = named_ca_and_server_cert("site CA");
+    let toml =
+        format!("[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n");
+    let (_d, cfg) = setup(&[("ca.pem", &impostor, 0o644)], &toml);
+    let line = ask(&Client::from_config(&cfg).unwrap(), &url)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        line.contains(": certificate not trusted (not signed by the CA of that name"),
+        "{line}"
+    );
+    assert!(
+        line.ends_with("did not sign it: give the CA that did"),
+        "{line}"
+    );
     assert!(heads.lock().unwrap().is_empty(), "no request crossed");
 }
 
