@@ -7,7 +7,10 @@ set -euo pipefail
 # libslurm-dev for 22.05's headers; dpkg-dev and lintian for the packages.
 # strace (kill -9 at each state change), sqlite3 (integrity_check) and
 # python3 (open(2) probes) for the fault tests; prometheus-node-exporter
-# and prometheus (promtool) for the metrics export tests; equivs for the
+# and prometheus (promtool) for the metrics export tests; victoria-metrics
+# (a long-term store with Prometheus's query API) and python3-bcrypt (the
+# bcrypt hash of Prometheus's web.config basic auth) for the metrics-store
+# test (tests/e2e/metrics-store.sh); equivs for the
 # stand-in slurm-smd packages; systemd-container (systemd-nspawn) for the
 # nodes booted with real systemd; libmunge-dev, libjson-c-dev, libyaml-dev, gcc and make for Slurm built
 # from SchedMD's sources (scripts/slurm-prefix.sh; xz-utils unpacks them);
@@ -22,7 +25,7 @@ set -euo pipefail
 need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
       debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
       strace sqlite3 python3 openssl prometheus-node-exporter prometheus
-      equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev lua5.1 lua5.3 gcc make pkg-config xz-utils
+      victoria-metrics python3-bcrypt equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev lua5.1 lua5.3 gcc make pkg-config xz-utils
       rpm rpmlint binutils-aarch64-linux-gnu qemu-user-static binfmt-support file shellcheck)
 missing=()
 for p in "${need[@]}"; do
@@ -35,7 +38,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The packages enable the system services; the tests run their own daemons.
-for s in slurmctld slurmd munge prometheus prometheus-node-exporter; do
+for s in slurmctld slurmd munge prometheus prometheus-node-exporter victoria-metrics; do
   systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }

@@ -150,6 +150,27 @@ pub fn check(path: &Path, expect: Expect, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Check a secret (a password, a token) at `path` for `what`: a file as
+/// [`check`] holds it, and readable by its owner alone, so no other
+/// account on the host can read what it grants.
+pub fn check_secret(path: &Path, what: &str) -> Result<()> {
+    check(path, Expect::File, what)?;
+    let mode = fs::metadata(path)
+        .map_err(|e| Error::io(format!("cannot read {what} {}: {e}", path.display())))?
+        .permissions()
+        .mode();
+    if mode & 0o044 != 0 {
+        return Err(Error::invalid(format!(
+            "refusing {what} {}: readable by group or others (mode {:04o}): chmod go-r {} \
+             (a secret is readable by its owner alone)",
+            path.display(),
+            mode & 0o7777,
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Every directory above `path`, from `/` down, must be trusted. Symlinked
 /// directories are followed (stat), so their targets are what is judged.
 /// Err is a reason (`judge`'s words) the caller builds its refusal around.
@@ -276,6 +297,26 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("symlink to") && e.contains("writable"), "{e}");
+    }
+
+    #[test]
+    fn a_secret_must_be_readable_by_its_owner_alone() {
+        let d = private_dir();
+        let f = d.path().join("prom.pass");
+        fs::write(&f, "pw\n").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+        let e = check_secret(&f, "[job] prometheus_password_file")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("readable by group or others (mode 0640): chmod go-r"),
+            "{e}"
+        );
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o600)).unwrap();
+        check_secret(&f, "[job] prometheus_password_file").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o620)).unwrap();
+        let e = check_secret(&f, "x").unwrap_err().to_string();
+        assert!(e.contains("writable by group or others"), "{e}");
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //!
 //! - `accounting`: the job as Slurm's accounting knows it (`sacct`), and
 //!   its stored summary written back (`sacctmgr`, to SlurmDBD)
-//! - `prometheus`: the nodes' per-job series, queried from Prometheus
+//! - `prometheus`: the nodes' per-job series, queried from Prometheus (or a
+//!   store with its query API)
+//! - `client`: the store's HTTP(S) client: TLS roots, credentials, and the
+//!   one-line cause of each failed request
 //! - `lookup`: one job for its owner or root: stored summary first, then
 //!   Prometheus
 //! - `store`: the controller-host pass (a timer) that stores each ended
@@ -12,6 +15,7 @@
 //! No call reaches slurmctld (docs/controller-calls.md).
 
 pub mod accounting;
+pub mod client;
 pub mod lookup;
 pub mod prometheus;
 pub mod store;

@@ -4,6 +4,7 @@
 //! used, and what could not be read, is part of the answer.
 
 use crate::accounting::{self, AccountedJob};
+use crate::client::Client;
 use crate::prometheus::{self, Server};
 use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Kind, Result};
@@ -182,9 +183,11 @@ pub fn from_prometheus(
         );
         return Ok(None);
     }
+    let client = Client::from_config(cfg).map_err(|e| Failure::new(Unanswered::Config, e))?;
     let server = Server {
         url: &cfg.job.prometheus_url,
         timeout: cfg.job.query_timeout.0,
+        client: &client,
     };
     prometheus_summary(&server, job, now).map_err(|e| {
         // An unusable URL is the config's; anything else, the server's.
@@ -338,7 +341,11 @@ mod tests {
         drop(closed);
         let f = from_prometheus(&cfg, &job, 1_790_001_000, &mut problems).unwrap_err();
         assert_eq!(f.why, Unanswered::Service, "{f}");
-        assert!(f.to_string().contains("did not answer"), "{f}");
+        assert!(
+            f.to_string()
+                .ends_with(": connection refused: is it running, and listening on that port?"),
+            "{f}"
+        );
     }
 
     #[test]

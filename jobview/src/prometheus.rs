@@ -10,6 +10,7 @@
 //! grows with the job's reports, not with its series. `[job] query_timeout`
 //! bounds the whole read, every part together.
 
+use crate::client::Client;
 use serde::Deserialize;
 use slurm_imex_core::config::http_url;
 use slurm_imex_core::error::{Error, Result};
@@ -28,10 +29,12 @@ pub const NODES_PER_JOBS_QUERY: usize = 4096;
 /// series is about 20 MiB.
 const ANSWER_MAX: u64 = 256 << 20;
 
-/// Where and how long to ask.
+/// Where, how and how long to ask.
 pub struct Server<'a> {
     pub url: &'a str,
     pub timeout: Duration,
+    /// TLS roots and credentials ([`Client::from_config`]).
+    pub client: &'a Client,
 }
 
 #[derive(Deserialize)]
@@ -71,6 +74,7 @@ pub fn query_text(family: &str, job_ids: &[u32], range_s: u64) -> String {
 /// it is one line naming Prometheus, the part it was at, and what to do.
 struct Reader<'a> {
     base: &'a str,
+    client: &'a Client,
     timeout: Duration,
     deadline: Instant,
     part: usize,
@@ -88,6 +92,7 @@ impl<'a> Reader<'a> {
         }
         Ok(Reader {
             base,
+            client: server.client,
             timeout: server.timeout,
             deadline: Instant::now() + server.timeout,
             part: 0,
@@ -109,7 +114,7 @@ impl<'a> Reader<'a> {
         if left.is_zero() {
             return Err(late());
         }
-        ask(self.base, left, query).map_err(|e| {
+        ask(self.client, self.base, left, query).map_err(|e| {
             if Instant::now() >= self.deadline || e.to_string().contains("timed out") {
                 late()
             } else {
@@ -310,24 +315,21 @@ fn totals(reader: &mut Reader, job_id: u32, range: u64) -> Result<Totals> {
 /// in a form body (POST, which Prometheus's API takes as it takes GET): a
 /// big job's node regex is tens of KiB, past what proxies take in a URL
 /// (414).
-fn ask(base: &str, timeout: Duration, query: &str) -> Result<Answer> {
+fn ask(client: &Client, base: &str, timeout: Duration, query: &str) -> Result<Answer> {
     let url = format!("{base}/api/v1/query");
-    let agent = ureq::AgentBuilder::new().timeout(timeout).build();
-    let response = agent.post(&url).send_form(&[("query", query)]);
-    let body = match response {
-        Ok(r) => r,
-        // Prometheus answers a bad query with 400 and a JSON error.
-        Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => {
-            return Err(Error::new(format!(
-                "Prometheus at {base} did not answer: {}",
-                cap(&e.to_string(), PIECE_MAX)
-            )))
-        }
-    };
+    // Prometheus answers a bad query with 400 and a JSON error.
+    let body = client.post_form(base, &url, timeout, &[("query", query)])?;
+    let status = (body.status(), body.status_text().to_string());
     serde_json::from_reader(std::io::Read::take(body.into_reader(), ANSWER_MAX)).map_err(|e| {
+        let what = match status {
+            (200, _) => "something that is not its API's JSON".to_string(),
+            (code, text) => format!(
+                "{code} {} without its API's JSON (is [job] prometheus_url the query API's base URL?)",
+                cap(&text, PIECE_MAX)
+            ),
+        };
         Error::new(format!(
-            "Prometheus at {base} answered something that is not its API's JSON: {}",
+            "Prometheus at {base} answered {what}: {}",
             cap(&e.to_string(), PIECE_MAX)
         ))
     })
@@ -516,6 +518,7 @@ mod tests {
         let server = Server {
             url: &url,
             timeout: Duration::from_secs(20),
+            client: &Client::default(),
         };
         let mut reports = job_reports(&server, &[7], 600).unwrap();
         let asked = asked.lock().unwrap().clone();
@@ -552,6 +555,7 @@ mod tests {
         let server = Server {
             url: &url,
             timeout: Duration::from_millis(400),
+            client: &Client::default(),
         };
         let e = job_reports(&server, &[7], 600).unwrap_err();
         let line = e.to_string();
@@ -571,6 +575,7 @@ mod tests {
         let server = Server {
             url: &url,
             timeout: Duration::from_millis(300),
+            client: &Client::default(),
         };
         let started = Instant::now();
         let line = job_reports(&server, &[7], 600).unwrap_err().to_string();
@@ -644,6 +649,7 @@ mod tests {
         let server = Server {
             url: &url,
             timeout: Duration::from_secs(20),
+            client: &Client::default(),
         };
         let big = big_job(&server, 7, 600).unwrap();
         let asked = asked.lock().unwrap().clone();
@@ -717,6 +723,7 @@ mod tests {
             let server = Server {
                 url: &url,
                 timeout: Duration::from_secs(20),
+                client: &Client::default(),
             };
             let line = job_reports(&server, &[7], 600).unwrap_err().to_string();
             assert!(line.starts_with(&format!("Prometheus at {url}")), "{line}");

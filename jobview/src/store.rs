@@ -17,6 +17,7 @@
 //! one query's samples and one batch's texts, not the whole backlog.
 
 use crate::accounting::{self, AccountedJob, JOBS_PER_SACCTMGR};
+use crate::client::Client;
 use crate::lookup;
 use crate::prometheus::{self, Server, JOBS_PER_QUERY, NODES_PER_JOBS_QUERY};
 use slurm_imex_core::config::Config;
@@ -63,9 +64,11 @@ pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Res
         todo.push(job);
     }
     counts.considered = todo.len() + counts.foreign;
+    let client = Client::from_config(cfg)?;
     let server = Server {
         url: &cfg.job.prometheus_url,
         timeout: cfg.job.query_timeout.0,
+        client: &client,
     };
     // The texts waiting for their sacctmgr, each with its line for `say`.
     let mut pending: Vec<Pending> = Vec::new();
@@ -344,6 +347,7 @@ mod tests {
         let server = Server {
             url: "http://127.0.0.1:1",
             timeout: Duration::from_secs(2),
+            client: &Client::default(),
         };
         let todo = vec![on(1, "n[1-3000]"), on(2, "m[1-2500]")];
         let (mut pending, mut counts, mut lines) = (Vec::new(), StoreCounts::default(), Vec::new());

@@ -52,14 +52,17 @@ CONF
 }
 
 # Each node's node_exporter (its textfile directory, in its network
-# namespace) and the Prometheus server that scrapes them every second.
-prometheus_up() {
+# namespace; once a phase), and $C/acct/prometheus.yml, the scrape config
+# that reads them every second.
+node_exporters_up() {
   local i targets="" a=$C/acct
   for i in $(seq 1 "$E2E_NODES"); do
+    targets+="${targets:+, }'$(node_ip "$i"):$NODE_EXPORTER_NODE_PORT'"
+    [ -f "$a/node-exporter-n$i.pid" ] && kill -0 "$(cat "$a/node-exporter-n$i.pid")" 2>/dev/null && continue
     nsenter --net="/run/netns/imex-n$i" prometheus-node-exporter \
       --web.listen-address="$(node_ip "$i"):$NODE_EXPORTER_NODE_PORT" --collector.disable-defaults --collector.textfile \
       --collector.textfile.directory="$C/nodes/n$i/hw/textfile" > "$C/log/node-exporter-n$i.log" 2>&1 &
-    targets+="${targets:+, }'$(node_ip "$i"):$NODE_EXPORTER_NODE_PORT'"
+    echo $! > "$a/node-exporter-n$i.pid"
   done
   cat > "$a/prometheus.yml" <<YML
 global:
@@ -67,9 +70,16 @@ global:
   evaluation_interval: 1s
 scrape_configs:
   - job_name: node
+    scrape_interval: 1s
     static_configs:
       - targets: [$targets]
 YML
+}
+
+# The node_exporters and the Prometheus server that scrapes them.
+prometheus_up() {
+  local a=$C/acct
+  node_exporters_up
   rm -rf "$a/prometheus-data"
   prometheus --config.file="$a/prometheus.yml" --storage.tsdb.path="$a/prometheus-data" \
     --web.listen-address="127.0.0.1:$PROM_PORT" > "$C/log/prometheus.log" 2>&1 &
@@ -164,10 +174,12 @@ prometheus_knows_job() { prometheus_query "count(slurm_imex_job_node_info{jobid=
 
 accounting_down() {
   local f
+  metrics_stores_down
   for f in "$C/acct/prometheus.pid" "$C/run/slurmdbd.pid" "$C/acct/mysqld.pid"; do
     [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null
   done
   pkill -f "collector.textfile.directory=$C/nodes/" 2>/dev/null
+  rm -f "$C"/acct/node-exporter-n*.pid
   for f in "$C/acct/prometheus.pid" "$C/run/slurmdbd.pid" "$C/acct/mysqld.pid"; do
     [ -f "$f" ] && poll_until 20 not kill -0 "$(cat "$f")" 2>/dev/null
     rm -f "$f"

@@ -3,7 +3,7 @@
 # A test is a function test_* in the feature file named after what it
 # proves (jobs.sh, shared-nodes.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
 # topology.sh, rack-map.sh, rack-domains.sh, controller.sh, segments.sh,
-# faults.sh, fleet.sh, accounting.sh, watch.sh, nvl72.sh, containers.sh, upgrade.sh,
+# faults.sh, fleet.sh, accounting.sh, metrics-store.sh, watch.sh, nvl72.sh, containers.sh, upgrade.sh,
 # systemd.sh, prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks
 # the phases per Slurm.
 
@@ -104,6 +104,7 @@ phase_tests() { # phase
     accounting) echo "
       test_an_imex_node_fault_drain_explains_itself_without_a_controller_storm
       test_a_jobs_health_across_its_nodes_for_its_owner_and_root_after_the_nodes_forget_it
+      test_a_jobs_health_from_prometheus_over_tls_with_basic_auth_and_from_victoriametrics
       test_a_killed_daemon_is_restarted_and_the_jobs_next_step_finds_its_domain
       test_a_daemon_killed_past_the_bound_drains_only_its_node_after_the_job
       test_a_peer_cut_off_mid_job_is_named_on_its_peers_and_nothing_is_drained

@@ -1,10 +1,26 @@
 //! The config's one URL, `[job] prometheus_url`: checked when the file is
 //! read, as every other key is, so `slurm-imex job` never finds it unusable
-//! later. Plain http only (the job view's client is built without TLS):
-//! `http://host[:port][/path]`, the server's base URL, which the API path
-//! is appended to.
+//! later: `http://` or `https://host[:port][/path]`, the server's base
+//! URL, which the API path is appended to.
 
-/// Why `url` is not a usable `http://host[:port][/path]`, and the fix, as
+/// Whether `url` is an `https://` one (its TLS settings apply).
+pub fn is_https(url: &str) -> bool {
+    url.starts_with("https://")
+}
+
+/// `url` as it may be shown: any `user:password@` before the host cut out.
+pub fn without_credentials(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((_, host)) => format!("{scheme}://…@{host}{path}"),
+        None => url.to_string(),
+    }
+}
+
+/// Why `url` is not a usable `http(s)://host[:port][/path]`, and the fix, as
 /// the end of a line that starts with the key and its value; None when it
 /// is one, or empty (no server).
 pub fn problem(url: &str) -> Option<String> {
@@ -18,23 +34,20 @@ pub fn problem(url: &str) -> Option<String> {
     }
     let Some((scheme, rest)) = url.split_once("://") else {
         return Some(format!(
-            "has no scheme: write \"http://{url}\" (only http:// is supported)"
+            "has no scheme: write \"http://{url}\" or \"https://{url}\""
         ));
     };
-    match scheme {
-        "http" => {}
-        "https" => {
-            return Some(
-                "https is not supported (the client has no TLS): give Prometheus's own http:// \
-                 address, or an https proxy's plain http:// side"
-                    .into(),
-            )
-        }
-        _ => {
-            return Some(format!(
-                "{scheme}:// is not supported: write \"http://host:9090\""
-            ))
-        }
+    if !matches!(scheme, "http" | "https") {
+        return Some(format!(
+            "{scheme}:// is not supported: write \"http://host:9090\" or \"https://host:9090\""
+        ));
+    }
+    if rest.split('/').next().unwrap_or_default().contains('@') {
+        return Some(
+            "holds credentials: give them as [job] prometheus_user and prometheus_password_file \
+             (a root-only file), never in the URL"
+                .into(),
+        );
     }
     if rest.contains(['?', '#']) {
         return Some(
@@ -43,8 +56,7 @@ pub fn problem(url: &str) -> Option<String> {
                 .into(),
         );
     }
-    let authority = rest.split('/').next().unwrap_or_default();
-    host_port_problem(authority.rsplit('@').next().unwrap_or_default())
+    host_port_problem(rest.split('/').next().unwrap_or_default())
 }
 
 /// What is wrong with `host[:port]` (`[v6]:port` too), if anything.
@@ -77,7 +89,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn plain_http_base_urls_pass() {
+    fn http_and_https_base_urls_pass() {
         for ok in [
             "",
             "http://prom:9090",
@@ -85,6 +97,8 @@ mod tests {
             "http://10.0.0.5:9090/",
             "http://[fd00::5]:9090",
             "http://gw/prometheus",
+            "https://prom.example:9090",
+            "https://vm/select/0/prometheus",
         ] {
             assert_eq!(problem(ok), None, "{ok}");
         }
@@ -94,7 +108,7 @@ mod tests {
     fn each_unusable_url_says_what_and_the_fix() {
         for (bad, says) in [
             ("host:9090", "write \"http://host:9090\""),
-            ("https://prom:9090", "https proxy's plain http:// side"),
+            ("https://u:pw@prom:9090", "never in the URL"),
             ("ftp://prom", "ftp:// is not supported"),
             ("http://", "names no host"),
             ("http://:9090", "names no host"),

@@ -11,6 +11,7 @@ use std::time::Duration;
 mod bounds;
 pub mod http_url;
 mod locate;
+pub mod store_access;
 pub use bounds::MAX_NODES_LIMIT;
 
 /// Largest config file read (the shipped example is about 7 KB).
@@ -64,6 +65,10 @@ pub struct Config {
     /// the admin wrote.
     #[serde(skip)]
     renamed: Renamed,
+    /// `file:line` of the keys whose files are read later
+    /// ([`store_access::KEYS`]), for the lines about those files.
+    #[serde(skip)]
+    places: Vec<(&'static str, String)>,
 }
 
 /// What slurm-imex keeps on the node itself.
@@ -135,10 +140,19 @@ impl Default for MetricsConfig {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobViewConfig {
-    /// The Prometheus server that scrapes the nodes' node_exporter
-    /// (`http://host:9090`); empty: none, `slurm-imex job` reads only the
-    /// stored summaries.
+    /// The Prometheus server that scrapes the nodes' node_exporter, or a
+    /// store with its query API (`http://host:9090`, `https://...`); empty:
+    /// none, `slurm-imex job` reads only the stored summaries.
     pub prometheus_url: String,
+    /// `https://` only: the PEM file of the CA that signed the store's
+    /// certificate; None: the system's CA store.
+    pub prometheus_ca_file: Option<PathBuf>,
+    /// Basic auth's user name; its password is in `prometheus_password_file`.
+    pub prometheus_user: String,
+    /// A root-only file holding basic auth's password (one line).
+    pub prometheus_password_file: Option<PathBuf>,
+    /// A root-only file holding a bearer token (one line), instead of basic auth.
+    pub prometheus_bearer_token_file: Option<PathBuf>,
     /// Longest wait for one Prometheus query.
     pub query_timeout: HumanDuration,
     /// `slurm-imex job --store`: a job is stored once every node of it has
@@ -153,6 +167,10 @@ impl Default for JobViewConfig {
     fn default() -> Self {
         JobViewConfig {
             prometheus_url: String::new(),
+            prometheus_ca_file: None,
+            prometheus_user: String::new(),
+            prometheus_password_file: None,
+            prometheus_bearer_token_file: None,
             query_timeout: HumanDuration(Duration::from_secs(10)),
             store_wait: HumanDuration(Duration::from_secs(15 * 60)),
             store_backfill: HumanDuration(Duration::from_secs(2 * 86400)),
@@ -660,7 +678,26 @@ impl Config {
         let used = config.take_renamed_keys(text, origin)?;
         config.validate(text, origin, &used)?;
         config.renamed = used;
+        config.places = store_access::KEYS
+            .iter()
+            .filter(|k| locate::line_of_key(text, k).is_some())
+            .map(|k| (*k, place(text, origin, k)))
+            .collect();
         Ok(config)
+    }
+
+    /// `file:line` of `key` (one of [`store_access::KEYS`]) as the file
+    /// read wrote it; the file alone when it did not write the key.
+    pub fn place_of(&self, key: &str) -> String {
+        let file = || {
+            self.source
+                .as_deref()
+                .map_or(DEFAULT_CONFIG_PATH.into(), |p| p.display().to_string())
+        };
+        self.places
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map_or_else(file, |(_, at)| at.clone())
     }
 
     /// Keys that moved keep working under their old names, with a
@@ -699,10 +736,7 @@ impl Config {
     }
 
     fn validate(&self, text: &str, origin: &Path, used: &Renamed) -> Result<()> {
-        let at = |key: &str| match locate::line_of_key(text, key) {
-            Some(l) => format!("{}:{l}", origin.display()),
-            None => origin.display().to_string(),
-        };
+        let at = |key: &str| place(text, origin, key);
         if let Some((key, why)) = bounds::first_violation(self) {
             let key = used.as_written(key);
             return Err(Error::invalid(format!(
@@ -715,7 +749,17 @@ impl Config {
             return Err(Error::invalid(format!(
                 "bad config {}: [job] prometheus_url = {:?} {why}",
                 at("job.prometheus_url"),
-                crate::text::cap(&self.job.prometheus_url, crate::text::PIECE_MAX)
+                crate::text::cap(
+                    &http_url::without_credentials(&self.job.prometheus_url),
+                    crate::text::PIECE_MAX
+                )
+            )));
+        }
+        if let Some((key, value, why)) = store_access::problem(&self.job) {
+            return Err(Error::invalid(format!(
+                "bad config {}: {} = {value} {why}",
+                at(key),
+                key_label(key)
             )));
         }
         let i = &self.imex;
@@ -889,6 +933,14 @@ fn utf8_config(bytes: Vec<u8>, path: &Path) -> Result<String> {
             bytes[good]
         ))
     })
+}
+
+/// `file:line` of `key` in `text`, or the file alone when not written.
+fn place(text: &str, origin: &Path, key: &str) -> String {
+    match locate::line_of_key(text, key) {
+        Some(l) => format!("{}:{l}", origin.display()),
+        None => origin.display().to_string(),
+    }
 }
 
 /// `imex.daemon.ctl` as an admin reads it: `[imex.daemon] ctl`.
@@ -1097,10 +1149,55 @@ mod tests {
         assert_eq!(
             e,
             "bad config /etc/slurm/imex.toml:3: [job] prometheus_url = \"host:9090\" has no scheme: \
-             write \"http://host:9090\" (only http:// is supported)"
+             write \"http://host:9090\" or \"https://host:9090\""
         );
         let c = parse("[job]\nprometheus_url = \"http://prom:9090\"\n").unwrap();
         assert_eq!(c.job.prometheus_url, "http://prom:9090");
+    }
+
+    #[test]
+    fn the_stores_tls_and_credentials_are_checked_when_the_file_is_read() {
+        let head = "[job]\nprometheus_url = \"https://prom:9090\"\n";
+        for (body, line, key, says) in [
+            ("prometheus_ca_file = \"ca.pem\"\n", 3, "prometheus_ca_file = \"ca.pem\"", "must be an absolute path"),
+            ("prometheus_ca_file = 5\n", 3, "prometheus_ca_file: invalid type", "conf-examples/imex.toml"),
+            ("\nprometheus_password_file = \"/etc/slurm/p\"\n", 4, "prometheus_password_file = \"/etc/slurm/p\"", "needs [job] prometheus_user"),
+            ("prometheus_user = \"imex\"\n", 3, "prometheus_user = \"imex\"", "needs [job] prometheus_password_file"),
+            ("prometheus_user = \"a:b\"\nprometheus_password_file = \"/p\"\n", 3, "prometheus_user = \"a:b\"", "':'"),
+            ("prometheus_bearer_token_file = \"t\"\n", 3, "prometheus_bearer_token_file = \"t\"", "absolute path"),
+            ("prometheus_user = \"u\"\nprometheus_password_file = \"/p\"\nprometheus_bearer_token_file = \"/t\"\n", 5, "prometheus_bearer_token_file = \"/t\"", "keep one"),
+        ] {
+            let e = parse(&format!("{head}{body}")).unwrap_err().to_string();
+            let start = format!("bad config /etc/slurm/imex.toml:{line}: [job] {key}");
+            assert!(e.starts_with(&start), "{start}\n{e}");
+            assert!(e.contains(says), "{e}");
+        }
+        let e = parse(
+            "[job]\nprometheus_url = \"http://prom:9090\"\nprometheus_bearer_token_file = \"/t\"\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("bad config /etc/slurm/imex.toml:3: [job] prometheus_bearer_token_file = \"/t\" but [job] prometheus_url is \"http://prom:9090\", plain http"),
+            "{e}"
+        );
+        let e = parse("[job]\nprometheus_url = \"https://imex:s3cret@prom\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !e.contains("s3cret") && e.contains("never in the URL"),
+            "{e}"
+        );
+        let c = parse(&format!("{head}prometheus_ca_file = \"/etc/slurm/ca.pem\"\n\nprometheus_user = \"imex\"\nprometheus_password_file = \"/etc/slurm/p\"\n")).unwrap();
+        assert_eq!(c.job.prometheus_user, "imex");
+        assert_eq!(
+            c.place_of("job.prometheus_password_file"),
+            "/etc/slurm/imex.toml:6"
+        );
+        assert_eq!(
+            c.place_of("job.prometheus_bearer_token_file"),
+            "/etc/slurm/imex.toml"
+        );
     }
 
     #[test]

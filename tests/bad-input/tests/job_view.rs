@@ -335,8 +335,11 @@ fn job_exit_status_tells_not_found_from_bad_config_and_unreachable_services() {
     );
     // 4: a service could not be asked, or answered what is not an answer.
     site.accounted("root", "");
-    site.job(&nobody())
-        .one_line_error(4, &["Prometheus at", "did not answer"], "Prometheus down");
+    site.job(&nobody()).one_line_error(
+        4,
+        &["Prometheus at", "connection refused: is it running"],
+        "Prometheus down",
+    );
     let bad = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
     site.job(&prometheus(400, bad.into())).one_line_error(
         4,
