@@ -15,7 +15,10 @@ slurm_has_job_submit_lua() {
   return 1
 }
 
-job_submit_is_lua() { scontrol show config | grep -q '^JobSubmitPlugins *= *\(job_submit/\)\?lua'; }
+job_submit_is_lua() {
+  local config; config=$(scontrol show config)
+  grep -q '^JobSubmitPlugins *= *\(job_submit/\)\?lua' <<<"$config"
+}
 job_submit_is_unset() { ! job_submit_is_lua; }
 
 # The shipped script beside slurm.conf, JobSubmitPlugins=lua and a partition
