@@ -219,8 +219,17 @@ const VALUE_CASES: &[(&str, &[&str])] = &[
         &[":2", "[job] prometheus_url", "http://host:9090"],
     ),
     (
-        "[job]\nprometheus_url = \"https://prom:9090\"\n",
-        &[":2", "[job] prometheus_url", "https", "proxy"],
+        "[job]\nprometheus_url = \"https://u:secret@prom:9090\"\n",
+        &[
+            ":2",
+            "[job] prometheus_url",
+            "holds credentials",
+            "prometheus_password_file",
+        ],
+    ),
+    (
+        "[job]\nprometheus_url = \"http://prom:9090\"\nprometheus_ca_file = \"/etc/ca.pem\"\n",
+        &[":3", "[job] prometheus_ca_file", "plain http", "https://"],
     ),
     (
         "[job]\nprometheus_url = \"http://\"\n",
