@@ -2,9 +2,9 @@
 //! open it: read-only, never created, `--db` before `[database] path`.
 
 use crate::args::Cli;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_jobdb::JobDb;
+use slurm_imex_settings::Config;
 
 /// Reading commands never create a database. None (with a note on
 /// stderr) when this node has none yet: the answer is then empty, as

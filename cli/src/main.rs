@@ -18,8 +18,8 @@ mod this_node;
 
 use args::{Cli, Command};
 use clap::Parser;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
+use slurm_imex_settings::Config;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -5,9 +5,9 @@
 //! copy keeps every key of the base config but the node list and
 //! SERVER_PORT, so the two differ only when the base changed since.
 
-use slurm_imex_core::config::Config;
 use slurm_imex_core::fsutil::read_bounded_text;
 use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
+use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 
 /// Most bytes of a daemon config read (NVIDIA's shipped one is ~10 KiB).

@@ -3,9 +3,10 @@
 //! the SERVER_PORT span against the ephemeral ports, and the systemd unit.
 
 use crate::check::Check;
-use slurm_imex_core::config::{Config, DaemonManager, DomainScope};
+use slurm_imex_core::config::{DaemonManager, DomainScope};
 use slurm_imex_core::trust::{self, Expect};
 use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
+use slurm_imex_settings::Config;
 use std::time::Duration;
 
 pub fn programs(config: &Config) -> Vec<Check> {

@@ -25,8 +25,8 @@ pub use listening::{parse_listen_line, ProcNet};
 pub use slurm_view::SlurmView;
 
 use nvml_read::NvmlRead;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Error;
+use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 

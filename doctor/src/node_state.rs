@@ -5,9 +5,9 @@
 
 use crate::check::Check;
 use crate::nvml_read::{Answer, Gpus, NvmlRead};
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Error;
 use slurm_imex_core::trust::{self, Expect};
+use slurm_imex_settings::Config;
 use std::path::Path;
 
 /// The config file: read, trusted, every value in range, and the files and
@@ -102,7 +102,7 @@ fn nvml_gpus(config: &Config, read: &NvmlRead, gpus: &Gpus) -> Check {
 /// where one did (a GPU it could not read); None where NVML does not load
 /// (the `nvml` check says why).
 pub fn accounting(config: &Config, read: &NvmlRead) -> Option<Check> {
-    use slurm_imex_core::config::Accounting;
+    use slurm_imex_gpu::config::Accounting;
     use slurm_imex_gpu::nvml::Reading;
     if let Some(hung) = read.hung() {
         return Some(Check::fail("accounting", hung, HUNG_REMEDY));

@@ -6,11 +6,11 @@
 //! never waited for: the thread in it is left behind and ends with the
 //! process, and the checks that do not read NVML are reported as usual.
 
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Error;
 use slurm_imex_core::trust::{self, Expect};
 use slurm_imex_gpu::health::gate::{self, Overrun};
 use slurm_imex_gpu::nvml::{GpuReader, GpuSnapshot, Stage};
+use slurm_imex_settings::Config;
 use std::cell::OnceCell;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};

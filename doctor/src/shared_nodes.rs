@@ -6,7 +6,8 @@
 
 use crate::check::Check;
 use crate::slurm_view::SlurmView;
-use slurm_imex_core::config::{Config, DomainScope, SharedNodes};
+use slurm_imex_core::config::{DomainScope, SharedNodes};
+use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 
 /// Largest job_submit.lua read (site scripts are a few KiB).

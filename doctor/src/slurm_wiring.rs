@@ -4,8 +4,9 @@
 
 use crate::check::Check;
 use crate::slurm_view::SlurmView;
-use slurm_imex_core::config::{ChannelMode, Config, DomainScope};
+use slurm_imex_core::config::{ChannelMode, DomainScope};
 use slurm_imex_domain::imex::rack_channels;
+use slurm_imex_settings::Config;
 use std::path::Path;
 
 /// Largest wrapper script read when looking for our program in it.

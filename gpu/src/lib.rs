@@ -10,11 +10,13 @@
 //!   checkpoint of XIDs already judged
 //! - `stats`: a job's per-GPU deltas between two snapshots
 //! - `clique`: the node's NVLink clique (its rack), from the fabric info
+//! - `config`: the `[gpu]` and `[health]` sections of the config
 //!
 //! It judges; acting on a verdict (draining the node through Slurm) is
 //! `slurm_imex_hooks::drain`.
 
 pub mod clique;
+pub mod config;
 pub mod health;
 pub mod nvml;
 pub mod stats;

@@ -9,7 +9,6 @@
 use crate::drain::{self, CheckFlags, DrainAction};
 use crate::imex_check::check_imex;
 use serde::Serialize;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::slurm::node::NodeRead;
 use slurm_imex_core::slurm::Scontrol;
@@ -21,6 +20,7 @@ use slurm_imex_gpu::clique::node_clique;
 use slurm_imex_gpu::health::gate::check_now;
 use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Verdict};
 use slurm_imex_jobdb::metrics;
+use slurm_imex_settings::Config;
 
 /// What one check found and did, as `--json` prints it.
 #[derive(Serialize)]
@@ -113,7 +113,7 @@ fn refresh_metrics(
         node.slurm_read_at = Some(now);
     }
     node.save(&state)?;
-    metrics::refresh(config, &node)?;
+    metrics::refresh(&config.database, &config.metrics, &node)?;
     Ok(())
 }
 

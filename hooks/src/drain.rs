@@ -30,7 +30,6 @@
 //!   to confirm a drain we may lift, or when the standing is not known
 //!   since boot (docs/controller-calls.md).
 
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::node::{NodeRead, NodeStatus};
@@ -38,6 +37,7 @@ use slurm_imex_core::slurm::Scontrol;
 use slurm_imex_core::state::NodeState;
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::health::DRAIN_PREFIX;
+use slurm_imex_settings::Config;
 
 /// What `slurm-imex check` was asked to do beyond reporting (`--drain`,
 /// `--undrain`). The prolog and epilog pass the default: their rule is the

@@ -7,7 +7,6 @@
 //! never fails a job or drains a node.
 
 use serde::{Deserialize, Serialize};
-use slurm_imex_core::config::{Config, GpuJobs};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
@@ -18,6 +17,7 @@ use slurm_imex_core::state::job_record::{JobRecord, Outcome};
 use slurm_imex_core::state::StateDir;
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::clique::node_clique;
+use slurm_imex_gpu::config::GpuJobs;
 use slurm_imex_gpu::health::gate::{self, GateRequest, GateResult};
 use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Severity, Verdict};
 use slurm_imex_gpu::nvml::GpuSnapshot;
@@ -26,6 +26,7 @@ use slurm_imex_gpu::xid::checkpoint::{self, Checkpoint};
 use slurm_imex_gpu::xid::log::LogPosition;
 use slurm_imex_jobdb::write::{GpuRecord, HookVerdict, ImexOutcome, JobRow};
 use slurm_imex_jobdb::JobDb;
+use slurm_imex_settings::Config;
 
 /// What the prolog leaves for the epilog (state_dir/gpu-jobs/<job>.json).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -11,11 +11,11 @@
 //! is the domain crate's (`slurm_imex_domain::imex::status`) and the GPU
 //! crate, which owns the findings, does not depend on it.
 
-use slurm_imex_core::config::Config;
 use slurm_imex_core::state::{StateDir, WatchState};
 use slurm_imex_domain::imex::status::node_status;
 use slurm_imex_domain::imex::watcher::Watcher;
 use slurm_imex_gpu::health::{Finding, Severity};
+use slurm_imex_settings::Config;
 
 /// DCGM-style IMEX check, context-aware: only a daemon that serves a job's
 /// domain or the rack must be READY.

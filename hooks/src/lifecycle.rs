@@ -6,7 +6,7 @@
 use crate::drain::{self, DrainAction};
 use crate::gpu_job::{self, GpuEpilog, GpuOutcome};
 use slurm_imex_core::blame::{Blamed, Fault};
-use slurm_imex_core::config::{Config, DomainScope};
+use slurm_imex_core::config::DomainScope;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::env::JobEnv;
@@ -18,6 +18,7 @@ use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{journal, metrics};
+use slurm_imex_settings::Config;
 use std::time::Duration;
 
 /// What a prolog/epilog run ends with.
@@ -113,12 +114,8 @@ pub struct Live<'a> {
 }
 
 impl<'a> Live<'a> {
-    fn new(job: &'a JobEnv, ctx: &'a HookContext<'a>) -> Live<'a> {
-        Live {
-            job,
-            cfg: ctx.cfg,
-            ctx,
-        }
+    fn new(job: &'a JobEnv, cfg: &'a Config, ctx: &'a HookContext<'a>) -> Live<'a> {
+        Live { job, cfg, ctx }
     }
 
     /// What a GPU verdict of `hook` does to this node (`crate::drain`).
@@ -176,7 +173,7 @@ impl EpilogSteps for Live<'_> {
         crate::watch::left_down(self.cfg, self.job.job_id)
     }
     fn load_node(&self) -> NodeState {
-        sweep::sweep_orphan_temps(self.cfg);
+        sweep::sweep_orphan_temps(self.cfg, self.cfg.metrics.textfile_dir());
         NodeState::load(&StateDir::of(self.cfg))
     }
     fn read_record(&self) -> Option<JobRecord> {
@@ -215,7 +212,7 @@ impl EpilogSteps for Live<'_> {
 /// one context for the whole run.
 pub fn prolog(job: &JobEnv, cfg: &Config) -> Exit {
     let ctx = HookContext::new(cfg);
-    prolog_with(job, &Live::new(job, &ctx))
+    prolog_with(job, &Live::new(job, cfg, &ctx))
 }
 
 /// The GPU health gate and the IMEX domain run side by side (the gate
@@ -373,7 +370,7 @@ fn log_gate(gate: &GpuOutcome, hook: Hook) {
 /// one context for the whole run.
 pub fn epilog(job: &JobEnv, cfg: &Config) -> Exit {
     let ctx = HookContext::new(cfg);
-    epilog_with(job, &Live::new(job, &ctx))
+    epilog_with(job, &Live::new(job, cfg, &ctx))
 }
 
 /// Tear down the job's IMEX domain, then record its GPU stats and judge the
@@ -461,7 +458,7 @@ fn drain_if_left_down(
 fn publish_node_state(state: &StateDir, cfg: &Config, node: &mut NodeState, exit: &Exit) {
     node.read_domain(state);
     let saved = node.save(state);
-    let refreshed = metrics::refresh(cfg, node);
+    let refreshed = metrics::refresh(&cfg.database, &cfg.metrics, node);
     if let Some(e) = saved.err().or(refreshed.err()) {
         // A failing epilog already says what is wrong, in one line.
         if exit.code == 0 {

@@ -9,7 +9,7 @@
 
 mod record;
 
-use slurm_imex_core::config::{Config, DaemonManager};
+use slurm_imex_core::config::DaemonManager;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::state::job_record::Outcome;
@@ -19,6 +19,7 @@ use slurm_imex_domain::imex::daemon::{Daemon, Liveness};
 use slurm_imex_domain::imex::daemon_proc::ProcId;
 use slurm_imex_domain::imex::watch::{Act, DomainWatch, Look};
 use slurm_imex_domain::imex::watcher::Watcher;
+use slurm_imex_settings::Config;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -6,9 +6,9 @@
 //! job rate. Also where a database row becomes a report, and where the
 //! node's blame for a job is read back from what the hooks recorded.
 
+use crate::config::MetricsConfig;
 use crate::write::{GpuRecord, JobRow};
 use crate::JobDb;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::imex_event::ImexEvent;
 use slurm_imex_gpu::health::Verdict;
@@ -21,11 +21,11 @@ use std::path::Path;
 /// node-wide export just opened; None when there is none yet): the latest
 /// jobs, or an empty file (HELP and TYPE only) when there are none, so a
 /// job leaves Prometheus's view once its time is up.
-pub fn refresh(cfg: &Config, db: Option<&JobDb>, dir: &Path, now_ts: i64) -> Result<()> {
-    let jobs = match db.filter(|_| cfg.metrics.job_series > 0) {
+pub fn refresh(metrics: &MetricsConfig, db: Option<&JobDb>, dir: &Path, now_ts: i64) -> Result<()> {
+    let jobs = match db.filter(|_| metrics.job_series > 0) {
         Some(db) => {
-            let since = now_ts.saturating_sub(cfg.metrics.job_series_for.0.as_secs() as i64);
-            db.recently_ended(cfg.metrics.job_series, since)?
+            let since = now_ts.saturating_sub(metrics.job_series_for.0.as_secs() as i64);
+            db.recently_ended(metrics.job_series, since)?
         }
         None => Vec::new(),
     };

@@ -2,6 +2,7 @@
 //! built from it, so the only crate that links SQLite. The SPANK plugin
 //! never links it.
 //!
+//! - `config`: the `[database]` and `[metrics]` sections of the config
 //! - `db`: opening the database safely, its schema and migrations
 //! - `write`: one job's row per node (the epilog), and pruning
 //! - `query`: history, one job, per-board totals and lifetime counters
@@ -12,6 +13,7 @@
 //! - `job_export`: the per-job textfile (this node's latest jobs as reports)
 //! - `journal`: the per-job structured journal event
 
+pub mod config;
 mod db;
 pub mod imex_events;
 pub mod job_export;

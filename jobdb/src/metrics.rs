@@ -11,9 +11,9 @@
 //! live registry for a `/metrics` endpoint, while the textfile collector wants
 //! a file rebuilt from the database's totals and replaced atomically.
 
+use crate::config::{DatabaseConfig, MetricsConfig};
 use crate::query::BoardCounters;
 use crate::JobDb;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::imex_event::ImexEventKind;
 use slurm_imex_core::state::NodeState;
@@ -27,14 +27,18 @@ pub const FILE_NAME: &str = "slurm_imex.prom";
 /// Rebuild the textfile from the database totals and `node`, and the
 /// per-job textfile beside it (`crate::job_export`). Returns the node-wide
 /// file written, or None when export is off. Never creates the database.
-pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
-    let Some(dir) = cfg.metrics.textfile_dir() else {
+pub fn refresh(
+    database: &DatabaseConfig,
+    metrics: &MetricsConfig,
+    node: &NodeState,
+) -> Result<Option<PathBuf>> {
+    let Some(dir) = metrics.textfile_dir() else {
         return Ok(None);
     };
-    let db = if cfg.database.path.exists() {
+    let db = if database.path.exists() {
         Some(JobDb::open_to_read(
-            &cfg.database.path,
-            cfg.database.busy_timeout.0,
+            &database.path,
+            database.busy_timeout.0,
         )?)
     } else {
         None
@@ -51,7 +55,12 @@ pub fn refresh(cfg: &Config, node: &NodeState) -> Result<Option<PathBuf>> {
         render(&boards, node).as_bytes(),
         0o644,
     )?;
-    crate::job_export::refresh(cfg, db.as_ref(), &dir, slurm_imex_core::timespec::now_s())?;
+    crate::job_export::refresh(
+        metrics,
+        db.as_ref(),
+        &dir,
+        slurm_imex_core::timespec::now_s(),
+    )?;
     Ok(Some(path))
 }
 

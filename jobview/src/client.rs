@@ -5,9 +5,10 @@
 //! one line naming the cause and the key to fix. The secret is sent in a
 //! header only; it is never shown, logged or put in a line.
 
+use crate::config::JobViewSections;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
-use slurm_imex_core::config::{http_url, Config};
+use slurm_imex_core::config::http_url;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::path::Path;
@@ -57,8 +58,8 @@ impl Client {
     /// system's CA store for `https://`, and the credential, read now. A
     /// file that is unusable (untrusted, readable by others, empty) is the
     /// config's error, naming `file:line`, the key and the fix.
-    pub fn from_config(cfg: &Config) -> Result<Client> {
-        let job = &cfg.job;
+    pub fn from_config(cfg: &dyn JobViewSections) -> Result<Client> {
+        let job = cfg.job();
         let mut client = Client::default();
         if http_url::is_https(&job.prometheus_url) {
             let roots = match &job.prometheus_ca_file {
@@ -206,12 +207,12 @@ fn tls(roots: rustls::RootCertStore) -> Result<Arc<rustls::ClientConfig>> {
 
 /// The certificates of `[job] prometheus_ca_file`, held to the trust
 /// boundary (it decides which server is believed).
-fn ca_file_roots(cfg: &Config, ca: &Path) -> Result<rustls::RootCertStore> {
+fn ca_file_roots(cfg: &dyn JobViewSections, ca: &Path) -> Result<rustls::RootCertStore> {
     let key = "job.prometheus_ca_file";
     let bad = |why: String| {
         Error::invalid(format!(
             "bad config {}: [job] prometheus_ca_file = {:?} {why}",
-            cfg.place_of(key),
+            cfg.core().place_of(key),
             ca.display().to_string()
         ))
     };
@@ -256,12 +257,12 @@ fn system_roots() -> Result<rustls::RootCertStore> {
 
 /// The one-line secret in `file` (key `key`), held to the trust boundary
 /// and readable by its owner alone; its trailing newline dropped.
-fn secret(cfg: &Config, key: &str, file: &Path) -> Result<String> {
+fn secret(cfg: &dyn JobViewSections, key: &str, file: &Path) -> Result<String> {
     let label = key.replacen('.', "] ", 1);
     let bad = |why: String| {
         Error::invalid(format!(
             "bad config {}: [{label} = {:?} {why}",
-            cfg.place_of(key),
+            cfg.core().place_of(key),
             file.display().to_string()
         ))
     };

@@ -1,6 +1,7 @@
 //! slurm-imex-jobview: `slurm-imex job JOBID` and `slurm-imex job --store`,
 //! built on what sites already run (as Princeton's jobstats is):
 //!
+//! - `config`: the `[job]` section of the config
 //! - `accounting`: the job as Slurm's accounting knows it (`sacct`), and
 //!   its stored summary written back (`sacctmgr`, to SlurmDBD)
 //! - `prometheus`: the nodes' per-job series, queried from Prometheus (or a
@@ -16,6 +17,7 @@
 
 pub mod accounting;
 pub mod client;
+pub mod config;
 pub mod lookup;
 pub mod prometheus;
 pub mod store;

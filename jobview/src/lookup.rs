@@ -5,8 +5,8 @@
 
 use crate::accounting::{self, AccountedJob};
 use crate::client::Client;
+use crate::config::JobViewSections;
 use crate::prometheus::{self, Server};
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Kind, Result};
 use slurm_imex_jobsummary::comment;
 use slurm_imex_jobsummary::report::JobSummary;
@@ -95,8 +95,14 @@ pub fn may_see(job: &AccountedJob, caller_uid: u32) -> bool {
 
 /// Job `job_id` as `caller_uid` may see it: its stored summary, else
 /// Prometheus's; a job with neither is still an answer (source none).
-pub fn job(cfg: &Config, job_id: u32, caller_uid: u32, now: i64) -> Result<JobView, Failure> {
-    let job = accounting::job(cfg, job_id).map_err(|e| Failure::new(Unanswered::Service, e))?;
+pub fn job(
+    cfg: &dyn JobViewSections,
+    job_id: u32,
+    caller_uid: u32,
+    now: i64,
+) -> Result<JobView, Failure> {
+    let job =
+        accounting::job(cfg.core(), job_id).map_err(|e| Failure::new(Unanswered::Service, e))?;
     let Some(job) = job else {
         return Err(Failure::new(
             Unanswered::NotFound,
@@ -172,12 +178,12 @@ pub fn stored_summary(job: &AccountedJob, problems: &mut Vec<String>) -> Option<
 /// when no server is configured (a line in `problems` says so: the job may
 /// still be stored later, by the controller host's `job --store`).
 pub fn from_prometheus(
-    cfg: &Config,
+    cfg: &dyn JobViewSections,
     job: &AccountedJob,
     now: i64,
     problems: &mut Vec<String>,
 ) -> Result<Option<JobSummary>, Failure> {
-    if cfg.job.prometheus_url.is_empty() {
+    if cfg.job().prometheus_url.is_empty() {
         problems.push(
             "no stored summary, and [job] prometheus_url is not set, so the nodes' series cannot be read".into(),
         );
@@ -185,8 +191,8 @@ pub fn from_prometheus(
     }
     let client = Client::from_config(cfg).map_err(|e| Failure::new(Unanswered::Config, e))?;
     let server = Server {
-        url: &cfg.job.prometheus_url,
-        timeout: cfg.job.query_timeout.0,
+        url: &cfg.job().prometheus_url,
+        timeout: cfg.job().query_timeout.0,
         client: &client,
     };
     prometheus_summary(&server, job, now).map_err(|e| {
@@ -271,6 +277,7 @@ pub fn summary_of(job: &AccountedJob, reports: &mut series::Reports) -> Result<O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TestConfig;
     use slurm_imex_jobsummary::report::NodeReport;
 
     fn job_with_comment(job_id: u32, summary_of: u32) -> AccountedJob {
@@ -321,7 +328,7 @@ mod tests {
     #[test]
     fn prometheus_unset_is_not_yet_and_a_bad_or_dead_one_is_a_failure() {
         let job = job_with_comment(7, 7);
-        let mut cfg = Config::default();
+        let mut cfg = TestConfig::default();
         let mut problems = Vec::new();
         assert!(matches!(
             from_prometheus(&cfg, &job, 1_790_001_000, &mut problems),

@@ -18,9 +18,9 @@
 
 use crate::accounting::{self, AccountedJob, JOBS_PER_SACCTMGR};
 use crate::client::Client;
+use crate::config::JobViewSections;
 use crate::lookup;
 use crate::prometheus::{self, Server, JOBS_PER_QUERY, NODES_PER_JOBS_QUERY};
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_jobsummary::comment;
 use slurm_imex_jobsummary::report::JobSummary;
@@ -50,10 +50,14 @@ enum Decision {
 }
 
 /// Run one pass; each job stored or failed is one line on `say`.
-pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Result<StoreCounts> {
+pub fn store_pending(
+    cfg: &dyn JobViewSections,
+    now: i64,
+    say: &mut dyn FnMut(String),
+) -> Result<StoreCounts> {
     let mut counts = StoreCounts::default();
     let mut todo = Vec::new();
-    for job in accounting::ended_since(cfg, cfg.job.store_backfill.0)? {
+    for job in accounting::ended_since(cfg.core(), cfg.job().store_backfill.0)? {
         if comment::is_ours(&job.admin_comment) {
             continue;
         }
@@ -66,8 +70,8 @@ pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Res
     counts.considered = todo.len() + counts.foreign;
     let client = Client::from_config(cfg)?;
     let server = Server {
-        url: &cfg.job.prometheus_url,
-        timeout: cfg.job.query_timeout.0,
+        url: &cfg.job().prometheus_url,
+        timeout: cfg.job().query_timeout.0,
         client: &client,
     };
     // The texts waiting for their sacctmgr, each with its line for `say`.
@@ -82,7 +86,7 @@ pub fn store_pending(cfg: &Config, now: i64, say: &mut dyn FnMut(String)) -> Res
 /// aggregate; the others [`JOBS_PER_QUERY`] at a time), encode what is to
 /// be stored into `pending`, and store it whenever a sacctmgr batch is full.
 fn read_and_encode(
-    cfg: &Config,
+    cfg: &dyn JobViewSections,
     server: &Server,
     todo: Vec<AccountedJob>,
     now: i64,
@@ -177,7 +181,7 @@ struct Pending {
 /// Store now, wait for the nodes still missing, or give up on a job no
 /// node reported.
 fn decide(
-    cfg: &Config,
+    cfg: &dyn JobViewSections,
     job: &AccountedJob,
     reports: &mut slurm_imex_jobsummary::series::Reports,
     now: i64,
@@ -186,10 +190,15 @@ fn decide(
 }
 
 /// What to do with a job whose summary, if any node reported, is `summary`.
-fn settle(cfg: &Config, job: &AccountedJob, summary: Option<JobSummary>, now: i64) -> Decision {
+fn settle(
+    cfg: &dyn JobViewSections,
+    job: &AccountedJob,
+    summary: Option<JobSummary>,
+    now: i64,
+) -> Decision {
     let settled = job
         .end
-        .is_some_and(|end| now - end >= cfg.job.store_wait.0.as_secs() as i64);
+        .is_some_and(|end| now - end >= cfg.job().store_wait.0.as_secs() as i64);
     match summary {
         Some(s) if s.missing.is_empty() || settled => Decision::Store(s),
         Some(_) => Decision::Wait,
@@ -242,7 +251,7 @@ fn encode_one(
 /// Store every pending text (sacctmgr, a batch per process), each job's
 /// outcome its own line and count.
 fn flush(
-    cfg: &Config,
+    cfg: &dyn JobViewSections,
     pending: &mut Vec<Pending>,
     counts: &mut StoreCounts,
     say: &mut dyn FnMut(String),
@@ -254,7 +263,7 @@ fn flush(
         .iter_mut()
         .map(|p| (p.job_id, std::mem::take(&mut p.text)))
         .collect();
-    let results = accounting::store_admin_comments(cfg, &jobs);
+    let results = accounting::store_admin_comments(cfg.core(), &jobs);
     drop(jobs);
     let mut lines: HashMap<u32, String> = pending
         .drain(..)
@@ -277,6 +286,7 @@ fn flush(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TestConfig;
     use slurm_imex_jobsummary::series::{self, Sample};
     use std::collections::BTreeMap;
     use std::time::Duration;
@@ -308,7 +318,7 @@ mod tests {
 
     #[test]
     fn a_job_is_stored_when_every_node_reported_or_its_wait_is_over() {
-        let mut cfg = Config::default();
+        let mut cfg = TestConfig::default();
         cfg.job.store_wait.0 = Duration::from_secs(600);
         let now = 10_000;
         let both = [reported("n1"), reported("n2")];
@@ -342,7 +352,7 @@ mod tests {
 
     #[test]
     fn a_big_job_prometheus_fails_for_fails_alone_and_the_pass_goes_on() {
-        let cfg = Config::default();
+        let cfg = TestConfig::default();
         // Nothing listens on port 1: each big job's read fails at once.
         let server = Server {
             url: "http://127.0.0.1:1",

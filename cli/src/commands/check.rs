@@ -6,13 +6,13 @@ use crate::args::Cli;
 use crate::output::print_json;
 use crate::table::Table;
 use crate::this_node::this_node;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::node::node_name;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_hooks as hooks;
 use slurm_imex_hooks::check::CheckReport;
 use slurm_imex_hooks::drain::CheckFlags;
+use slurm_imex_settings::Config;
 
 /// `slurm-imex check`: the hook runs (`slurm_imex_hooks::check`), and its
 /// report is printed. Exit 1 on a drain verdict.

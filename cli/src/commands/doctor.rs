@@ -5,9 +5,9 @@
 use crate::args::Cli;
 use crate::output::print_json;
 use serde::Serialize;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_doctor::{examine_within, Check, Status};
+use slurm_imex_settings::Config;
 use std::path::PathBuf;
 
 #[derive(Serialize)]

@@ -5,10 +5,10 @@ use crate::args::Cli;
 use crate::job_db::open_db;
 use crate::output::print_rows;
 use crate::table::Table;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_jobdb::query::GpuTotals;
+use slurm_imex_settings::Config;
 
 /// `slurm-imex gpus`: the totals since `since` (lifetime without), of `node`
 /// when given, at most `limit` rows, as a table or JSON.

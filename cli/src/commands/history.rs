@@ -6,11 +6,11 @@ use crate::cells::{gibibytes, kilojoules, or_dash, percent};
 use crate::job_db::open_db;
 use crate::output::print_rows;
 use crate::table::Table;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::timespec::{format_ts, now_s, parse_point};
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_jobdb::query::{HistoryFilter, HistoryRow};
+use slurm_imex_settings::Config;
 
 /// `slurm-imex history`: the rows the flags select, as a table or JSON.
 pub fn history(cli: &Cli, config: &Config, a: &HistoryArgs) -> Result<u8> {

@@ -8,7 +8,6 @@ use crate::cells::or_dash;
 use crate::output::print_json;
 use crate::table::Table;
 use serde::Serialize;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text;
 use slurm_imex_gpu::health::Verdict;
@@ -18,6 +17,7 @@ use slurm_imex_jobsummary::report::{
 };
 use slurm_imex_jobview::lookup::{self, JobView, Unanswered};
 use slurm_imex_jobview::{accounting, store};
+use slurm_imex_settings::Config;
 
 /// The exit status of `slurm-imex job` beyond 0 (the summary is shown; for
 /// `--store`, every pending job stored or waiting), as its help and

@@ -7,12 +7,12 @@ use crate::cells::{gibibytes, kilojoules, or_dash, percent};
 use crate::job_db::open_db;
 use crate::output::print_json;
 use crate::table::Table;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::timespec::format_ts;
 use slurm_imex_gpu::stats::{counts_as_throttled, GpuUsage};
 use slurm_imex_jobdb::imex_events::IMEX_EVENTS_MAX;
 use slurm_imex_jobdb::write::JobRow;
+use slurm_imex_settings::Config;
 
 /// `slurm-imex show JOBID`: each of the job's rows on this node, or JSON.
 pub fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {

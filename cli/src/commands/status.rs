@@ -4,9 +4,9 @@
 use crate::args::Cli;
 use crate::cells::or_dash;
 use crate::output::print_json;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_domain::imex;
+use slurm_imex_settings::Config;
 
 /// `slurm-imex status`: who owns the daemon, its state, the domain, the
 /// prolog's record, problems and config deprecations, one line each.

@@ -10,7 +10,6 @@
 
 use crate::args::{Cli, TopologyArgs};
 use serde::Serialize;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::hostlist;
 use slurm_imex_domain::rack::index as rack_index;
@@ -18,6 +17,7 @@ use slurm_imex_domain::rack::map::{self as rack_map, RackMap};
 use slurm_imex_domain::rack::sources::RackSources;
 use slurm_imex_domain::rack::survey::{map_disagreements, racks, Rack};
 use slurm_imex_domain::rack::topology::Blocks;
+use slurm_imex_settings::Config;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -5,11 +5,11 @@
 use crate::args::Cli;
 use crate::output::print_json;
 use crate::this_node::this_node;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::node::node_names;
 use slurm_imex_hooks as hooks;
 use slurm_imex_hooks::drain::DrainAction;
+use slurm_imex_settings::Config;
 
 /// `slurm-imex undrain [--node HOSTLIST]`: each node judged alone, one line
 /// each. Exit 0 when every node was resumed or not drained, 1 when one was

@@ -1,17 +1,20 @@
 //! The documented range of every duration and count in the config
-//! (conf-examples/imex.toml states each one). Values are checked once at
-//! load, so no later arithmetic on them can overflow: the largest duration
-//! allowed is 100 years, far inside `Instant` and `SystemTime` range, and
-//! the largest busy timeout fits SQLite's `int` milliseconds.
+//! (conf-examples/imex.toml states each one), and the check each section
+//! runs on its own keys with it. Values are checked once at load, so no
+//! later arithmetic on them can overflow: the largest duration allowed is
+//! 100 years, far inside `Instant` and `SystemTime` range, and the largest
+//! busy timeout fits SQLite's `int` milliseconds. This module lists the
+//! bounds of the sections core reads (`[imex]`, `[slurm]`); every other
+//! section lists its own beside its schema.
 
 use super::Config;
 use std::time::Duration;
 
-const MS: Duration = Duration::from_millis(1);
-const S: Duration = Duration::from_secs(1);
-const MIN: Duration = Duration::from_secs(60);
-const HOUR: Duration = Duration::from_secs(3600);
-const DAY: Duration = Duration::from_secs(86400);
+pub const MS: Duration = Duration::from_millis(1);
+pub const S: Duration = Duration::from_secs(1);
+pub const MIN: Duration = Duration::from_secs(60);
+pub const HOUR: Duration = Duration::from_secs(3600);
+pub const DAY: Duration = Duration::from_secs(86400);
 
 /// A duration key and its inclusive range; `zero_ok` allows 0 as a
 /// documented special value outside the range.
@@ -22,6 +25,22 @@ pub struct DurationBound {
     pub zero_ok: Option<&'static str>,
 }
 
+impl DurationBound {
+    /// `key`'s value `v` must lie in `min..=max`.
+    pub fn of(key: &'static str, min: Duration, max: Duration, v: Duration) -> (Self, Duration) {
+        let zero_ok = None;
+        (
+            DurationBound {
+                key,
+                min,
+                max,
+                zero_ok,
+            },
+            v,
+        )
+    }
+}
+
 /// A count key and its inclusive range.
 pub struct CountBound {
     pub key: &'static str,
@@ -29,53 +48,44 @@ pub struct CountBound {
     pub max: u64,
 }
 
+impl CountBound {
+    /// `key`'s value `v` must lie in `min..=max`.
+    pub fn of(key: &'static str, min: u64, max: u64, v: u64) -> (Self, u64) {
+        (CountBound { key, min, max }, v)
+    }
+}
+
 /// Upper bound on `[imex] max_nodes` (and so on any hostlist's expansion).
 pub const MAX_NODES_LIMIT: u64 = 16384;
 
 pub fn durations(c: &Config) -> Vec<(DurationBound, Duration)> {
-    let d = |key, min, max, v: Duration| {
-        (
-            DurationBound {
-                key,
-                min,
-                max,
-                zero_ok: None,
-            },
-            v,
-        )
-    };
+    let (i, d) = (&c.imex, DurationBound::of);
     vec![
-        d("imex.ready_timeout", 100 * MS, HOUR, c.imex.ready_timeout.0),
-        d("imex.ready_poll_max", MS, MIN, c.imex.ready_poll_max.0),
+        d("imex.ready_timeout", 100 * MS, HOUR, i.ready_timeout.0),
+        d("imex.ready_poll_max", MS, MIN, i.ready_poll_max.0),
         d(
             "imex.watch.interval",
             100 * MS,
             10 * MIN,
-            c.imex.watch.interval.0,
+            i.watch.interval.0,
         ),
         d(
             "imex.daemon.stop_timeout",
             100 * MS,
             10 * MIN,
-            c.imex.daemon.stop_timeout.0,
+            i.daemon.stop_timeout.0,
         ),
         d(
             "imex.daemon.start_timeout",
             S,
             10 * MIN,
-            c.imex.daemon.start_timeout.0,
+            i.daemon.start_timeout.0,
         ),
         d(
             "imex.daemon.ctl_timeout",
             100 * MS,
             5 * MIN,
-            c.imex.daemon.ctl_timeout.0,
-        ),
-        d(
-            "health.gate_timeout",
-            100 * MS,
-            10 * MIN,
-            c.health.gate_timeout.0,
+            i.daemon.ctl_timeout.0,
         ),
         d(
             "slurm.scontrol_timeout",
@@ -83,78 +93,32 @@ pub fn durations(c: &Config) -> Vec<(DurationBound, Duration)> {
             5 * MIN,
             c.slurm.scontrol_timeout.0,
         ),
-        d(
-            "database.busy_timeout",
-            Duration::ZERO,
-            10 * MIN,
-            c.database.busy_timeout.0,
-        ),
-        d(
-            "metrics.job_series_for",
-            MIN,
-            7 * DAY,
-            c.metrics.job_series_for.0,
-        ),
-        d("job.query_timeout", S, 5 * MIN, c.job.query_timeout.0),
-        d("job.store_wait", Duration::ZERO, DAY, c.job.store_wait.0),
-        d(
-            "job.store_backfill",
-            HOUR,
-            366 * DAY,
-            c.job.store_backfill.0,
-        ),
-        (
-            DurationBound {
-                key: "database.retention",
-                min: HOUR,
-                max: 36500 * DAY,
-                zero_ok: Some("0 keeps every record forever"),
-            },
-            c.database.retention.0,
-        ),
     ]
 }
 
 pub fn counts(c: &Config) -> Vec<(CountBound, u64)> {
     vec![
-        (
-            CountBound {
-                key: "imex.max_nodes",
-                min: 1,
-                max: MAX_NODES_LIMIT,
-            },
+        CountBound::of(
+            "imex.max_nodes",
+            1,
+            MAX_NODES_LIMIT,
             c.imex.max_nodes as u64,
         ),
-        (
-            CountBound {
-                key: "imex.watch.max_restarts",
-                min: 0,
-                max: 100,
-            },
+        CountBound::of(
+            "imex.watch.max_restarts",
+            0,
+            100,
             c.imex.watch.max_restarts as u64,
-        ),
-        (
-            CountBound {
-                key: "health.expected_gpus",
-                min: 0,
-                max: 1024,
-            },
-            c.health.expected_gpus as u64,
-        ),
-        (
-            CountBound {
-                key: "metrics.job_series",
-                min: 0,
-                max: 256,
-            },
-            c.metrics.job_series as u64,
         ),
     ]
 }
 
 /// The first value out of its range, as (key, the reason and the fix).
-pub fn first_violation(c: &Config) -> Option<(&'static str, String)> {
-    for (b, v) in durations(c) {
+pub fn first_violation(
+    durations: Vec<(DurationBound, Duration)>,
+    counts: Vec<(CountBound, u64)>,
+) -> Option<(&'static str, String)> {
+    for (b, v) in durations {
         if v.is_zero() && b.zero_ok.is_some() {
             continue;
         }
@@ -174,7 +138,7 @@ pub fn first_violation(c: &Config) -> Option<(&'static str, String)> {
             ));
         }
     }
-    for (b, v) in counts(c) {
+    for (b, v) in counts {
         if v < b.min || v > b.max {
             return Some((
                 b.key,
@@ -189,18 +153,15 @@ pub fn first_violation(c: &Config) -> Option<(&'static str, String)> {
 mod tests {
     use super::*;
 
+    fn first(c: &Config) -> Option<(&'static str, String)> {
+        first_violation(durations(c), counts(c))
+    }
+
     #[test]
     fn defaults_are_in_range_and_extremes_are_not() {
         let mut c = Config::default();
-        assert!(first_violation(&c).is_none());
-        c.database.busy_timeout.0 = Duration::from_secs(30 * 86400);
-        let (k, why) = first_violation(&c).unwrap();
-        assert_eq!(k, "database.busy_timeout");
-        assert!(why.contains("10m"), "{why}");
-        c = Config::default();
-        c.database.retention.0 = Duration::ZERO;
-        assert!(first_violation(&c).is_none(), "0 = keep forever");
+        assert!(first(&c).is_none());
         c.imex.max_nodes = usize::MAX;
-        assert_eq!(first_violation(&c).unwrap().0, "imex.max_nodes");
+        assert_eq!(first(&c).unwrap().0, "imex.max_nodes");
     }
 }

@@ -1,28 +1,38 @@
-//! The slurm-imex configuration (`/etc/slurm/imex.toml`): its keys, their
-//! defaults, where the file is found, and the one-line errors for bad files.
-//! Every key has a default, and the file may be absent at its default path.
+//! The slurm-imex configuration (`/etc/slurm/imex.toml`) as a file: where it
+//! is found, its trust, reading it, the one-line `file:line: key` errors
+//! for bad files, renamed keys, and the sections the SPANK plugin reads
+//! (`[node]`, `[imex]`, `[slurm]`). Every other section's schema, defaults
+//! and bounds sit in the crate that uses it, as a [`Section`]; the programs
+//! assemble the whole file from them (`slurm-imex-settings`), so a bad key
+//! anywhere is still refused when they load it. Every key has a default,
+//! and the file may be absent at its default path.
 
 use crate::error::{Error, Result};
-use serde::de::{self, Deserializer};
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-mod bounds;
+pub mod bounds;
+mod file;
 pub mod http_url;
+mod imex;
 mod locate;
+mod node;
+mod slurm;
 pub mod store_access;
+mod values;
 pub use bounds::MAX_NODES_LIMIT;
-
-/// Largest config file read (the shipped example is about 7 KB).
-const MAX_CONFIG_BYTES: u64 = 1 << 20;
+pub use file::ConfigFile;
+pub use imex::*;
+pub use node::NodeConfig;
+pub use slurm::SlurmConfig;
+pub use values::{AutoPath, HumanDuration};
 
 /// Where the config lives when nobody says otherwise.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/slurm/imex.toml";
 /// Environment variable that overrides the default config path.
 pub const CONFIG_ENV: &str = "SLURM_IMEX_CONFIG";
-/// The driver's hard limit on IMEX channels (20-bit dev_t minor).
-pub const MAX_CHANNEL_COUNT: u32 = 1 << 20;
 
 /// Where the config is read when nobody names it: `imex.toml` beside the
 /// slurm.conf in `$SLURM_CONF` when one is there (slurmd gives a prolog its
@@ -41,97 +51,93 @@ pub fn default_config_path() -> PathBuf {
     PathBuf::from(DEFAULT_CONFIG_PATH)
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq, Default)]
-#[serde(deny_unknown_fields, default)]
+/// One `[section]` of the file, defined by the crate that uses it: its
+/// schema and defaults (serde), and its bounds.
+pub trait Section {
+    /// The first value out of its documented bounds: its dotted key
+    /// (`database.retention`) and what follows `key = ` on the error line.
+    fn first_problem(&self) -> Option<(&'static str, String)>;
+}
+
+/// The sections core reads (the SPANK plugin's), and what loading the file
+/// found out about it.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     pub node: NodeConfig,
     pub imex: ImexConfig,
     pub slurm: SlurmConfig,
-    pub gpu: GpuConfig,
-    pub health: HealthConfig,
-    pub database: DatabaseConfig,
-    pub metrics: MetricsConfig,
-    pub job: JobViewConfig,
     /// One line per deprecated key the file used, naming `file:line` and the
     /// new key. The hooks send them to the journal (never to stderr, where a
     /// failing hook says one line); `slurm-imex status` prints them.
-    #[serde(skip)]
     pub deprecations: Vec<String>,
     /// The file this config was read from (None: defaults, no file). Paths
     /// that default to "beside imex.toml" are found from it.
-    #[serde(skip)]
     pub source: Option<PathBuf>,
     /// Keys the file gave under an old name, so lines about them name what
     /// the admin wrote.
-    #[serde(skip)]
     renamed: Renamed,
     /// `file:line` of the keys whose files are read later
-    /// ([`store_access::KEYS`]), for the lines about those files.
-    #[serde(skip)]
+    /// ([`Config::note_places`]), for the lines about those files.
     places: Vec<(&'static str, String)>,
 }
 
-/// What slurm-imex keeps on the node itself.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct NodeConfig {
-    /// The node's state directory (`crate::state`): IMEX job records and
-    /// domain owner, GPU start snapshots, the XID checkpoint, the node's
-    /// standing. Keep it on a tmpfs so a reboot clears it.
-    pub state_dir: PathBuf,
+/// `[health] scontrol` and `scontrol_timeout`, the old names of `[slurm]`'s
+/// keys: read wherever `[health]` is, and moved into `[slurm]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct OldHealthKeys {
+    pub scontrol: Option<PathBuf>,
+    pub scontrol_timeout: Option<HumanDuration>,
 }
 
-impl Default for NodeConfig {
-    fn default() -> Self {
-        NodeConfig {
-            state_dir: "/run/slurm-imex".into(),
-        }
+/// What the SPANK plugin reads of the file: its own sections, and the old
+/// names of its keys. Other sections are the programs' and are not read
+/// here (the programs refuse a bad one when they load the file).
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct PluginFile {
+    node: NodeConfig,
+    imex: ImexConfig,
+    slurm: SlurmConfig,
+    health: OldHealthKeys,
+}
+
+/// Parse `text` as `T`; `origin` names the file in error messages. Every
+/// error is one line naming `file:line`, the key and the fix.
+pub fn parse_document<T: DeserializeOwned>(text: &str, origin: &Path) -> Result<T> {
+    toml::from_str(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start);
+        let at = match offset {
+            Some(o) => format!("{}:{}", origin.display(), locate::line_of(text, o)),
+            None => origin.display().to_string(),
+        };
+        let key = offset
+            .and_then(|o| locate::key_at(text, o))
+            .map(|k| format!("{}: ", key_label(&k)))
+            .unwrap_or_default();
+        let msg = plain_message(e.message());
+        Error::invalid(format!(
+            "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
+        ))
+    })
+}
+
+/// A section's bounds, checked: its first bad value as one line naming
+/// `file:line`, the key and the fix.
+pub fn check_section(section: &dyn Section, text: &str, origin: &Path) -> Result<()> {
+    match section.first_problem() {
+        Some((key, why)) => Err(bad_value(text, origin, key, &why)),
+        None => Ok(()),
     }
 }
 
-/// Debian's prometheus-node-exporter reads this directory by default.
-pub const DEBIAN_TEXTFILE_DIR: &str = "/var/lib/prometheus/node-exporter";
-
-/// The Prometheus textfile export (slurm_imex_jobdb::metrics).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct MetricsConfig {
-    /// node_exporter's textfile collector directory: "auto" (Debian's
-    /// /var/lib/prometheus/node-exporter, only when it exists), "none", or
-    /// a path (must exist).
-    pub textfile_dir: AutoPath,
-    /// How many of this node's latest jobs the per-job export
-    /// (slurm_imex_jobs.prom) keeps, so Prometheus scrapes each at least
-    /// once while the series per node stay bounded; 0: no per-job export.
-    pub job_series: u32,
-    /// A job leaves the per-job export this long after its epilog (or
-    /// sooner, when `job_series` newer jobs push it out).
-    pub job_series_for: HumanDuration,
-}
-
-impl MetricsConfig {
-    /// Where the export goes, if anywhere: `auto` exports only when Debian's
-    /// node_exporter directory exists; a configured path always (it must exist).
-    pub fn textfile_dir(&self) -> Option<PathBuf> {
-        match &self.textfile_dir {
-            AutoPath::None => None,
-            AutoPath::Path(p) => Some(p.clone()),
-            AutoPath::Auto => {
-                let p = Path::new(DEBIAN_TEXTFILE_DIR);
-                p.is_dir().then(|| p.to_path_buf())
-            }
-        }
-    }
-}
-
-impl Default for MetricsConfig {
-    fn default() -> Self {
-        MetricsConfig {
-            textfile_dir: AutoPath::Auto,
-            job_series: 16,
-            job_series_for: HumanDuration(Duration::from_secs(30 * 60)),
-        }
-    }
+/// `bad config file:line: [section] key = <why>`.
+fn bad_value(text: &str, origin: &Path, key: &str, why: &str) -> Error {
+    let at = match locate::line_of_key(text, key) {
+        Some(l) => format!("{}:{l}", origin.display()),
+        None => origin.display().to_string(),
+    };
+    Error::invalid(format!("bad config {at}: {} = {why}", key_label(key)))
 }
 
 /// `slurm-imex job` and the summary store on the controller host
@@ -178,470 +184,25 @@ impl Default for JobViewConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct ImexConfig {
-    /// The driver's NVreg_ImexChannelCount.
-    pub channel_count: ChannelCount,
-    pub channel_dir: PathBuf,
-    pub proc_devices: PathBuf,
-    pub hide_channels_from_other_jobs: bool,
-    /// Who hands out IMEX channels: this plugin, Slurm's switch/nvidia_imex,
-    /// or whichever slurm.conf says (see [`ChannelMode`]).
-    pub channels: ChannelMode,
-    /// What an `--imex` job whose nodes lie in several NVLink domains gets.
-    pub span: Span,
-    /// Who an IMEX domain belongs to: one job, or the whole rack.
-    pub domain: DomainScope,
-    /// What the job_submit script does with an `--imex` job (per-job
-    /// domains) that could land on a node another job shares; read by
-    /// conf-examples/job_submit.lua in slurmctld and by the doctor.
-    pub shared_nodes: SharedNodes,
-    pub port_base: u16,
-    pub port_span: PortSpan,
-    pub ready_timeout: HumanDuration,
-    /// Longest pause between two readiness polls (20 ms for the first second).
-    pub ready_poll_max: HumanDuration,
-    /// Deprecated name of `[node] state_dir`, still read (with a warning);
-    /// `Config::parse` moves it there, so it is always None after loading.
-    pub state_dir: Option<PathBuf>,
-    /// Upper bound on the hosts one job's hostlist may expand to.
-    pub max_nodes: usize,
-    /// The rack map (`slurm_imex_domain::rack::map`): "auto" (imex-racks.d, the
-    /// indexed map, else imex-racks.toml beside this file, when it exists),
-    /// "none", or a path to either (must exist).
-    pub rack_map: AutoPath,
-    pub daemon: DaemonConfig,
-    pub addresses: AddressesConfig,
-    pub watch: WatchConfig,
-}
-
-impl Default for ImexConfig {
-    fn default() -> Self {
-        ImexConfig {
-            channel_count: ChannelCount(2048),
-            channel_dir: "/dev/nvidia-caps-imex-channels".into(),
-            proc_devices: "/proc/devices".into(),
-            hide_channels_from_other_jobs: true,
-            channels: ChannelMode::Auto,
-            span: Span::Split,
-            domain: DomainScope::Job,
-            shared_nodes: SharedNodes::Exclusive,
-            port_base: 33792,
-            port_span: PortSpan(16384),
-            ready_timeout: HumanDuration(Duration::from_secs(60)),
-            ready_poll_max: HumanDuration(Duration::from_secs(1)),
-            state_dir: None,
-            max_nodes: 4096,
-            rack_map: AutoPath::Auto,
-            daemon: DaemonConfig::default(),
-            addresses: AddressesConfig::default(),
-            watch: WatchConfig::default(),
-        }
-    }
-}
-
-/// What an `--imex` job whose nodes lie in more than one NVLink domain
-/// (rack) gets.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Span {
-    /// One IMEX domain per NVLink domain: each node's nodes_config holds the
-    /// job's nodes in its own rack; the job runs across racks (NCCL uses
-    /// NVLink inside each rack and the network between them).
-    Split,
-    /// Today's rule for rack-local sites: such a job fails before any daemon
-    /// starts, with one line naming the racks.
-    Refuse,
-}
-
-/// What happens at submission to an `--imex` job in per-job domains that
-/// Slurm could place on a node another job shares (docs/shared-nodes.md).
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum SharedNodes {
-    /// The job is made whole-node, as `--exclusive` does, and waits for a
-    /// free node.
-    Exclusive,
-    /// The job is refused in one line unless it asked for `--exclusive`
-    /// (or its partition gives whole nodes).
-    Refuse,
-}
-
-/// Who an IMEX domain belongs to (docs/imex.md §5).
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum DomainScope {
-    /// A domain per job: nodes_config holds the job's nodes in the rack, the
-    /// daemon is restarted for each job and stopped after it.
-    Job,
-    /// One long-lived domain per rack: nodes_config holds every node of the
-    /// rack, the daemon is started once and kept running, and jobs are kept
-    /// apart by their channels alone.
-    Rack,
-}
-
-/// Who hands out IMEX channels to jobs.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum ChannelMode {
-    /// "slurm" when slurm.conf has `SwitchType=switch/nvidia_imex`, else "plugin".
-    Auto,
-    /// slurm-imex: an `--imex` job gets `channel<1 + job_id mod (count-1)>` in
-    /// every step; other jobs see an empty directory (hide_channels_from_other_jobs).
-    Plugin,
-    /// Slurm's switch/nvidia_imex: Slurm allocates the channel (unique
-    /// cluster-wide) and mounts it; slurm-imex never mounts on the channel
-    /// directory, and only hands an `--imex` job's channel to the job's user.
-    Slurm,
-}
-
-impl ChannelMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChannelMode::Auto => "auto",
-            ChannelMode::Plugin => "plugin",
-            ChannelMode::Slurm => "slurm",
-        }
-    }
-}
-
-/// The watcher of a per-job IMEX domain while its job runs
-/// (`slurm-imex-watch`, docs/guide.md "While the job runs").
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct WatchConfig {
-    /// Watch each `--imex` job's domain on every node of it.
-    pub enabled: bool,
-    /// How often the daemon is looked at and the domain asked for.
-    pub interval: HumanDuration,
-    /// Deaths of the daemon one job may see restarted; the next one leaves
-    /// it down and the node is drained after the job. 0: never restart.
-    pub max_restarts: u32,
-}
-
-impl Default for WatchConfig {
-    fn default() -> Self {
-        WatchConfig {
-            enabled: true,
-            interval: HumanDuration(Duration::from_secs(2)),
-            max_restarts: 3,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum DaemonManager {
-    /// `systemctl restart/stop <unit>`; the unit must start the daemon with
-    /// `-c <job_config>` (see conf-examples/nvidia-imex.service.d).
-    Systemd,
-    /// The prolog spawns `<binary> -c <job_config>` itself and keeps a pid file.
-    Process,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct DaemonConfig {
-    pub manager: DaemonManager,
-    pub unit: String,
-    /// The systemctl the systemd manager runs.
-    pub systemctl: PathBuf,
-    pub binary: PathBuf,
-    pub ctl: PathBuf,
-    /// The admin's daemon config; never modified.
-    pub base_config: PathBuf,
-    /// Where the per-job node list is written (and emptied when idle).
-    pub nodes_config: PathBuf,
-    /// Where the per-job daemon config is rendered; the daemon runs with it.
-    pub job_config: PathBuf,
-    /// SIGTERM-to-SIGKILL grace (process) or systemctl stop bound (systemd).
-    pub stop_timeout: HumanDuration,
-    /// Bound on `systemctl restart`.
-    pub start_timeout: HumanDuration,
-    /// Bound on each `nvidia-imex-ctl` call.
-    pub ctl_timeout: HumanDuration,
-}
-
-impl Default for DaemonConfig {
-    fn default() -> Self {
-        DaemonConfig {
-            manager: DaemonManager::Systemd,
-            unit: "nvidia-imex".into(),
-            systemctl: "systemctl".into(),
-            binary: "/usr/bin/nvidia-imex".into(),
-            ctl: "/usr/bin/nvidia-imex-ctl".into(),
-            base_config: "/etc/nvidia-imex/config.cfg".into(),
-            nodes_config: "/etc/nvidia-imex/nodes_config.cfg".into(),
-            job_config: "/run/slurm-imex/nvidia-imex.cfg".into(),
-            stop_timeout: HumanDuration(Duration::from_secs(10)),
-            start_timeout: HumanDuration(Duration::from_secs(30)),
-            ctl_timeout: HumanDuration(Duration::from_secs(5)),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum AddressSource {
-    /// Resolve each Slurm node name through the system resolver (IPv4 first).
-    Dns,
-    /// Write the Slurm node name itself; the daemon resolves it (driver >= 570.158).
-    Hostname,
-    /// Look each node up in `map_file` (`node = "address"` lines).
-    Map,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct AddressesConfig {
-    pub source: AddressSource,
-    pub map_file: PathBuf,
-}
-
-impl Default for AddressesConfig {
-    fn default() -> Self {
-        AddressesConfig {
-            source: AddressSource::Dns,
-            map_file: "/etc/slurm/imex-addresses.toml".into(),
-        }
-    }
-}
-
-/// Where slurm-imex reads Slurm's own configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct SlurmConfig {
-    /// slurm.conf: "auto" ($SLURM_CONF, else the configless cache
-    /// /run/slurm/conf/slurm.conf, else /etc/slurm/slurm.conf) or a path.
-    pub config: AutoPath,
-    /// The rack (NVLink domain) description of topology/block: "auto"
-    /// (topology.yaml, else topology.conf, beside slurm.conf), "none", or a path.
-    pub topology: AutoPath,
-    /// The scontrol every controller call runs (`crate::slurm::Scontrol`),
-    /// looked up in PATH when not absolute.
-    pub scontrol: PathBuf,
-    /// Bound on each scontrol call.
-    pub scontrol_timeout: HumanDuration,
-}
-
-impl Default for SlurmConfig {
-    fn default() -> Self {
-        SlurmConfig {
-            config: AutoPath::Auto,
-            topology: AutoPath::Auto,
-            scontrol: "scontrol".into(),
-            scontrol_timeout: HumanDuration(Duration::from_secs(15)),
-        }
-    }
-}
-
-/// A path that may also be "auto" (found the way Slurm finds it) or "none".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AutoPath {
-    Auto,
-    None,
-    Path(PathBuf),
-}
-
-impl<'de> Deserialize<'de> for AutoPath {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        match s.as_str() {
-            "auto" => Ok(AutoPath::Auto),
-            "none" => Ok(AutoPath::None),
-            p if p.starts_with('/') => Ok(AutoPath::Path(PathBuf::from(p))),
-            other => Err(de::Error::custom(format!(
-                "\"{other}\" is neither \"auto\", \"none\" nor an absolute path"
-            ))),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct GpuConfig {
-    pub nvml_library: PathBuf,
-    pub kmsg: PathBuf,
-    /// The kernel's boot id: the XID checkpoint holds only within the boot
-    /// that wrote it (a test seam, as `kmsg` is).
-    pub boot_id: PathBuf,
-    /// NVML accounting mode on the job's GPUs (per-process utilization and
-    /// peak memory for the job's stats): turned on by the prolog, or left.
-    pub accounting: Accounting,
-}
-
-impl Default for GpuConfig {
-    fn default() -> Self {
-        GpuConfig {
-            nvml_library: "libnvidia-ml.so.1".into(),
-            kmsg: "/dev/kmsg".into(),
-            boot_id: "/proc/sys/kernel/random/boot_id".into(),
-            accounting: Accounting::On,
-        }
-    }
-}
-
-/// What the prolog does about NVML accounting mode, which is off after
-/// every boot and driver load (docs/gpu-health.md, "Accounting").
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Accounting {
-    /// Turn it on for the job's GPUs where it is off (needs root).
-    On,
-    /// Leave it as the admin set it (`nvidia-smi -am`).
-    Leave,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum GpuJobs {
-    /// Every job is a GPU job; jobs without SLURM_JOB_GPUS own every GPU.
-    All,
-    /// Only jobs with SLURM_JOB_GPUS (GRES) are GPU jobs.
-    Gres,
-}
-
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum MigPolicy {
-    Any,
-    On,
-    Off,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HealthConfig {
-    pub enabled: bool,
-    pub gpu_jobs: GpuJobs,
-    /// GPUs this node must have; 0 = only compare NVML with the PCI bus.
-    pub expected_gpus: u32,
-    /// Driver version this node must run; "" = any.
-    pub expected_driver: String,
-    pub require_ecc: bool,
-    /// Persistence mode off: a drain when true, a warning when false.
-    pub require_persistence: bool,
-    pub mig: MigPolicy,
-    /// Hard cap on the whole gate.
-    pub gate_timeout: HumanDuration,
-    /// A drain-class post-job finding makes the epilog fail (Slurm drains the node).
-    pub drain_from_epilog: bool,
-    /// Also write our reason on the node with `scontrol update`.
-    pub set_drain_reason: bool,
-    /// Deprecated names of `[slurm] scontrol` and `scontrol_timeout`, still
-    /// read (with a warning); `Config::parse` moves them there, so they are
-    /// always None after loading.
-    pub scontrol: Option<PathBuf>,
-    pub scontrol_timeout: Option<HumanDuration>,
-    /// Where NVIDIA GPUs are counted on the PCI bus.
-    pub pci_devices: PathBuf,
-}
-
-impl Default for HealthConfig {
-    fn default() -> Self {
-        HealthConfig {
-            enabled: true,
-            gpu_jobs: GpuJobs::All,
-            expected_gpus: 0,
-            expected_driver: String::new(),
-            require_ecc: true,
-            require_persistence: false,
-            mig: MigPolicy::Any,
-            gate_timeout: HumanDuration(Duration::from_secs(10)),
-            drain_from_epilog: true,
-            set_drain_reason: false,
-            scontrol: None,
-            scontrol_timeout: None,
-            pci_devices: "/sys/bus/pci/devices".into(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct DatabaseConfig {
-    pub path: PathBuf,
-    /// Records older than this are deleted (at most once a day, by the epilog).
-    pub retention: HumanDuration,
-    /// How long a writer waits for a lock held by another prolog/epilog.
-    pub busy_timeout: HumanDuration,
-}
-
-impl Default for DatabaseConfig {
-    fn default() -> Self {
-        DatabaseConfig {
-            path: "/var/lib/slurm-imex/jobs.db".into(),
-            retention: HumanDuration(Duration::from_secs(180 * 86400)),
-            busy_timeout: HumanDuration(Duration::from_secs(10)),
-        }
-    }
-}
-
-/// `channel_count`: 2..=2^20 (channel 0 is never handed out, so at least
-/// one more channel must exist).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChannelCount(pub u32);
-
-impl<'de> Deserialize<'de> for ChannelCount {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let v = i64::deserialize(d)?;
-        if !(2..=MAX_CHANNEL_COUNT as i64).contains(&v) {
-            return Err(de::Error::custom(format!(
-                "channel_count = {v} is out of range: use the driver's NVreg_ImexChannelCount, \
-                 between 2 and {MAX_CHANNEL_COUNT}"
-            )));
-        }
-        Ok(ChannelCount(v as u32))
-    }
-}
-
-/// `port_span`: at least 1.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PortSpan(pub u16);
-
-impl<'de> Deserialize<'de> for PortSpan {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let v = i64::deserialize(d)?;
-        if !(1..=65535).contains(&v) {
-            return Err(de::Error::custom(format!(
-                "port_span = {v} is out of range: use 1..=65535"
-            )));
-        }
-        Ok(PortSpan(v as u16))
-    }
-}
-
-/// A duration written as `"60s"`, `"500ms"`, `"2m"`, or a number of seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HumanDuration(pub Duration);
-
-impl<'de> Deserialize<'de> for HumanDuration {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Secs(i64),
-            Text(String),
-            Other(toml::Value),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Secs(s) if s < 0 => Err(de::Error::custom(format!(
-                "{s} is negative: write a duration such as \"60s\""
-            ))),
-            Raw::Secs(s) => Ok(HumanDuration(Duration::from_secs(s as u64))),
-            Raw::Text(t) => humantime::parse_duration(t.trim())
-                .map(HumanDuration)
-                .map_err(|e| {
-                    de::Error::custom(format!(
-                        "\"{t}\" is not a duration ({e}): write e.g. \"60s\", \"500ms\" or \"2m\""
-                    ))
-                }),
-            Raw::Other(v) => Err(de::Error::custom(format!(
-                "a {} is not a duration: write e.g. \"60s\", \"500ms\" or \"2m\"",
-                v.type_str()
-            ))),
-        }
+impl Section for JobViewConfig {
+    fn first_problem(&self) -> Option<(&'static str, String)> {
+        use bounds::{DurationBound as D, DAY, HOUR, MIN, S};
+        let durations = vec![
+            D::of("job.query_timeout", S, 5 * MIN, self.query_timeout.0),
+            D::of("job.store_wait", Duration::ZERO, DAY, self.store_wait.0),
+            D::of("job.store_backfill", HOUR, 366 * DAY, self.store_backfill.0),
+        ];
+        bounds::first_violation(durations, vec![])
+            .or_else(|| {
+                let why = http_url::problem(&self.prometheus_url)?;
+                let shown = http_url::without_credentials(&self.prometheus_url);
+                let url = crate::text::cap(&shown, crate::text::PIECE_MAX);
+                Some(("job.prometheus_url", format!("{url:?} {why}")))
+            })
+            .or_else(|| {
+                let (key, value, why) = store_access::problem(self)?;
+                Some((key, format!("{value} {why}")))
+            })
     }
 }
 
@@ -657,37 +218,51 @@ fn plain_message(message: &str) -> String {
 }
 
 impl Config {
-    /// Parse config text; `origin` names the file in error messages. Every
-    /// error is one line naming `file:line`, the key and the fix.
+    /// Parse the plugin's sections of config text; `origin` names the file
+    /// in error messages. Other sections are not read.
     pub fn parse(text: &str, origin: &Path) -> Result<Config> {
-        let mut config: Config = toml::from_str(text).map_err(|e| {
-            let offset = e.span().map(|s| s.start);
-            let at = match offset {
-                Some(o) => format!("{}:{}", origin.display(), locate::line_of(text, o)),
-                None => origin.display().to_string(),
-            };
-            let key = offset
-                .and_then(|o| locate::key_at(text, o))
-                .map(|k| format!("{}: ", key_label(&k)))
-                .unwrap_or_default();
-            let msg = plain_message(e.message());
-            Error::invalid(format!(
-                "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
-            ))
-        })?;
-        let used = config.take_renamed_keys(text, origin)?;
+        let file: PluginFile = parse_document(text, origin)?;
+        Config::assemble(text, origin, file.node, file.imex, file.slurm, file.health)
+    }
+
+    /// The core sections as read from `text`: old key names moved to the
+    /// new ones (with a deprecation line), then every value checked.
+    pub fn assemble(
+        text: &str,
+        origin: &Path,
+        node: NodeConfig,
+        imex: ImexConfig,
+        slurm: SlurmConfig,
+        old: OldHealthKeys,
+    ) -> Result<Config> {
+        let mut config = Config {
+            node,
+            imex,
+            slurm,
+            ..Config::default()
+        };
+        let used = config.take_renamed_keys(old, text, origin)?;
         config.validate(text, origin, &used)?;
         config.renamed = used;
-        config.places = store_access::KEYS
-            .iter()
-            .filter(|k| locate::line_of_key(text, k).is_some())
-            .map(|k| (*k, place(text, origin, k)))
-            .collect();
         Ok(config)
     }
 
-    /// `file:line` of `key` (one of [`store_access::KEYS`]) as the file
-    /// read wrote it; the file alone when it did not write the key.
+    /// Remember where `text` writes each of `keys` (keys naming files that
+    /// are read later, such as `store_access::KEYS`), for [`Config::place_of`].
+    pub fn note_places(&mut self, text: &str, origin: &Path, keys: &[&'static str]) {
+        self.places = keys
+            .iter()
+            .filter_map(|k| {
+                Some((
+                    *k,
+                    format!("{}:{}", origin.display(), locate::line_of_key(text, k)?),
+                ))
+            })
+            .collect();
+    }
+
+    /// `file:line` of `key` (one of those noted) as the file read wrote it;
+    /// the file alone when it did not write the key.
     pub fn place_of(&self, key: &str) -> String {
         let file = || {
             self.source
@@ -705,7 +280,12 @@ impl Config {
     /// `[node] state_dir`, `[health] scontrol` and `scontrol_timeout` are
     /// now in `[slurm]`. Both names with different values is an error.
     /// Returns the new names whose value came from an old one (for errors).
-    fn take_renamed_keys(&mut self, text: &str, origin: &Path) -> Result<Renamed> {
+    fn take_renamed_keys(
+        &mut self,
+        old: OldHealthKeys,
+        text: &str,
+        origin: &Path,
+    ) -> Result<Renamed> {
         let path = |p: &PathBuf| format!("\"{}\"", p.display());
         let duration = |d: &HumanDuration| format!("\"{}\"", humantime::format_duration(d.0));
         let moved = [
@@ -715,12 +295,12 @@ impl Config {
             ),
             (
                 ("health.scontrol", "slurm.scontrol"),
-                move_renamed(self.health.scontrol.take(), &mut self.slurm.scontrol, path),
+                move_renamed(old.scontrol, &mut self.slurm.scontrol, path),
             ),
             (
                 ("health.scontrol_timeout", "slurm.scontrol_timeout"),
                 move_renamed(
-                    self.health.scontrol_timeout.take(),
+                    old.scontrol_timeout,
                     &mut self.slurm.scontrol_timeout,
                     duration,
                 ),
@@ -736,61 +316,28 @@ impl Config {
     }
 
     fn validate(&self, text: &str, origin: &Path, used: &Renamed) -> Result<()> {
-        let at = |key: &str| place(text, origin, key);
-        if let Some((key, why)) = bounds::first_violation(self) {
-            let key = used.as_written(key);
-            return Err(Error::invalid(format!(
-                "bad config {}: {} = {why}",
-                at(key),
-                key_label(key)
-            )));
+        let found = bounds::first_violation(bounds::durations(self), bounds::counts(self))
+            .or_else(|| self.imex.port_problem())
+            .or_else(|| self.relative_path());
+        match found {
+            Some((key, why)) => Err(bad_value(text, origin, used.as_written(key), &why)),
+            None => Ok(()),
         }
-        if let Some(why) = http_url::problem(&self.job.prometheus_url) {
-            return Err(Error::invalid(format!(
-                "bad config {}: [job] prometheus_url = {:?} {why}",
-                at("job.prometheus_url"),
-                crate::text::cap(
-                    &http_url::without_credentials(&self.job.prometheus_url),
-                    crate::text::PIECE_MAX
-                )
-            )));
-        }
-        if let Some((key, value, why)) = store_access::problem(&self.job) {
-            return Err(Error::invalid(format!(
-                "bad config {}: {} = {value} {why}",
-                at(key),
-                key_label(key)
-            )));
-        }
-        let i = &self.imex;
-        let last = i.port_base as u32 + i.port_span.0 as u32 - 1;
-        if i.port_base == 0 || last > 65535 {
-            return Err(Error::invalid(format!(
-                "bad config {}: [imex] port_base = {} with port_span = {} reaches port {last}: \
-                 keep port_base >= 1 and port_base + port_span - 1 <= 65535",
-                at("imex.port_base"),
-                i.port_base,
-                i.port_span.0
-            )));
-        }
-        for (key, p) in [
+    }
+
+    /// The first path key that must be absolute and is not.
+    fn relative_path(&self) -> Option<(&'static str, String)> {
+        let (i, node) = (&self.imex, &self.node);
+        [
             ("imex.channel_dir", &i.channel_dir),
-            (used.as_written("node.state_dir"), &self.node.state_dir),
+            ("node.state_dir", &node.state_dir),
             ("imex.daemon.nodes_config", &i.daemon.nodes_config),
             ("imex.daemon.job_config", &i.daemon.job_config),
             ("imex.daemon.base_config", &i.daemon.base_config),
-            ("database.path", &self.database.path),
-        ] {
-            if !p.is_absolute() {
-                return Err(Error::invalid(format!(
-                    "bad config {}: {} = \"{}\" must be an absolute path",
-                    at(key),
-                    key_label(key),
-                    p.display()
-                )));
-            }
-        }
-        Ok(())
+        ]
+        .into_iter()
+        .find(|(_, p)| !p.is_absolute())
+        .map(|(key, p)| (key, must_be_absolute(p)))
     }
 
     /// The file [`Config::load`] reads, and whether it must exist: an
@@ -804,38 +351,24 @@ impl Config {
         }
     }
 
-    /// Load from an explicit path (must exist), or else from `$SLURM_IMEX_CONFIG`
-    /// (must exist), or else from [`default_config_path`] (may be absent: defaults).
-    /// The file is held to the trust boundary ([`crate::trust`]) and read
-    /// without blocking, so a FIFO in its place cannot hang anyone.
+    /// Load the plugin's sections from the file [`ConfigFile::read`] finds.
     pub fn load(explicit: Option<&Path>) -> Result<(Config, PathBuf)> {
-        let (path, must_exist) = Config::path_to_load(explicit);
-        if !must_exist && std::fs::symlink_metadata(&path).is_err() {
-            return Ok((Config::default(), path));
-        }
-        let absolute = if path.is_absolute() {
-            path.clone()
-        } else {
-            std::env::current_dir()
-                .map(|d| d.join(&path))
-                .unwrap_or_else(|_| path.clone())
+        let file = ConfigFile::read(explicit)?;
+        let Some((absolute, text)) = &file.text else {
+            return Ok((Config::default(), file.path));
         };
-        crate::trust::check(&absolute, crate::trust::Expect::File, "config").map_err(|e| {
-            e.context("fix the file or the path given by config=, --config or $SLURM_IMEX_CONFIG")
-        })?;
-        let bytes = crate::fsutil::read_bounded(&absolute, MAX_CONFIG_BYTES).map_err(|e| {
-            Error::of(
-                e.kind(),
-                format!("{e} (fix the path given by config=, --config or ${CONFIG_ENV})"),
-            )
-        })?;
-        let text = utf8_config(bytes, &path)?;
-        let mut config = Config::parse(&text, &path)?;
-        config.source = Some(absolute);
-        for line in &config.deprecations {
+        let mut config = Config::parse(text, &file.path)?;
+        config.loaded_from(absolute);
+        Ok((config, file.path))
+    }
+
+    /// Note where the config was read from, and send its deprecation lines
+    /// to the journal.
+    pub fn loaded_from(&mut self, absolute: &Path) {
+        self.source = Some(absolute.to_path_buf());
+        for line in &self.deprecations {
             crate::logging::warn_to_journal(&format!("slurm-imex: {line}"));
         }
-        Ok((config, path))
     }
 
     /// Hold the programs and files this config names to the trust boundary,
@@ -858,17 +391,21 @@ impl Config {
                 }
             }
         }
-        let files = [
-            ("[imex.daemon] base_config", &d.base_config),
-            ("[gpu] nvml_library", &self.gpu.nvml_library),
-        ];
-        for (what, file) in files {
-            if file.is_absolute() && file.exists() {
-                crate::trust::check(file, crate::trust::Expect::File, what)?;
-            }
-        }
-        Ok(())
+        check_file_trust("[imex.daemon] base_config", &d.base_config)
     }
+}
+
+/// Hold a file the config names to the trust boundary, when it is there.
+pub fn check_file_trust(what: &str, file: &Path) -> Result<()> {
+    if file.is_absolute() && file.exists() {
+        crate::trust::check(file, crate::trust::Expect::File, what)?;
+    }
+    Ok(())
+}
+
+/// Why a path key's value is refused: `"run" must be an absolute path`.
+pub fn must_be_absolute(p: &Path) -> String {
+    format!("\"{}\" must be an absolute path", p.display())
 }
 
 /// The keys a file gave under an old name: (new, old) pairs, so an error
@@ -920,29 +457,6 @@ impl Renamed {
     }
 }
 
-/// The config's text. TOML is UTF-8 by definition; a byte that is not is
-/// named with its line, never replaced silently.
-fn utf8_config(bytes: Vec<u8>, path: &Path) -> Result<String> {
-    String::from_utf8(bytes).map_err(|e| {
-        let good = e.utf8_error().valid_up_to();
-        let bytes = e.as_bytes();
-        let line = 1 + bytes[..good].iter().filter(|b| **b == b'\n').count();
-        Error::invalid(format!(
-            "bad config {}:{line}: byte {:#04x} is not UTF-8: save the file as UTF-8",
-            path.display(),
-            bytes[good]
-        ))
-    })
-}
-
-/// `file:line` of `key` in `text`, or the file alone when not written.
-fn place(text: &str, origin: &Path, key: &str) -> String {
-    match locate::line_of_key(text, key) {
-        Some(l) => format!("{}:{l}", origin.display()),
-        None => origin.display().to_string(),
-    }
-}
-
 /// `imex.daemon.ctl` as an admin reads it: `[imex.daemon] ctl`.
 fn key_label(dotted: &str) -> String {
     match dotted.rsplit_once('.') {
@@ -968,24 +482,6 @@ mod tests {
 
     fn parse(t: &str) -> Result<Config> {
         Config::parse(t, Path::new("/etc/slurm/imex.toml"))
-    }
-
-    #[test]
-    fn a_config_that_is_not_utf8_is_refused_naming_the_line() {
-        let e = utf8_config(
-            b"[imex]\n# caf\xe9\nport_base = 1\n".to_vec(),
-            Path::new("/e/imex.toml"),
-        )
-        .unwrap_err()
-        .to_string();
-        assert_eq!(
-            e,
-            "bad config /e/imex.toml:2: byte 0xe9 is not UTF-8: save the file as UTF-8"
-        );
-        assert_eq!(
-            utf8_config(b"a = 1".to_vec(), Path::new("x")).unwrap(),
-            "a = 1"
-        );
     }
 
     #[test]
@@ -1030,62 +526,13 @@ mod tests {
     }
 
     #[test]
-    fn scontrol_moved_to_slurm_and_the_old_keys_still_work() {
-        let c =
-            parse("[health]\nscontrol = \"/opt/slurm/bin/scontrol\"\nscontrol_timeout = \"20s\"\n")
-                .unwrap();
-        assert_eq!(c.slurm.scontrol, Path::new("/opt/slurm/bin/scontrol"));
-        assert_eq!(c.slurm.scontrol_timeout.0, Duration::from_secs(20));
-        assert_eq!(
-            (c.health.scontrol.clone(), c.health.scontrol_timeout),
-            (None, None)
-        );
-        assert_eq!(
-            c.deprecations,
-            [
-                "/etc/slurm/imex.toml:2: [health] scontrol is deprecated: rename it to [slurm] scontrol (same meaning)",
-                "/etc/slurm/imex.toml:3: [health] scontrol_timeout is deprecated: rename it to [slurm] scontrol_timeout (same meaning)",
-            ]
-        );
-        let c = parse("[slurm]\nscontrol = \"/x\"\n").unwrap();
-        assert_eq!(c.slurm.scontrol, Path::new("/x"));
-        assert!(c.deprecations.is_empty());
-        let same = "[slurm]\nscontrol = \"/x\"\n[health]\nscontrol = \"/x\"\n";
-        assert_eq!(parse(same).unwrap().slurm.scontrol, Path::new("/x"));
-        let e = parse("[slurm]\nscontrol_timeout = \"5s\"\n[health]\nscontrol_timeout = \"9s\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("imex.toml:4") && e.contains("disagree") && e.contains("\"9s\""),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn empty_file_gives_contract_defaults() {
-        let c = parse("").unwrap();
-        assert_eq!(c, Config::default());
-        assert_eq!(c.imex.channel_count.0, 2048);
-        assert_eq!(c.imex.port_base, 33792);
-        assert_eq!(c.imex.port_span.0, 16384);
-        assert_eq!(c.imex.ready_timeout.0, Duration::from_secs(60));
-        assert_eq!(c.imex.daemon.manager, DaemonManager::Systemd);
-        assert_eq!(c.imex.addresses.source, AddressSource::Dns);
-        assert_eq!(
-            c.database.path,
-            PathBuf::from("/var/lib/slurm-imex/jobs.db")
-        );
-    }
-
-    #[test]
-    fn shipped_example_parses_and_equals_defaults() {
-        let text = include_str!("../../../conf-examples/imex.toml");
+    fn the_plugin_reads_its_sections_and_leaves_the_programs_ones() {
+        let text = "[gpu]\nno_such_key = 1\n[health]\nscontrol = \"/opt/scontrol\"\nmig = 7\n";
         let c = parse(text).unwrap();
-        assert_eq!(
-            c,
-            Config::default(),
-            "conf-examples/imex.toml must document the defaults"
-        );
+        assert_eq!(c.slurm.scontrol, Path::new("/opt/scontrol"));
+        assert_eq!(c.deprecations.len(), 1, "{:?}", c.deprecations);
+        let text = include_str!("../../../conf-examples/imex.toml");
+        assert_eq!(parse(text).unwrap(), Config::default());
     }
 
     #[test]
@@ -1139,65 +586,6 @@ mod tests {
         );
         let e = parse("[imex\n").unwrap_err().to_string();
         assert!(e.contains("imex.toml:1"), "{e}");
-    }
-
-    #[test]
-    fn a_url_is_checked_when_the_file_is_read() {
-        let e = parse("[job]\n\nprometheus_url = \"host:9090\"\n")
-            .unwrap_err()
-            .to_string();
-        assert_eq!(
-            e,
-            "bad config /etc/slurm/imex.toml:3: [job] prometheus_url = \"host:9090\" has no scheme: \
-             write \"http://host:9090\" or \"https://host:9090\""
-        );
-        let c = parse("[job]\nprometheus_url = \"http://prom:9090\"\n").unwrap();
-        assert_eq!(c.job.prometheus_url, "http://prom:9090");
-    }
-
-    #[test]
-    fn the_stores_tls_and_credentials_are_checked_when_the_file_is_read() {
-        let head = "[job]\nprometheus_url = \"https://prom:9090\"\n";
-        for (body, line, key, says) in [
-            ("prometheus_ca_file = \"ca.pem\"\n", 3, "prometheus_ca_file = \"ca.pem\"", "must be an absolute path"),
-            ("prometheus_ca_file = 5\n", 3, "prometheus_ca_file: invalid type", "conf-examples/imex.toml"),
-            ("\nprometheus_password_file = \"/etc/slurm/p\"\n", 4, "prometheus_password_file = \"/etc/slurm/p\"", "needs [job] prometheus_user"),
-            ("prometheus_user = \"imex\"\n", 3, "prometheus_user = \"imex\"", "needs [job] prometheus_password_file"),
-            ("prometheus_user = \"a:b\"\nprometheus_password_file = \"/p\"\n", 3, "prometheus_user = \"a:b\"", "':'"),
-            ("prometheus_bearer_token_file = \"t\"\n", 3, "prometheus_bearer_token_file = \"t\"", "absolute path"),
-            ("prometheus_user = \"u\"\nprometheus_password_file = \"/p\"\nprometheus_bearer_token_file = \"/t\"\n", 5, "prometheus_bearer_token_file = \"/t\"", "keep one"),
-        ] {
-            let e = parse(&format!("{head}{body}")).unwrap_err().to_string();
-            let start = format!("bad config /etc/slurm/imex.toml:{line}: [job] {key}");
-            assert!(e.starts_with(&start), "{start}\n{e}");
-            assert!(e.contains(says), "{e}");
-        }
-        let e = parse(
-            "[job]\nprometheus_url = \"http://prom:9090\"\nprometheus_bearer_token_file = \"/t\"\n",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.starts_with("bad config /etc/slurm/imex.toml:3: [job] prometheus_bearer_token_file = \"/t\" but [job] prometheus_url is \"http://prom:9090\", plain http"),
-            "{e}"
-        );
-        let e = parse("[job]\nprometheus_url = \"https://imex:s3cret@prom\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            !e.contains("s3cret") && e.contains("never in the URL"),
-            "{e}"
-        );
-        let c = parse(&format!("{head}prometheus_ca_file = \"/etc/slurm/ca.pem\"\n\nprometheus_user = \"imex\"\nprometheus_password_file = \"/etc/slurm/p\"\n")).unwrap();
-        assert_eq!(c.job.prometheus_user, "imex");
-        assert_eq!(
-            c.place_of("job.prometheus_password_file"),
-            "/etc/slurm/imex.toml:6"
-        );
-        assert_eq!(
-            c.place_of("job.prometheus_bearer_token_file"),
-            "/etc/slurm/imex.toml"
-        );
     }
 
     #[test]

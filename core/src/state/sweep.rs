@@ -8,8 +8,10 @@ use super::StateDir;
 use crate::config::Config;
 use std::path::{Path, PathBuf};
 
-/// Every directory slurm-imex writes files to on this node.
-pub fn written_dirs(cfg: &Config) -> Vec<PathBuf> {
+/// Every directory slurm-imex writes files to on this node: those of the
+/// core sections, and `others` (the node_exporter textfile directory,
+/// which `[metrics]` in slurm-imex-jobdb names).
+pub fn written_dirs(cfg: &Config, others: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
     let daemon = &cfg.imex.daemon;
     let mut dirs: Vec<PathBuf> = StateDir::of(cfg).dirs().into();
     dirs.extend(
@@ -17,15 +19,15 @@ pub fn written_dirs(cfg: &Config) -> Vec<PathBuf> {
             .into_iter()
             .filter_map(|file| file.parent().map(Path::to_path_buf)),
     );
-    dirs.extend(cfg.metrics.textfile_dir());
+    dirs.extend(others);
     dirs.sort();
     dirs.dedup();
     dirs
 }
 
 /// Remove dead writers' temporary files from every directory we write to.
-pub fn sweep_orphan_temps(cfg: &Config) {
-    for dir in written_dirs(cfg) {
+pub fn sweep_orphan_temps(cfg: &Config, others: impl IntoIterator<Item = PathBuf>) {
+    for dir in written_dirs(cfg, others) {
         crate::fsutil::remove_orphan_temps(&dir);
     }
 }
@@ -33,14 +35,13 @@ pub fn sweep_orphan_temps(cfg: &Config) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::AutoPath;
 
     #[test]
     fn the_sweep_covers_state_daemon_config_and_textfile_dirs() {
         let mut cfg = Config::default();
         cfg.node.state_dir = "/run/x".into();
-        cfg.metrics.textfile_dir = AutoPath::Path("/var/lib/prom".into());
-        let dirs = written_dirs(&cfg);
+        let textfile_dir = PathBuf::from("/var/lib/prom");
+        let dirs = written_dirs(&cfg, Some(textfile_dir));
         for want in [
             "/run/x",
             "/run/x/jobs",

@@ -5,11 +5,11 @@
 
 use super::checks::{check_gpu, check_node, check_xids, Hook};
 use super::{Finding, GpuRef, Severity};
+use crate::config::{Accounting, GpuSections};
 use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
 use crate::xid::checkpoint::{self, Checkpoint};
 use crate::xid::log::{self as kernel_log, BootId, LogPosition, LogRead};
 use crate::xid::XidEvent;
-use slurm_imex_core::config::{Accounting, Config};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::state::StateDir;
 use std::collections::BTreeMap;
@@ -81,8 +81,8 @@ impl GateResult {
 /// The gate between jobs (`slurm-imex check`): every GPU, XIDs since the
 /// node's checkpoint, which then advances (a reported XID is not reported
 /// again).
-pub fn check_now(cfg: &Config) -> Result<GateResult> {
-    let state = StateDir::of(cfg);
+pub fn check_now(cfg: &dyn GpuSections) -> Result<GateResult> {
+    let state = StateDir::of(cfg.core());
     let checkpoint = checkpoint::load(&state);
     let gate = run(
         cfg,
@@ -103,11 +103,11 @@ pub fn check_now(cfg: &Config) -> Result<GateResult> {
 
 /// Run the gate: open NVML, read the GPUs (and the kernel log meanwhile),
 /// then judge what was read.
-pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
+pub fn run(cfg: &dyn GpuSections, req: &GateRequest) -> GateResult {
     let started = Instant::now();
-    let deadline = started + cfg.health.gate_timeout.0;
+    let deadline = started + cfg.health().gate_timeout.0;
     let mut result = GateResult::empty();
-    let pci_count = pci_gpu_count(&cfg.health.pci_devices);
+    let pci_count = pci_gpu_count(&cfg.health().pci_devices);
     if let Some((reader, count)) = open_nvml(cfg, deadline, pci_count, &mut result) {
         result.driver = reader.driver_version();
         result.findings.extend(gpu_set_finding(req.gpus, count));
@@ -118,17 +118,17 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
         let readers = spawn_gpu_readers(&reader, &gpus);
         // The kernel log, while the GPUs are being read.
         let kmsg = read_kernel_log(cfg);
-        let gate_timeout = cfg.health.gate_timeout.0;
+        let gate_timeout = cfg.health().gate_timeout.0;
         let (snapshots, overruns) = collect_snapshots(readers, &gpus, deadline, gate_timeout);
         result.snapshots = snapshots;
         result
             .findings
             .extend(overruns.iter().map(Overrun::finding));
         for s in &result.snapshots {
-            result.findings.extend(check_gpu(s, &cfg.health, req.hook));
+            result.findings.extend(check_gpu(s, cfg.health(), req.hook));
         }
         let driver = result.driver.as_deref();
-        let node = check_node(&cfg.health, count, pci_count, driver, &result.snapshots);
+        let node = check_node(cfg.health(), count, pci_count, driver, &result.snapshots);
         result.findings.extend(node);
         judge_xids(cfg, req, kmsg, &mut result);
     }
@@ -137,9 +137,9 @@ pub fn run(cfg: &Config, req: &GateRequest) -> GateResult {
 }
 
 /// The kernel log, its position tied to this boot (`[gpu] boot_id`).
-fn read_kernel_log(cfg: &Config) -> std::io::Result<LogRead> {
-    let boot = BootId::read(&cfg.gpu.boot_id);
-    kernel_log::read(&cfg.gpu.kmsg).map(|mut read| {
+fn read_kernel_log(cfg: &dyn GpuSections) -> std::io::Result<LogRead> {
+    let boot = BootId::read(&cfg.gpu().boot_id);
+    kernel_log::read(&cfg.gpu().kmsg).map(|mut read| {
         read.position.boot = boot;
         read
     })
@@ -147,21 +147,21 @@ fn read_kernel_log(cfg: &Config) -> std::io::Result<LogRead> {
 
 /// Only the prolog turns NVML accounting mode on, for the job's GPUs, so
 /// the epilog finds the job's processes in the accounting buffer.
-fn turns_accounting_on(cfg: &Config, hook: Hook) -> bool {
-    hook == Hook::Prolog && cfg.gpu.accounting == Accounting::On
+fn turns_accounting_on(cfg: &dyn GpuSections, hook: Hook) -> bool {
+    hook == Hook::Prolog && cfg.gpu().accounting == Accounting::On
 }
 
 /// dlopen + nvmlInit + the device count, bounded: a wedged driver can hang
 /// nvmlInit. None when there is nothing to read: a finding says why, or
 /// `no_gpus` when this is no GPU node at all.
 fn open_nvml(
-    cfg: &Config,
+    cfg: &dyn GpuSections,
     deadline: Instant,
     pci_count: Option<u32>,
     result: &mut GateResult,
 ) -> Option<(GpuReader, u32)> {
     let (tx, rx) = mpsc::channel();
-    let library = cfg.gpu.nvml_library.clone();
+    let library = cfg.gpu().nvml_library.clone();
     std::thread::spawn(move || {
         let _ = tx.send(GpuReader::open(&library));
     });
@@ -326,7 +326,7 @@ fn collect_snapshots(
 /// GPUs only; a whole-node check keeps every XID, also those of GPUs NVML
 /// no longer lists (fallen off the bus).
 fn judge_xids(
-    cfg: &Config,
+    cfg: &dyn GpuSections,
     req: &GateRequest,
     kmsg: std::io::Result<LogRead>,
     result: &mut GateResult,
@@ -340,14 +340,14 @@ fn judge_xids(
                 gpu: None,
                 detail: format!(
                     "cannot read the kernel log {} ([gpu] kmsg): {e}",
-                    cfg.gpu.kmsg.display()
+                    cfg.gpu().kmsg.display()
                 ),
             });
             return;
         }
     };
     result.kmsg = Some(read.position);
-    let source = cfg.gpu.kmsg.display().to_string();
+    let source = cfg.gpu().kmsg.display().to_string();
     if let Some(skipped) = read.skipped {
         slurm_imex_core::logging::warn_to_journal(&format!(
             "kernel log {source} holds more than the {} MiB a read keeps: its oldest {} bytes \

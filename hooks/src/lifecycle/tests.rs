@@ -138,7 +138,7 @@ impl<'a> Prolog<'a> {
     /// The real steps, when the domain step is.
     fn live(&self) -> Option<Live<'_>> {
         match &self.domain {
-            DomainStep::Real { job, ctx } => Some(Live::new(job, ctx)),
+            DomainStep::Real { job, ctx } => Some(Live::new(job, &self.cfg, ctx)),
             DomainStep::Canned(_) => None,
         }
     }
@@ -181,7 +181,7 @@ impl PrologSteps for Prolog<'_> {
     fn form_domain(&self) -> (JobRecord, Blamed<Duration>) {
         let outcome = match &self.domain {
             DomainStep::Canned(outcome) => outcome.clone(),
-            DomainStep::Real { job, ctx } => return Live::new(job, ctx).form_domain(),
+            DomainStep::Real { job, ctx } => return Live::new(job, &self.cfg, ctx).form_domain(),
         };
         let record = JobRecord {
             job_id: JOB,

@@ -5,10 +5,10 @@
 //! for Prometheus at once. Each is best effort: a database that cannot be
 //! written is said once in the journal, and the watch goes on.
 
-use slurm_imex_core::config::Config;
 use slurm_imex_core::imex_event::ImexEvent;
 use slurm_imex_core::state::{count_events, NodeState, StateDir};
 use slurm_imex_jobdb::{metrics, JobDb};
+use slurm_imex_settings::Config;
 
 /// Records one watch's events, keeping its database connection between them.
 pub struct Recorder<'a> {
@@ -101,7 +101,7 @@ impl<'a> Recorder<'a> {
             node.node = events.first().map(|e| e.node.clone()).unwrap_or_default();
         }
         node.read_domain(&state);
-        let refreshed = metrics::refresh(self.cfg, &node).map(|_| ());
+        let refreshed = metrics::refresh(&self.cfg.database, &self.cfg.metrics, &node).map(|_| ());
         if let Some(e) = counted.err().or(refreshed.err()) {
             tracing::warn!("IMEX event counters not exported: {e}");
         }

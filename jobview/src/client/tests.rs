@@ -3,6 +3,7 @@
 //! not, credentials sent or refused, and a store that is down.
 
 use super::*;
+use crate::config::TestConfig as Config;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use rustls::pki_types::PrivateKeyDer;
 use std::io::Write as _;

@@ -37,7 +37,7 @@ impl Site {
     /// A database with `rows` jobs, written the way the epilog writes it,
     /// then hand-edited with `sql`.
     fn database(&self, rows: u32, sql: &str) {
-        let cfg = slurm_imex_core::config::Config::default();
+        let cfg = slurm_imex_settings::Config::default();
         let mut db = slurm_imex_jobdb::JobDb::open(
             std::path::Path::new(&self.db()),
             cfg.database.busy_timeout.0,
@@ -382,7 +382,7 @@ fn open_db_and_say_why_not() {
     let Some(path) = std::env::var_os("BAD_INPUT_OPEN_DB") else {
         return;
     };
-    let cfg = slurm_imex_core::config::Config::default();
+    let cfg = slurm_imex_settings::Config::default();
     match slurm_imex_jobdb::JobDb::open(std::path::Path::new(&path), cfg.database.busy_timeout.0) {
         Ok(_) => println!("open: ok"),
         Err(e) => println!("open: {e}"),

@@ -10,8 +10,8 @@
 mod common;
 use common::*;
 use proptest::prelude::*;
-use slurm_imex_core::config::Config;
 use slurm_imex_doctor::{imex_exposure, parse_listen_line, Check, ProcNet, Status};
+use slurm_imex_settings::Config;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

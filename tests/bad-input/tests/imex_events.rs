@@ -46,7 +46,7 @@ impl Site {
     /// The job's row as the epilog writes it, one good event as the
     /// watcher writes it, then `sql` by hand.
     fn database(&self, sql: &str) {
-        let cfg = slurm_imex_core::config::Config::default();
+        let cfg = slurm_imex_settings::Config::default();
         let mut db = JobDb::open(&self.db_path(), cfg.database.busy_timeout.0).unwrap();
         db.record_imex_event(&ImexEvent::new(
             JOB,

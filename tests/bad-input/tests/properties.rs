@@ -5,7 +5,6 @@
 
 use proptest::prelude::*;
 use slurm_imex_core::channel::{channel_for_job, parse_channel_major};
-use slurm_imex_core::config::Config;
 use slurm_imex_core::slurm::hostlist;
 use slurm_imex_core::text::{cap, summarize_list};
 use slurm_imex_core::timespec::{format_ts, parse_point};
@@ -14,6 +13,7 @@ use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
 use slurm_imex_domain::imex::daemon_proc::{parse_stat, ProcId};
 use slurm_imex_domain::imex::port::server_port;
 use slurm_imex_gpu::xid;
+use slurm_imex_settings::Config;
 use std::path::Path;
 
 fn config() -> ProptestConfig {

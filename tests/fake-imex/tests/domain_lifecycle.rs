@@ -3,13 +3,13 @@
 //! each kind of failure, ownership, and idempotent teardown.
 
 use slurm_imex_core::blame::Fault;
-use slurm_imex_core::config::Config;
 use slurm_imex_core::config::{AutoPath, DomainScope};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::StateDir;
 use slurm_imex_domain::context::{HookContext, Readers};
 use slurm_imex_domain::imex::domain::{refuse_for_own_clique, setup, teardown, TeardownOutcome};
+use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 

@@ -5,9 +5,9 @@
 //!
 //! cargo bench -p fake-nvml --bench gate
 
-use slurm_imex_core::config::Config;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_gpu::health::gate::{self, GateRequest};
+use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -2,7 +2,6 @@
 //! the health gate, the prolog/epilog GPU flow and the job database) run
 //! against this fake libnvidia-ml.so.1 with 8 GPUs.
 
-use slurm_imex_core::config::Config;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_gpu::health::gate::{self, GateRequest};
@@ -10,6 +9,7 @@ use slurm_imex_gpu::health::{Severity, Verdict};
 use slurm_imex_hooks::gpu_job::{self, GpuOutcome};
 use slurm_imex_jobdb::query::HistoryFilter;
 use slurm_imex_jobdb::JobDb;
+use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -640,7 +640,7 @@ fn without_persistence_mode_the_driver_forgets_accounting_and_usage_is_unknown()
 fn accounting_leave_keeps_the_admins_setting() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut node = Node::new(&eight(|_| "accounting = false".into()));
-    node.cfg.gpu.accounting = slurm_imex_core::config::Accounting::Leave;
+    node.cfg.gpu.accounting = slurm_imex_gpu::config::Accounting::Leave;
     let job = node.job(92, Some(vec![0]));
     gpu_job::prolog(&job, &node.cfg);
     let after = gate::check_now(&node.cfg).unwrap();

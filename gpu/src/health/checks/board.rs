@@ -3,8 +3,8 @@
 //! counters the driver would not give.
 
 use super::{GpuFindings, Hook};
+use crate::config::HealthConfig;
 use crate::nvml::snapshot::Reading;
-use slurm_imex_core::config::HealthConfig;
 
 /// Throttle-reason bits that mean hardware trouble on an idle GPU
 /// (HW slowdown, HW thermal slowdown, HW power brake).

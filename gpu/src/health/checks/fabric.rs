@@ -2,8 +2,8 @@
 //! as the fabric manager reports them. Its links are `link`.
 
 use super::{GpuFindings, Hook};
+use crate::config::HealthConfig;
 use crate::nvml::snapshot::Reading;
-use slurm_imex_core::config::HealthConfig;
 
 pub(super) fn fabric(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     let Reading::Value(fabric) = &f.gpu.fabric else {

@@ -3,8 +3,8 @@
 //! `fabric`.
 
 use super::{GpuFindings, Hook};
+use crate::config::HealthConfig;
 use crate::nvml::snapshot::Reading;
-use slurm_imex_core::config::HealthConfig;
 
 pub(super) fn nvlink(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     let Reading::Value(links) = &f.gpu.nvlink else {

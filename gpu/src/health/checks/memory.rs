@@ -2,8 +2,8 @@
 //! retired pages and volatile double-bit ECC errors, against DCGM's limits.
 
 use super::{GpuFindings, Hook, MAX_RETIRED_PAGES, MAX_UNCORRECTABLE_REMAPS};
+use crate::config::HealthConfig;
 use crate::nvml::snapshot::{recovery_action_name, Reading};
-use slurm_imex_core::config::HealthConfig;
 
 pub(super) fn recovery_action(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
     if let Reading::Value(action) = f.gpu.recovery_action {

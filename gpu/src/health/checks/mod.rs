@@ -22,8 +22,8 @@ pub use node::check_node;
 pub use xids::check_xids;
 
 use super::{Finding, GpuRef, Severity};
+use crate::config::HealthConfig;
 use crate::nvml::snapshot::GpuSnapshot;
-use slurm_imex_core::config::HealthConfig;
 
 /// DCGM r1 limits (DcgmGPUHardwareLimits.h).
 pub const MAX_RETIRED_PAGES: u64 = 63;

@@ -3,8 +3,8 @@
 //! turn NVML accounting mode on.
 
 use super::{GpuFindings, Hook};
+use crate::config::{HealthConfig, MigPolicy};
 use crate::nvml::snapshot::Reading;
-use slurm_imex_core::config::{HealthConfig, MigPolicy};
 
 pub(super) fn ecc_mode(f: &mut GpuFindings, cfg: &HealthConfig, _: Hook) {
     if let (true, Reading::Value(false)) = (cfg.require_ecc, &f.gpu.ecc_enabled) {

@@ -1,9 +1,9 @@
 //! Node-wide checks: the GPU count against the config and the PCI bus, the
 //! driver version, and that every GPU of the node is in one NVLink clique.
 
+use crate::config::HealthConfig;
 use crate::health::Finding;
 use crate::nvml::snapshot::GpuSnapshot;
-use slurm_imex_core::config::HealthConfig;
 use std::collections::BTreeSet;
 
 /// Node-level checks: GPU count against config and PCI, driver, and that

@@ -2,8 +2,8 @@
 //! NOT_SUPPORTED stays silent, phases and policies apply.
 
 use super::*;
+use crate::config::MigPolicy;
 use crate::nvml::snapshot::*;
-use slurm_imex_core::config::MigPolicy;
 
 fn healthy() -> GpuSnapshot {
     GpuSnapshot {

@@ -7,10 +7,11 @@
 //! and `scontrol` (a canned `show job`). No daemon, no Slurm.
 
 use super::job;
-use slurm_imex_core::config::{AutoPath, Config, DomainScope};
+use slurm_imex_core::config::{AutoPath, DomainScope};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::StateDir;
 use slurm_imex_domain::imex::daemon::Daemon;
+use slurm_imex_settings::Config;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 

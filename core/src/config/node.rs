@@ -1,0 +1,23 @@
+//! `[node]`: what slurm-imex keeps on the node itself (the SPANK plugin
+//! reads it).
+
+use serde::Deserialize;
+use std::path::PathBuf;
+
+/// What slurm-imex keeps on the node itself.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeConfig {
+    /// The node's state directory (`crate::state`): IMEX job records and
+    /// domain owner, GPU start snapshots, the XID checkpoint, the node's
+    /// standing. Keep it on a tmpfs so a reboot clears it.
+    pub state_dir: PathBuf,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            state_dir: "/run/slurm-imex".into(),
+        }
+    }
+}

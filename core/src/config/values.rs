@@ -1,0 +1,63 @@
+//! The value types a config key is written in, whatever its section: a
+//! duration (`"60s"`, `"500ms"`, or seconds) and a path that may also be
+//! "auto" or "none".
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A path that may also be "auto" (found the way Slurm finds it) or "none".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutoPath {
+    Auto,
+    None,
+    Path(PathBuf),
+}
+
+impl<'de> Deserialize<'de> for AutoPath {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "auto" => Ok(AutoPath::Auto),
+            "none" => Ok(AutoPath::None),
+            p if p.starts_with('/') => Ok(AutoPath::Path(PathBuf::from(p))),
+            other => Err(de::Error::custom(format!(
+                "\"{other}\" is neither \"auto\", \"none\" nor an absolute path"
+            ))),
+        }
+    }
+}
+
+/// A duration written as `"60s"`, `"500ms"`, `"2m"`, or a number of seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Secs(i64),
+            Text(String),
+            Other(toml::Value),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Secs(s) if s < 0 => Err(de::Error::custom(format!(
+                "{s} is negative: write a duration such as \"60s\""
+            ))),
+            Raw::Secs(s) => Ok(HumanDuration(Duration::from_secs(s as u64))),
+            Raw::Text(t) => humantime::parse_duration(t.trim())
+                .map(HumanDuration)
+                .map_err(|e| {
+                    de::Error::custom(format!(
+                        "\"{t}\" is not a duration ({e}): write e.g. \"60s\", \"500ms\" or \"2m\""
+                    ))
+                }),
+            Raw::Other(v) => Err(de::Error::custom(format!(
+                "a {} is not a duration: write e.g. \"60s\", \"500ms\" or \"2m\"",
+                v.type_str()
+            ))),
+        }
+    }
+}

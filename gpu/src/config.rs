@@ -1,0 +1,155 @@
+//! `[gpu]` and `[health]`: where NVML and the kernel log are read, and
+//! what the health gate holds the node's GPUs to. Their schema, defaults
+//! and bounds live here, beside the code that reads them; the programs
+//! assemble them with the rest of the file (`slurm-imex-settings`).
+
+use serde::Deserialize;
+use slurm_imex_core::config::bounds::{first_violation, CountBound, DurationBound, MIN, MS};
+use slurm_imex_core::config::{Config, HumanDuration, Section};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What the GPU side reads of the config: the core sections (the node's
+/// state directory) and its own. The programs' whole config is one.
+pub trait GpuSections {
+    fn core(&self) -> &Config;
+    fn gpu(&self) -> &GpuConfig;
+    fn health(&self) -> &HealthConfig;
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpuConfig {
+    pub nvml_library: PathBuf,
+    pub kmsg: PathBuf,
+    /// The kernel's boot id: the XID checkpoint holds only within the boot
+    /// that wrote it (a test seam, as `kmsg` is).
+    pub boot_id: PathBuf,
+    /// NVML accounting mode on the job's GPUs (per-process utilization and
+    /// peak memory for the job's stats): turned on by the prolog, or left.
+    pub accounting: Accounting,
+}
+
+impl Default for GpuConfig {
+    fn default() -> Self {
+        GpuConfig {
+            nvml_library: "libnvidia-ml.so.1".into(),
+            kmsg: "/dev/kmsg".into(),
+            boot_id: "/proc/sys/kernel/random/boot_id".into(),
+            accounting: Accounting::On,
+        }
+    }
+}
+
+/// What the prolog does about NVML accounting mode, which is off after
+/// every boot and driver load (docs/gpu-health.md, "Accounting").
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Accounting {
+    /// Turn it on for the job's GPUs where it is off (needs root).
+    On,
+    /// Leave it as the admin set it (`nvidia-smi -am`).
+    Leave,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuJobs {
+    /// Every job is a GPU job; jobs without SLURM_JOB_GPUS own every GPU.
+    All,
+    /// Only jobs with SLURM_JOB_GPUS (GRES) are GPU jobs.
+    Gres,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MigPolicy {
+    Any,
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    pub enabled: bool,
+    pub gpu_jobs: GpuJobs,
+    /// GPUs this node must have; 0 = only compare NVML with the PCI bus.
+    pub expected_gpus: u32,
+    /// Driver version this node must run; "" = any.
+    pub expected_driver: String,
+    pub require_ecc: bool,
+    /// Persistence mode off: a drain when true, a warning when false.
+    pub require_persistence: bool,
+    pub mig: MigPolicy,
+    /// Hard cap on the whole gate.
+    pub gate_timeout: HumanDuration,
+    /// A drain-class post-job finding makes the epilog fail (Slurm drains the node).
+    pub drain_from_epilog: bool,
+    /// Also write our reason on the node with `scontrol update`.
+    pub set_drain_reason: bool,
+    /// Deprecated names of `[slurm] scontrol` and `scontrol_timeout`, still
+    /// read (with a warning); the loader moves them there (core's
+    /// `OldHealthKeys`), so they are
+    /// always None after loading.
+    pub scontrol: Option<PathBuf>,
+    pub scontrol_timeout: Option<HumanDuration>,
+    /// Where NVIDIA GPUs are counted on the PCI bus.
+    pub pci_devices: PathBuf,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            enabled: true,
+            gpu_jobs: GpuJobs::All,
+            expected_gpus: 0,
+            expected_driver: String::new(),
+            require_ecc: true,
+            require_persistence: false,
+            mig: MigPolicy::Any,
+            gate_timeout: HumanDuration(Duration::from_secs(10)),
+            drain_from_epilog: true,
+            set_drain_reason: false,
+            scontrol: None,
+            scontrol_timeout: None,
+            pci_devices: "/sys/bus/pci/devices".into(),
+        }
+    }
+}
+
+impl Section for GpuConfig {
+    fn first_problem(&self) -> Option<(&'static str, String)> {
+        None
+    }
+}
+
+impl Section for HealthConfig {
+    fn first_problem(&self) -> Option<(&'static str, String)> {
+        let gate = self.gate_timeout.0;
+        let durations = vec![DurationBound::of(
+            "health.gate_timeout",
+            100 * MS,
+            10 * MIN,
+            gate,
+        )];
+        let gpus = self.expected_gpus as u64;
+        let counts = vec![CountBound::of("health.expected_gpus", 0, 1024, gpus)];
+        first_violation(durations, counts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_in_range_and_extremes_are_not() {
+        assert!(HealthConfig::default().first_problem().is_none());
+        let h = HealthConfig {
+            expected_gpus: 4096,
+            ..HealthConfig::default()
+        };
+        assert_eq!(h.first_problem().unwrap().0, "health.expected_gpus");
+    }
+}
