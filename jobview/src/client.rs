@@ -5,10 +5,10 @@
 //! one line naming the cause and the key to fix. The secret is sent in a
 //! header only; it is never shown, logged or put in a line.
 
+use crate::config::http_url;
 use crate::config::JobViewSections;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
-use slurm_imex_core::config::http_url;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::path::Path;

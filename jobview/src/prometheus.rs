@@ -11,8 +11,8 @@
 //! bounds the whole read, every part together.
 
 use crate::client::Client;
+use crate::config::http_url;
 use serde::Deserialize;
-use slurm_imex_core::config::http_url;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
 use slurm_imex_jobsummary::report::{NodeReport, NodeStatus, Totals};

@@ -11,13 +11,13 @@
 //! read alike and a `&Config` goes wherever core's is asked for.
 
 use serde::Deserialize;
+use slurm_imex_core::config::OldHealthKeys;
 use slurm_imex_core::config::{self as core, check_section, parse_document, Section};
-use slurm_imex_core::config::{store_access, OldHealthKeys};
-use slurm_imex_core::config::{ConfigFile, ImexConfig, JobViewConfig, NodeConfig, SlurmConfig};
+use slurm_imex_core::config::{ConfigFile, ImexConfig, NodeConfig, SlurmConfig};
 use slurm_imex_core::Result;
 use slurm_imex_gpu::config::{GpuConfig, GpuSections, HealthConfig};
 use slurm_imex_jobdb::config::{DatabaseConfig, MetricsConfig};
-use slurm_imex_jobview::config::JobViewSections;
+use slurm_imex_jobview::config::{store_access, JobViewConfig, JobViewSections};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 

@@ -11,16 +11,13 @@ use crate::error::{Error, Result};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub mod bounds;
 mod file;
-pub mod http_url;
 mod imex;
 mod locate;
 mod node;
 mod slurm;
-pub mod store_access;
 mod values;
 pub use bounds::MAX_NODES_LIMIT;
 pub use file::ConfigFile;
@@ -140,72 +137,6 @@ fn bad_value(text: &str, origin: &Path, key: &str, why: &str) -> Error {
     Error::invalid(format!("bad config {at}: {} = {why}", key_label(key)))
 }
 
-/// `slurm-imex job` and the summary store on the controller host
-/// (slurm_imex_jobsummary): where the nodes' per-job series are queried, and
-/// when an ended job's summary is written to Slurm's accounting.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct JobViewConfig {
-    /// The Prometheus server that scrapes the nodes' node_exporter, or a
-    /// store with its query API (`http://host:9090`, `https://...`); empty:
-    /// none, `slurm-imex job` reads only the stored summaries.
-    pub prometheus_url: String,
-    /// `https://` only: the PEM file of the CA that signed the store's
-    /// certificate; None: the system's CA store.
-    pub prometheus_ca_file: Option<PathBuf>,
-    /// Basic auth's user name; its password is in `prometheus_password_file`.
-    pub prometheus_user: String,
-    /// A root-only file holding basic auth's password (one line).
-    pub prometheus_password_file: Option<PathBuf>,
-    /// A root-only file holding a bearer token (one line), instead of basic auth.
-    pub prometheus_bearer_token_file: Option<PathBuf>,
-    /// Longest wait for one Prometheus query.
-    pub query_timeout: HumanDuration,
-    /// `slurm-imex job --store`: a job is stored once every node of it has
-    /// reported, or this long after it ended with what reported by then.
-    pub store_wait: HumanDuration,
-    /// `slurm-imex job --store` looks this far back for ended jobs without
-    /// a summary (the backfill).
-    pub store_backfill: HumanDuration,
-}
-
-impl Default for JobViewConfig {
-    fn default() -> Self {
-        JobViewConfig {
-            prometheus_url: String::new(),
-            prometheus_ca_file: None,
-            prometheus_user: String::new(),
-            prometheus_password_file: None,
-            prometheus_bearer_token_file: None,
-            query_timeout: HumanDuration(Duration::from_secs(10)),
-            store_wait: HumanDuration(Duration::from_secs(15 * 60)),
-            store_backfill: HumanDuration(Duration::from_secs(2 * 86400)),
-        }
-    }
-}
-
-impl Section for JobViewConfig {
-    fn first_problem(&self) -> Option<(&'static str, String)> {
-        use bounds::{DurationBound as D, DAY, HOUR, MIN, S};
-        let durations = vec![
-            D::of("job.query_timeout", S, 5 * MIN, self.query_timeout.0),
-            D::of("job.store_wait", Duration::ZERO, DAY, self.store_wait.0),
-            D::of("job.store_backfill", HOUR, 366 * DAY, self.store_backfill.0),
-        ];
-        bounds::first_violation(durations, vec![])
-            .or_else(|| {
-                let why = http_url::problem(&self.prometheus_url)?;
-                let shown = http_url::without_credentials(&self.prometheus_url);
-                let url = crate::text::cap(&shown, crate::text::PIECE_MAX);
-                Some(("job.prometheus_url", format!("{url:?} {why}")))
-            })
-            .or_else(|| {
-                let (key, value, why) = store_access::problem(self)?;
-                Some((key, format!("{value} {why}")))
-            })
-    }
-}
-
 /// toml's message on one line. An integer past 64 bits reaches serde as an
 /// i128 ("invalid type: integer `99999999999999999999` as i128, expected
 /// u16"); it is said as what it is, a number too large for the key.
@@ -248,7 +179,7 @@ impl Config {
     }
 
     /// Remember where `text` writes each of `keys` (keys naming files that
-    /// are read later, such as `store_access::KEYS`), for [`Config::place_of`].
+    /// are read later, such as the job view's `store_access::KEYS`), for [`Config::place_of`].
     pub fn note_places(&mut self, text: &str, origin: &Path, keys: &[&'static str]) {
         self.places = keys
             .iter()
@@ -479,6 +410,7 @@ fn move_renamed<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn parse(t: &str) -> Result<Config> {
         Config::parse(t, Path::new("/etc/slurm/imex.toml"))

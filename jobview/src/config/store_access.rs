@@ -45,7 +45,10 @@ pub fn problem(job: &JobViewConfig) -> Option<(&'static str, String, String)> {
 /// bearer token exclude each other.
 fn pairing_problem(job: &JobViewConfig) -> Option<(&'static str, String, String)> {
     let user = job.prometheus_user.as_str();
-    let shown_user = format!("{:?}", crate::text::cap(user, crate::text::PIECE_MAX));
+    let shown_user = format!(
+        "{:?}",
+        slurm_imex_core::text::cap(user, slurm_imex_core::text::PIECE_MAX)
+    );
     if user.contains(':') || user.chars().any(char::is_control) {
         return Some((
             "job.prometheus_user",
@@ -96,7 +99,7 @@ fn scheme_problem(job: &JobViewConfig, url: &str) -> Option<(&'static str, Strin
         format!(
             "but [job] prometheus_url is {:?}, plain http: write its https:// address (a {} must \
              never cross the network readable), or remove this key",
-            crate::text::cap(url, crate::text::PIECE_MAX),
+            slurm_imex_core::text::cap(url, slurm_imex_core::text::PIECE_MAX),
             "credential"
         )
     };
@@ -115,7 +118,7 @@ fn scheme_problem(job: &JobViewConfig, url: &str) -> Option<(&'static str, Strin
 fn shown(p: &Path) -> String {
     format!(
         "{:?}",
-        crate::text::cap(&p.display().to_string(), crate::text::PIECE_MAX)
+        slurm_imex_core::text::cap(&p.display().to_string(), slurm_imex_core::text::PIECE_MAX)
     )
 }
 
