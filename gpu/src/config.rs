@@ -90,8 +90,7 @@ pub struct HealthConfig {
     pub set_drain_reason: bool,
     /// Deprecated names of `[slurm] scontrol` and `scontrol_timeout`, still
     /// read (with a warning); the loader moves them there (core's
-    /// `OldHealthKeys`), so they are
-    /// always None after loading.
+    /// `OldHealthKeys`), so they are always None after loading.
     pub scontrol: Option<PathBuf>,
     pub scontrol_timeout: Option<HumanDuration>,
     /// Where NVIDIA GPUs are counted on the PCI bus.

@@ -1,11 +1,12 @@
 //! slurm-imex-settings: the whole config file (`/etc/slurm/imex.toml`) as
 //! the programs load it. Each section's schema, defaults and bounds sit in
-//! the crate that uses it (`[node]`, `[imex]`, `[slurm]` in core, the SPANK
-//! plugin's; `[gpu]`, `[health]` in slurm-imex-gpu; `[database]`,
-//! `[metrics]` in slurm-imex-jobdb; `[job]` in core); this crate puts them
-//! together and checks them all at load, so a bad key anywhere, or an
-//! unknown section, is refused with `file:line: key` before a program acts.
-//! Core finds, trusts and reads the file and maps errors to their lines.
+//! the crate that uses it: `[node]`, `[imex]`, `[slurm]` in core (the SPANK
+//! plugin's), `[gpu]` and `[health]` in slurm-imex-gpu, `[database]` and
+//! `[metrics]` in slurm-imex-jobdb, `[job]` in slurm-imex-jobview. This
+//! crate puts them together and checks them all at load, so a bad key
+//! anywhere, or an unknown section, is refused with `file:line: key` before
+//! a program acts. Core finds, trusts and reads the file and maps errors to
+//! their lines.
 //!
 //! [`Config`] dereferences to core's config, so `cfg.imex` and `cfg.gpu`
 //! read alike and a `&Config` goes wherever core's is asked for.
