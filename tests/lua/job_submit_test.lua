@@ -53,6 +53,12 @@ s = imex.settings_of('[imex]\ndomain = "everything"\nshared_nodes = 3\n')
 check(s.domain == "job" and s.shared_nodes == "exclusive", "bad values keep the strict defaults")
 s = imex.settings_of("\0\255[imex\n= = =\n")
 check(s.domain == "job", "garbage keeps the defaults")
+-- The shipped imex.toml, as is and with its two keys changed.
+local shipped = assert(io.open("conf-examples/imex.toml")):read("*a")
+s = imex.settings_of(shipped)
+check(s.domain == "job" and s.shared_nodes == "exclusive", "the shipped imex.toml: the defaults")
+s = imex.settings_of(shipped:gsub('\ndomain = "job"', '\ndomain = "rack"'):gsub('\nshared_nodes = "exclusive"', '\nshared_nodes = "refuse"'))
+check(s.domain == "rack" and s.shared_nodes == "refuse", "the shipped imex.toml with rack and refuse")
 s = imex.settings_of("")
 check(s.domain == "job" and s.shared_nodes == "exclusive", "an empty file")
 
