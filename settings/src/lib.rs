@@ -62,7 +62,7 @@ impl Config {
         for section in sections {
             check_section(section, text, origin)?;
         }
-        core.note_places(text, origin, &store_access::KEYS);
+        core.note_places(text, origin, &store_access::keys_set(&f.job));
         Ok(Config {
             core,
             gpu: f.gpu,

@@ -99,6 +99,22 @@ fn is_inline_table(text: &str, item: &Spanned<DeValue>) -> bool {
 /// Line of the dotted key `path` in `text`, if it is written there.
 pub fn line_of_key(text: &str, path: &str) -> Option<usize> {
     let doc = DeTable::parse(text).ok()?;
+    line_in(text, &doc, path)
+}
+
+/// [`line_of_key`] for each of `paths`, the text parsed once; the keys
+/// the text does not write are left out.
+pub fn lines_of_keys<'k>(text: &str, paths: &[&'k str]) -> Vec<(&'k str, usize)> {
+    match DeTable::parse(text) {
+        Ok(doc) => paths
+            .iter()
+            .filter_map(|p| Some((*p, line_in(text, &doc, p)?)))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn line_in(text: &str, doc: &Spanned<DeTable>, path: &str) -> Option<usize> {
     let mut parts: Vec<&str> = path.split('.').collect();
     let last = parts.pop()?;
     // A key may sit in a `[table]` or an inline `{ ... }` one

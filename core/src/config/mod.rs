@@ -182,15 +182,15 @@ impl Config {
 
     /// Remember where `text` writes each of `keys` (keys naming files that
     /// are read later, such as the job view's `store_access::KEYS`), for [`Config::place_of`].
+    /// The text is parsed once for all of them, and not at all for none (a
+    /// file that sets none of them costs every prolog nothing here).
     pub fn note_places(&mut self, text: &str, origin: &Path, keys: &[&'static str]) {
-        self.places = keys
-            .iter()
-            .filter_map(|k| {
-                Some((
-                    *k,
-                    format!("{}:{}", origin.display(), locate::line_of_key(text, k)?),
-                ))
-            })
+        if keys.is_empty() {
+            return;
+        }
+        self.places = locate::lines_of_keys(text, keys)
+            .into_iter()
+            .map(|(k, line)| (k, format!("{}:{line}", origin.display())))
             .collect();
     }
 

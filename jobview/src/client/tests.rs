@@ -128,14 +128,20 @@ fn ask(client: &Client, url: &str) -> Result<String> {
     Ok(r.into_string().unwrap())
 }
 
+/// `[job]` for `url` trusted through `{dir}/ca.pem`, as user "imex" with
+/// the password in `{dir}/pass`.
+fn basic_auth_toml(url: &str) -> String {
+    format!(
+        "[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n\
+         prometheus_user = \"imex\"\nprometheus_password_file = \"{{dir}}/pass\"\n"
+    )
+}
+
 #[test]
 fn basic_auth_over_tls_trusted_through_the_ca_file() {
     // imex:pw, base64.
     let (url, heads, ca) = tls_store("Basic aW1leDpwdw==");
-    let toml = format!(
-        "[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n\
-         prometheus_user = \"imex\"\nprometheus_password_file = \"{{dir}}/pass\"\n"
-    );
+    let toml = basic_auth_toml(&url);
     let (_d, cfg) = setup(&[("ca.pem", &ca, 0o644), ("pass", "pw\n", 0o600)], &toml);
     let client = Client::from_config(&cfg).unwrap();
     assert_eq!(ask(&client, &url).unwrap(), ANSWER);
@@ -146,10 +152,7 @@ fn basic_auth_over_tls_trusted_through_the_ca_file() {
 #[test]
 fn a_wrong_password_is_one_line_naming_the_keys() {
     let (url, _, ca) = tls_store("Basic aW1leDpwdw==");
-    let toml = format!(
-        "[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n\
-         prometheus_user = \"imex\"\nprometheus_password_file = \"{{dir}}/pass\"\n"
-    );
+    let toml = basic_auth_toml(&url);
     let (d, cfg) = setup(&[("ca.pem", &ca, 0o644), ("pass", "wrong\n", 0o600)], &toml);
     let line = ask(&Client::from_config(&cfg).unwrap(), &url)
         .unwrap_err()

@@ -108,7 +108,7 @@ impl TestConfig {
         let job = parse_document::<JobOnly>(text, origin)?.job;
         check_section(&job, text, origin)?;
         let mut core = Config::parse(text, origin)?;
-        core.note_places(text, origin, &store_access::KEYS);
+        core.note_places(text, origin, &store_access::keys_set(&job));
         Ok(TestConfig { core, job })
     }
 }

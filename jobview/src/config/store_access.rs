@@ -18,6 +18,21 @@ pub const KEYS: [&str; 4] = [
     "job.prometheus_bearer_token_file",
 ];
 
+/// Those of [`KEYS`] that `job` sets: the only ones a later line may
+/// name, so the only ones whose places are worth noting at load.
+pub fn keys_set(job: &JobViewConfig) -> Vec<&'static str> {
+    let set = [
+        job.prometheus_ca_file.is_some(),
+        !job.prometheus_user.is_empty(),
+        job.prometheus_password_file.is_some(),
+        job.prometheus_bearer_token_file.is_some(),
+    ];
+    KEYS.into_iter()
+        .zip(set)
+        .filter_map(|(key, set)| set.then_some(key))
+        .collect()
+}
+
 /// The first key of `job` that is unusable as set: the key, its value as
 /// the file wrote it, and why with the fix.
 pub fn problem(job: &JobViewConfig) -> Option<(&'static str, String, String)> {
