@@ -193,7 +193,7 @@ fn calls(stage: Stage) -> &'static str {
         Stage::Identity => "nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetUUID, nvmlDeviceGetSerial, nvmlDeviceGetName, nvmlDeviceGetPciInfo_v3",
         Stage::Memory => "nvmlDeviceGetTotalEccErrors, nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPagesPendingStatus, nvmlDeviceGetRemappedRows",
         Stage::Recovery => "nvmlDeviceGetFieldValues (recovery action)",
-        Stage::Fabric => "nvmlDeviceGetGpuFabricInfoV",
+        Stage::Fabric | Stage::FabricWait => "nvmlDeviceGetGpuFabricInfo_v4 or nvmlDeviceGetGpuFabricInfoV",
         Stage::NvLink => "nvmlDeviceGetNvLinkState, nvmlDeviceGetNvLinkErrorCounter",
         Stage::Processes => "nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetAccountingMode, nvmlDeviceGetAccountingPids",
         Stage::Modes => "nvmlDeviceGetPersistenceMode, nvmlDeviceGetEccMode, nvmlDeviceGetMigMode, nvmlDeviceValidateInforom",

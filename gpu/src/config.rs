@@ -84,6 +84,10 @@ pub struct HealthConfig {
     pub mig: MigPolicy,
     /// Hard cap on the whole gate.
     pub gate_timeout: HumanDuration,
+    /// How long a GPU's NVLink fabric probe may stay NOT_STARTED or
+    /// IN_PROGRESS before it drains: the prolog waits this long for it
+    /// within the gate, `slurm-imex check` counts it across its runs.
+    pub fabric_wait: HumanDuration,
     /// A drain-class post-job finding makes the epilog fail (Slurm drains the node).
     pub drain_from_epilog: bool,
     /// Also write our reason on the node with `scontrol update`.
@@ -108,6 +112,7 @@ impl Default for HealthConfig {
             require_persistence: false,
             mig: MigPolicy::Any,
             gate_timeout: HumanDuration(Duration::from_secs(10)),
+            fabric_wait: HumanDuration(Duration::from_secs(30)),
             drain_from_epilog: true,
             set_drain_reason: false,
             scontrol: None,
@@ -126,12 +131,15 @@ impl Section for GpuConfig {
 impl Section for HealthConfig {
     fn first_problem(&self) -> Option<(&'static str, String)> {
         let gate = self.gate_timeout.0;
-        let durations = vec![DurationBound::of(
-            "health.gate_timeout",
-            100 * MS,
-            10 * MIN,
-            gate,
-        )];
+        let durations = vec![
+            DurationBound::of("health.gate_timeout", 100 * MS, 10 * MIN, gate),
+            DurationBound::of(
+                "health.fabric_wait",
+                Duration::ZERO,
+                10 * MIN,
+                self.fabric_wait.0,
+            ),
+        ];
         let gpus = self.expected_gpus as u64;
         let counts = vec![CountBound::of("health.expected_gpus", 0, 1024, gpus)];
         first_violation(durations, counts)

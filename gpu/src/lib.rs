@@ -9,6 +9,7 @@
 //! - `xid`: XID lines of the kernel log, their catalog class, and the
 //!   checkpoint of XIDs already judged
 //! - `stats`: a job's per-GPU deltas between two snapshots
+//! - `recovery`: the driver's recovery action, its names and what each asks
 //! - `clique`: the node's NVLink clique (its rack), from the fabric info
 //! - `config`: the `[gpu]` and `[health]` sections of the config
 //!
@@ -19,5 +20,6 @@ pub mod clique;
 pub mod config;
 pub mod health;
 pub mod nvml;
+pub mod recovery;
 pub mod stats;
 pub mod xid;

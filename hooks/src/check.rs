@@ -51,9 +51,12 @@ pub fn check(config: &Config, node: String, flags: CheckFlags) -> Result<CheckRe
     let verdict = verdict_of(&findings);
     let state = StateDir::of(config);
     let scontrol = Scontrol::of(&config.slurm);
-    let slurm = NodeRead::new(&scontrol, &node);
+    let told = std::env::var("SLURM_NODE_IS_HEALTHY").ok();
+    let slurm = NodeRead::new(&scontrol, &node).telling(told.as_deref());
     let standing = NodeState::load(&state);
-    let action = drain::act_on_check(&slurm, &standing, drain_reason(&findings), flags)?;
+    let pending = recovery_pending(&gate.snapshots);
+    let reason = drain_reason(&findings);
+    let action = drain::act_on_check(&slurm, &standing, reason, pending.as_deref(), flags)?;
     let clique = node_clique(&gate.snapshots);
     let published = clique
         .as_deref()
@@ -72,6 +75,26 @@ pub fn check(config: &Config, node: String, flags: CheckFlags) -> Result<CheckRe
         clique,
         published,
         warnings,
+    })
+}
+
+/// The first GPU whose recovery action is not NONE, or could not be read,
+/// as `gpu3 reads RECOVER_IMEX_DOMAIN (5)`: what keeps a recovery-action
+/// drain in place (`drain::awaits_recovery`).
+fn recovery_pending(snapshots: &[slurm_imex_gpu::nvml::GpuSnapshot]) -> Option<String> {
+    use slurm_imex_gpu::nvml::Reading;
+    use slurm_imex_gpu::recovery::RecoveryAction;
+    snapshots.iter().find_map(|s| match &s.recovery_action {
+        Reading::Value(0) | Reading::NotSupported => None,
+        Reading::Value(v) => Some(format!(
+            "gpu{} reads {}",
+            s.index,
+            RecoveryAction(*v).describe()
+        )),
+        Reading::Failed(e) => Some(format!(
+            "gpu{}'s recovery action cannot be read: {e}",
+            s.index
+        )),
     })
 }
 

@@ -66,6 +66,10 @@ pub enum DrainAction {
     /// `check --undrain`: the node is drained by us for a fault the check
     /// cannot re-test ([`awaits_admin`]); it stays drained, Slurm not asked.
     AwaitsAdmin { reason: String },
+    /// `check --undrain`: the node is drained by us for a GPU's recovery
+    /// action and a GPU still reads one (`pending`, [`awaits_recovery`]);
+    /// it stays drained, Slurm not asked.
+    AwaitsRecovery { reason: String, pending: String },
     /// Our drain was lifted; `was` is the reason it had.
     Resumed { was: String },
     /// Asked to resume a node that is not drained.
@@ -96,9 +100,9 @@ impl DrainAction {
                 node.set_drained(Some(now));
                 node.note_drain_reason(reason, *shown);
             }
-            DrainAction::StillDrained { .. } | DrainAction::AwaitsAdmin { .. } => {
-                node.set_drained(Some(now))
-            }
+            DrainAction::StillDrained { .. }
+            | DrainAction::AwaitsAdmin { .. }
+            | DrainAction::AwaitsRecovery { .. } => node.set_drained(Some(now)),
             DrainAction::ReasonShown { .. } => node.reason_shown = true,
             // Someone else's drain (or none): not ours to lift, ever.
             DrainAction::Resumed { .. }
@@ -122,6 +126,10 @@ impl DrainAction {
             DrainAction::AwaitsAdmin { reason } => Some(format!(
                 "{node} stays drained until an admin runs slurm-imex undrain on it (a health \
                  check cannot re-test an IMEX daemon or channel fault): {reason}"
+            )),
+            DrainAction::AwaitsRecovery { reason, pending } => Some(format!(
+                "{node} stays drained until every GPU reads recovery action NONE ({pending}): \
+                 {reason}"
             )),
             DrainAction::Resumed { was } => Some(format!("resumed {node} (was: {was})")),
             DrainAction::NotDrained => Some(format!("{node} is not drained")),
@@ -190,17 +198,21 @@ pub fn imex_node_fault(cfg: &Config, node: &str, job_id: u32, line: &str) -> Dra
 /// have; `--undrain` resumes a passing node drained with our reason, except
 /// a drain for a fault the check cannot re-test ([`awaits_admin`]). Either
 /// way a drain of ours gets our reason in Slurm (`explain_our_drain`).
-/// Slurm is read only when the standing cannot answer; its errors are the
-/// command's.
+/// Slurm is read only when the standing cannot answer (nor slurmctld's own
+/// verdict, `SLURM_NODE_IS_HEALTHY`, which `slurm` carries when slurmd
+/// gave it); its errors are the command's. `recovery_pending` names a GPU
+/// whose recovery action is not NONE (or cannot be read), which keeps a
+/// recovery-action drain in place ([`awaits_recovery`]).
 pub fn act_on_check(
     slurm: &NodeRead,
     standing: &NodeState,
     drain_reason: Option<String>,
+    recovery_pending: Option<&str>,
     flags: CheckFlags,
 ) -> Result<DrainAction> {
     match drain_reason {
         Some(reason) if flags.drain => drain_for_check(slurm, standing, reason),
-        None if flags.undrain => undrain_for_check(slurm, standing),
+        None if flags.undrain => undrain_for_check(slurm, standing, recovery_pending),
         _ => explain_our_drain(slurm, standing),
     }
 }
@@ -214,9 +226,12 @@ fn drain_for_check(slurm: &NodeRead, standing: &NodeState, reason: String) -> Re
     if standing.drained_since.is_some() && standing.reason_shown {
         return Ok(DrainAction::StillDrained { reason });
     }
-    let status = slurm.get()?;
-    if status.is_drained() {
-        return show_our_reason(slurm, status, standing);
+    // slurmctld says the node is healthy, so not drained: no read needed.
+    if slurm.told_healthy() != Some(true) {
+        let status = slurm.get()?;
+        if status.is_drained() {
+            return show_our_reason(slurm, status, standing);
+        }
     }
     slurm.scontrol().drain(slurm.node(), &reason)?;
     Ok(DrainAction::Drain {
@@ -227,23 +242,44 @@ fn drain_for_check(slurm: &NodeRead, standing: &NodeState, reason: String) -> Re
 
 /// `check --undrain` on a node with no drain finding: resume our drain,
 /// unless its cause is one the check cannot re-test, which stays drained
-/// (with our reason shown) until an admin runs `slurm-imex undrain`. Such
-/// a drain is read again at most once an hour ([`RECHECK_S`]), so that one
-/// lifted by hand is noticed.
-fn undrain_for_check(slurm: &NodeRead, standing: &NodeState) -> Result<DrainAction> {
-    let known_in_service = standing.drained_since.is_none() && standing.slurm_read_at.is_some();
+/// (with our reason shown) until an admin runs `slurm-imex undrain`, or a
+/// recovery action a GPU still reads, which stays until every GPU reads
+/// NONE. Such a drain is read again at most once an hour ([`RECHECK_S`]),
+/// so that one lifted by hand is noticed (at once where slurmctld's verdict
+/// says so).
+fn undrain_for_check(
+    slurm: &NodeRead,
+    standing: &NodeState,
+    recovery_pending: Option<&str>,
+) -> Result<DrainAction> {
+    let told = slurm.told_healthy();
+    let known_in_service = standing.drained_since.is_none()
+        && (standing.slurm_read_at.is_some() || told == Some(true));
     if known_in_service {
         return Ok(DrainAction::Nothing);
     }
-    let Some(reason) = awaits_admin(standing) else {
-        return resume_if_ours(slurm.scontrol(), slurm.node(), slurm.get()?, standing);
+    if told == Some(true) {
+        // slurmctld says it is in service: a drain of ours was lifted by hand.
+        return Ok(DrainAction::NotDrained);
+    }
+    let awaiting = match (
+        awaits_recovery(standing, recovery_pending),
+        awaits_admin(standing),
+    ) {
+        (Some(reason), _) => DrainAction::AwaitsRecovery {
+            reason: reason.to_string(),
+            pending: recovery_pending.unwrap_or_default().to_string(),
+        },
+        (None, Some(reason)) => DrainAction::AwaitsAdmin {
+            reason: reason.to_string(),
+        },
+        (None, None) => {
+            return resume_if_ours(slurm.scontrol(), slurm.node(), slurm.get()?, standing)
+        }
     };
     let read_lately = standing
         .slurm_read_at
         .is_some_and(|at| now_s().saturating_sub(at) < RECHECK_S);
-    let awaiting = DrainAction::AwaitsAdmin {
-        reason: reason.to_string(),
-    };
     if standing.reason_shown && read_lately {
         return Ok(awaiting);
     }
@@ -278,6 +314,30 @@ pub fn awaits_admin(standing: &NodeState) -> Option<&str> {
     (standing.drained_since.is_some() && imex_fault).then_some(reason)
 }
 
+/// Our drain reason, when the standing says we drained the node for a
+/// GPU's recovery action and a GPU still reads one (`recovery_pending`:
+/// not NONE, or unreadable). Such a drain is lifted by `check --undrain`
+/// only once every GPU reads NONE (NVIDIA's DRA driver, issue #1455), even
+/// where the action left is one that does not drain by itself
+/// (RECOVER_IMEX_DOMAIN: a node drained because it persisted after a fresh
+/// IMEX domain must not be resumed while it persists). It is never the
+/// IMEX class that waits for an admin ([`awaits_admin`]).
+pub fn awaits_recovery<'a>(
+    standing: &'a NodeState,
+    recovery_pending: Option<&str>,
+) -> Option<&'a str> {
+    recovery_pending?;
+    let reason = standing.drained_for.as_deref()?;
+    let recovery = reason
+        .strip_prefix(DRAIN_PREFIX)
+        .and_then(|rest| rest.strip_prefix(RECOVERY_CHECK))
+        .is_some_and(|rest| rest.starts_with([' ', ':']));
+    (standing.drained_since.is_some() && recovery).then_some(reason)
+}
+
+/// The check name a recovery-action drain's reason carries after the prefix.
+const RECOVERY_CHECK: &str = " recovery_action";
+
 /// The check name an IMEX fault's reason carries after the prefix
 /// (`imex-health: imex <node>: …` from a hook, `imex-health: imex: …` from
 /// the check).
@@ -290,6 +350,9 @@ const IMEX_CHECK: &str = " imex";
 fn explain_our_drain(slurm: &NodeRead, standing: &NodeState) -> Result<DrainAction> {
     if standing.drained_for.is_none() || standing.reason_shown {
         return Ok(DrainAction::Nothing);
+    }
+    if slurm.told_healthy() == Some(true) {
+        return Ok(DrainAction::NotDrained); // resumed meanwhile, says slurmctld
     }
     let status = slurm.get()?;
     if !status.is_drained() {
@@ -473,7 +536,14 @@ mod tests {
         drain_reason: Option<String>,
         flags: CheckFlags,
     ) -> DrainAction {
-        act_on_check(&NodeRead::new(sc, "n1"), standing, drain_reason, flags).unwrap()
+        act_on_check(
+            &NodeRead::new(sc, "n1"),
+            standing,
+            drain_reason,
+            None,
+            flags,
+        )
+        .unwrap()
     }
 
     fn calls(dir: &std::path::Path) -> String {
@@ -522,12 +592,12 @@ mod tests {
             undrain: false,
         };
         let none = CheckFlags::default();
-        let a = act_on_check(&slurm, &standing, drain_reason(&findings), none).unwrap();
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), None, none).unwrap();
         assert_eq!(a, DrainAction::Nothing);
-        let a = act_on_check(&slurm, &standing, drain_reason(&findings[..1]), drain).unwrap();
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings[..1]), None, drain).unwrap();
         assert_eq!(a, DrainAction::Nothing);
         assert_eq!(calls(d.path()), "");
-        let a = act_on_check(&slurm, &standing, drain_reason(&findings), drain).unwrap();
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), None, drain).unwrap();
         let reason = findings[1].reason();
         assert_eq!(a.describe("n1").unwrap(), format!("drained n1: {reason}"));
         assert_eq!(
@@ -541,7 +611,7 @@ mod tests {
         a.record(&mut standing, 100);
         // The next run with the same finding: ours and shown, Slurm not asked.
         let slurm = NodeRead::new(&cfg, "n1");
-        let a = act_on_check(&slurm, &standing, drain_reason(&findings), drain).unwrap();
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), None, drain).unwrap();
         assert!(matches!(a, DrainAction::StillDrained { .. }));
         assert_eq!(calls(d.path()).lines().count(), 2);
         assert!(!slurm.asked());
@@ -601,7 +671,7 @@ mod tests {
         assert_eq!(standing.drained_since, None);
         // In service and known to be: nothing asked, nothing done.
         let slurm = NodeRead::new(&ours, "n1");
-        let a = act_on_check(&slurm, &standing, None, undrain).unwrap();
+        let a = act_on_check(&slurm, &standing, None, None, undrain).unwrap();
         assert_eq!(a, DrainAction::Nothing);
         assert!(!slurm.asked());
         assert_eq!(calls(d.path()).lines().count(), 2);
@@ -665,7 +735,7 @@ mod tests {
         assert!(standing.reason_shown);
         // After that: nothing asked.
         let slurm = NodeRead::new(&sc, "n1");
-        let a = act_on_check(&slurm, &standing, None, CheckFlags::default()).unwrap();
+        let a = act_on_check(&slurm, &standing, None, None, CheckFlags::default()).unwrap();
         assert_eq!(a, DrainAction::Nothing);
         assert!(!slurm.asked());
         // "Prolog error" is ours to resume where the standing says so ...
@@ -759,7 +829,7 @@ mod tests {
         assert!(calls(d.path()).contains("State=DRAIN Reason=imex-health: xid: XID 79 (job 7)"));
         a.record(&mut standing, 200);
         let slurm = NodeRead::new(&sc, "n1");
-        let a = act_on_check(&slurm, &standing, drain_reason(&findings), WRAPPER).unwrap();
+        let a = act_on_check(&slurm, &standing, drain_reason(&findings), None, WRAPPER).unwrap();
         assert!(matches!(a, DrainAction::StillDrained { .. }), "{a:?}");
         assert!(!slurm.asked());
         // Resumed by hand meanwhile while the finding stands: drained again.
@@ -794,7 +864,7 @@ mod tests {
         // hour: nothing asked, nothing resumed.
         standing.slurm_read_at = Some(now_s());
         let slurm = NodeRead::new(&sc, "n1");
-        let a = act_on_check(&slurm, &standing, None, WRAPPER).unwrap();
+        let a = act_on_check(&slurm, &standing, None, None, WRAPPER).unwrap();
         assert!(a
             .describe("n1")
             .unwrap()
@@ -812,7 +882,7 @@ mod tests {
             "imex-health: imex n1: nvidia-imex on n1 exited with status 1 (job 7)",
         ));
         let slurm = NodeRead::new(&ours_shown, "n1");
-        let a = act_on_check(&slurm, &hour_on, None, WRAPPER).unwrap();
+        let a = act_on_check(&slurm, &hour_on, None, None, WRAPPER).unwrap();
         assert!(matches!(a, DrainAction::AwaitsAdmin { .. }), "{a:?}");
         assert!(slurm.asked() && !calls(d2.path()).contains("update"));
         // ... or lifted by hand: the standing forgets it.
@@ -838,6 +908,109 @@ mod tests {
             shown: true,
         });
         assert!(awaits_admin(&check_imex).is_some());
+    }
+
+    #[test]
+    fn a_recovery_action_drain_is_lifted_only_once_every_gpu_reads_none() {
+        let _serial = serial();
+        let d = tempfile::tempdir().unwrap();
+        let found = "imex-health: recovery_action gpu1 S: driver still asks for recovery action \
+                     RECOVER_IMEX_DOMAIN (5) after a fresh IMEX domain came UP";
+        let reason = for_job(found, 7);
+        let cfg = scontrol(d.path(), "IDLE+DRAIN", &reason);
+        let sc = handle(&cfg);
+        let standing = standing_of(&act(&cfg, "n1", 7, Some(found.into()), Hook::Prolog));
+        // A drain of the GPU class, never the IMEX class an admin lifts.
+        assert_eq!(awaits_admin(&standing), None);
+        let undrain = CheckFlags {
+            drain: false,
+            undrain: true,
+        };
+        // At idle, action 5 is only a warning: the verdict has no drain
+        // finding, but GPU 1 still reads it, so the drain stays.
+        let pending = "gpu1 reads RECOVER_IMEX_DOMAIN (5)";
+        let mut standing = standing;
+        let slurm = NodeRead::new(&sc, "n1");
+        let a = act_on_check(&slurm, &standing, None, Some(pending), undrain).unwrap();
+        // First, Slurm's "Prolog error" gets our reason (the stand-in shows
+        // ours already: nothing to update), then the drain waits, unread.
+        assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
+        a.record(&mut standing, 2);
+        standing.slurm_read_at = Some(now_s());
+        let slurm = NodeRead::new(&sc, "n1");
+        let a = act_on_check(&slurm, &standing, None, Some(pending), undrain).unwrap();
+        assert!(!slurm.asked());
+        assert_eq!(
+            a.describe("n1").unwrap(),
+            format!(
+                "n1 stays drained until every GPU reads recovery action NONE ({pending}): \
+                 {reason}"
+            )
+        );
+        assert!(!calls(d.path()).contains("RESUME"));
+        // Every GPU reads NONE: ours, resumed.
+        let a = check_n1(&sc, &standing, None, undrain);
+        assert!(matches!(a, DrainAction::Resumed { .. }), "{a:?}");
+        // Another GPU drain of ours is not held by a pending action.
+        let xid = standing_of(&act(
+            &cfg,
+            "n1",
+            7,
+            Some("imex-health: xid: XID 79".into()),
+            Hook::Prolog,
+        ));
+        assert_eq!(awaits_recovery(&xid, Some(pending)), None);
+        assert_eq!(awaits_recovery(&standing, None), None);
+    }
+
+    #[test]
+    fn slurmctlds_verdict_spares_the_read_on_a_healthy_node() {
+        let _serial = serial();
+        let d = tempfile::tempdir().unwrap();
+        let sc = handle(&scontrol(d.path(), "IDLE", ""));
+        let undrain = CheckFlags {
+            drain: true,
+            undrain: true,
+        };
+        // A node never read since boot, which slurmctld says is healthy:
+        // no read at all (the first check after a boot used to read).
+        let fresh = NodeState::default();
+        let slurm = NodeRead::new(&sc, "n1").telling(Some("yes"));
+        assert_eq!(
+            act_on_check(&slurm, &fresh, None, None, undrain).unwrap(),
+            DrainAction::Nothing
+        );
+        assert!(!slurm.asked());
+        // Drained by us, but slurmctld says healthy: lifted by hand, no read.
+        let ours = standing_of(&DrainAction::Drain {
+            reason: "imex-health: xid: XID 79".into(),
+            shown: false,
+        });
+        let slurm = NodeRead::new(&sc, "n1").telling(Some("yes"));
+        let a = act_on_check(&slurm, &ours, None, None, CheckFlags::default()).unwrap();
+        assert_eq!(a, DrainAction::NotDrained);
+        assert!(!slurm.asked());
+        // A drain finding on a node slurmctld says is healthy: drained with
+        // one update and no read.
+        let slurm = NodeRead::new(&sc, "n1").telling(Some("yes"));
+        let a = act_on_check(
+            &slurm,
+            &fresh,
+            Some("imex-health: xid: XID 79".into()),
+            None,
+            undrain,
+        );
+        assert!(matches!(a.unwrap(), DrainAction::Drain { shown: true, .. }));
+        assert_eq!(
+            calls(d.path()),
+            "update NodeName=n1 State=DRAIN Reason=imex-health: xid: XID 79\n"
+        );
+        // "no", or anything else, says nothing: read as before.
+        for told in [Some("no"), Some("maybe"), None] {
+            let slurm = NodeRead::new(&sc, "n1").telling(told);
+            act_on_check(&slurm, &ours, None, None, undrain).unwrap();
+            assert!(slurm.asked(), "{told:?}");
+        }
     }
 
     fn standing_of(action: &DrainAction) -> NodeState {

@@ -19,8 +19,9 @@ use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::clique::node_clique;
 use slurm_imex_gpu::config::GpuJobs;
 use slurm_imex_gpu::health::gate::{self, GateRequest, GateResult};
-use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, Severity, Verdict};
-use slurm_imex_gpu::nvml::GpuSnapshot;
+use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, GpuRef, Severity, Verdict};
+use slurm_imex_gpu::nvml::{GpuSnapshot, Reading};
+use slurm_imex_gpu::recovery::RecoveryAction;
 use slurm_imex_gpu::stats::gpu_job_stats;
 use slurm_imex_gpu::xid::checkpoint::{self, Checkpoint};
 use slurm_imex_gpu::xid::log::LogPosition;
@@ -53,6 +54,11 @@ pub enum GpuOutcome {
         /// The node's NVLink clique as its GPUs report it (the prolog's
         /// gate), when they report a trusted one.
         clique: Option<String>,
+        /// The job's GPUs whose driver asks for their IMEX domain to be
+        /// restored (recovery action RECOVER_IMEX_DOMAIN) at the prolog's
+        /// gate: read again once the job's domain is UP
+        /// ([`reread_recovery`]).
+        restore_imex: Vec<GpuRef>,
     },
 }
 
@@ -92,6 +98,7 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
             hook: Hook::Prolog,
             gpus: job.gpus.as_deref(),
             xid_after: &checkpoint,
+            fabric_seen: None,
         },
     );
     if gate.no_gpus {
@@ -126,6 +133,88 @@ pub fn prolog(job: &JobEnv, cfg: &Config) -> GpuOutcome {
         drain_reason: drain_reason(&gate.findings),
         warnings: reasons(&gate.findings, Severity::Warn),
         clique,
+        restore_imex: asking_to_restore_imex(&gate.snapshots),
+    }
+}
+
+/// The GPUs whose driver asks for their IMEX domain to be restored.
+fn asking_to_restore_imex(snapshots: &[GpuSnapshot]) -> Vec<GpuRef> {
+    snapshots
+        .iter()
+        .filter(|s| s.recovery_action.value() == Some(&RecoveryAction::RECOVER_IMEX_DOMAIN.0))
+        .map(|s| GpuRef {
+            index: s.index,
+            serial: s.serial.clone(),
+            uuid: s.uuid.clone(),
+        })
+        .collect()
+}
+
+/// Once the job's IMEX domain is UP (`crate::lifecycle`), the recovery
+/// action of `gpus`, which asked for the domain to be restored at the gate,
+/// read again: Ok when every one reads NONE; else the drain reason of the
+/// first that does not (it still asks, asks for something else now, or
+/// cannot be read: the node cannot say the GPU is fit).
+pub fn reread_recovery(cfg: &Config, gpus: &[GpuRef]) -> std::result::Result<(), String> {
+    let indexes: Vec<u32> = gpus.iter().map(|g| g.index).collect();
+    let read = slurm_imex_gpu::recovery::reread(&cfg.gpu.nvml_library, &indexes);
+    let not_cleared = |gpu: &GpuRef| -> Option<String> {
+        let actions = match &read {
+            Ok(actions) => actions,
+            Err(e) => return Some(format!("its recovery action could not be read again: {e}")),
+        };
+        match actions
+            .iter()
+            .find(|(i, _)| *i == gpu.index)
+            .map(|(_, r)| r)
+        {
+            Some(Reading::Value(0)) | Some(Reading::NotSupported) => None,
+            Some(Reading::Value(v)) => Some(still_asks(RecoveryAction(*v))),
+            Some(Reading::Failed(e)) => {
+                Some(format!("its recovery action could not be read again: {e}"))
+            }
+            None => Some("its recovery action could not be read again".into()),
+        }
+    };
+    let first = gpus.iter().find_map(|gpu| {
+        not_cleared(gpu).map(|detail| Finding {
+            check: "recovery_action".into(),
+            severity: Severity::Drain,
+            gpu: Some(gpu.clone()),
+            detail,
+        })
+    });
+    match first {
+        None => Ok(()),
+        Some(finding) => Err(finding.reason()),
+    }
+}
+
+/// What a GPU that still asks for a recovery action after the job's fresh
+/// IMEX domain came UP is drained with.
+fn still_asks(action: RecoveryAction) -> String {
+    if action == RecoveryAction::RECOVER_IMEX_DOMAIN {
+        format!(
+            "driver still asks for recovery action {} after the job's fresh IMEX domain came \
+             UP: reset the GPU or reboot the node",
+            action.describe()
+        )
+    } else {
+        action.finding_detail()
+    }
+}
+
+/// Add `reason` to what the prolog's gate concluded (its start state, which
+/// the epilog records in the job's row), best effort.
+pub fn note_prolog_reason(job: &JobEnv, cfg: &Config, reason: String) {
+    let state = StateDir::of(cfg);
+    let path = state.gpu_start_path(job.job_id);
+    let Some(mut start) = state.read_json::<StartState>(&path, "start snapshot") else {
+        return;
+    };
+    start.prolog.reasons.push(reason);
+    if let Err(e) = state.write_json(&path, &start) {
+        tracing::warn!("cannot note in the start snapshot: {e}");
     }
 }
 
@@ -226,6 +315,7 @@ pub fn judge_and_record(job: &JobEnv, cfg: &Config, imex: Option<&JobRecord>) ->
         hook: Hook::Epilog,
         gpus: job.gpus.as_deref(),
         xid_after: &checkpoint,
+        fabric_seen: None,
     };
     let gate = gate::run(cfg, &request);
     if gate.no_gpus && start.is_none() {
@@ -247,6 +337,7 @@ pub fn judge_and_record(job: &JobEnv, cfg: &Config, imex: Option<&JobRecord>) ->
             drain_reason: drain_reason(&gate.findings),
             warnings: reasons(&gate.findings, Severity::Warn),
             clique: None,
+            restore_imex: Vec::new(),
         },
         row: Some(row),
         unrecorded,

@@ -15,7 +15,7 @@ use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_domain::context::HookContext;
 use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
-use slurm_imex_gpu::health::Verdict;
+use slurm_imex_gpu::health::{GpuRef, Verdict, DRAIN_PREFIX};
 use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{journal, metrics};
 use slurm_imex_settings::Config;
@@ -71,6 +71,16 @@ pub trait PrologSteps: Sync {
     fn teardown(&self) -> Result<TeardownOutcome>;
     /// Start the watcher of the job's per-job domain, now UP (`watch::spawn`).
     fn watch_domain(&self) -> Result<()>;
+    /// Read again the recovery action of `gpus`, which asked at the gate
+    /// for their IMEX domain to be restored (`gpu_job::reread_recovery`):
+    /// `Err` is the drain reason of one that has not cleared.
+    fn reread_recovery(&self, gpus: &[GpuRef]) -> std::result::Result<(), String>;
+    /// Restore this node's IMEX domain for them (`domain::restore`): None
+    /// when the job's domain was started for it already (per-job).
+    fn restore_domain(&self) -> Option<Blamed<Duration>>;
+    /// Add a line to what the gate concluded, for the job's row
+    /// (`gpu_job::note_prolog_reason`).
+    fn note_gate(&self, line: String);
 }
 
 /// The steps an epilog runs (see [`PrologSteps`]).
@@ -163,6 +173,15 @@ impl PrologSteps for Live<'_> {
         }
         crate::watch::spawn(self.job.job_id, &self.job.node_name, self.cfg)
     }
+    fn reread_recovery(&self, gpus: &[GpuRef]) -> std::result::Result<(), String> {
+        gpu_job::reread_recovery(self.cfg, gpus)
+    }
+    fn restore_domain(&self) -> Option<Blamed<Duration>> {
+        domain::restore(self.job, self.ctx)
+    }
+    fn note_gate(&self, line: String) {
+        gpu_job::note_prolog_reason(self.job, self.cfg, line)
+    }
 }
 
 impl EpilogSteps for Live<'_> {
@@ -235,24 +254,28 @@ pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
         (steps.gate(), None)
     };
     let action = steps.act_on_gate(drain_reason_of(&gate));
-    if let Some(reason) = action.hook_failure() {
+    if action.hook_failure().is_some() {
         // A drain-class finding: the node must not take the job.
-        exit.fail(format!("slurm-imex-prolog: {reason}"));
-        steps.note_drained(&action);
-        if domain.is_some() {
-            if let Err(e) = steps.teardown() {
-                exit.fail(format!(
-                    "slurm-imex-prolog: cannot return IMEX to idle: {e}"
-                ));
-            }
-        }
+        refuse_node(&mut exit, steps, &action, domain.is_some());
         return exit;
     }
     log_gate(&gate, Hook::Prolog);
     let Some((mut record, domain)) = domain else {
         return exit;
     };
-    match check_own_clique(domain, record.as_mut(), &gate, steps) {
+    let domain = check_own_clique(domain, record.as_mut(), &gate, steps);
+    let (domain, still_asks) = match domain {
+        Ok(waited) => recover_imex_domain(&gate, steps, waited),
+        not_up => (not_up, None),
+    };
+    if let Some(reason) = still_asks {
+        // This node's GPU still asks for the IMEX domain it has just got:
+        // the node's fault, drained as a GPU finding is (a GPU drain,
+        // which `check --undrain` lifts once every GPU reads NONE).
+        refuse_node(&mut exit, steps, &steps.act_on_gate(Some(reason)), true);
+        return exit;
+    }
+    match domain {
         Ok(waited) => {
             tracing::info!(waited_ms = waited.as_millis() as u64, "IMEX domain UP");
             if let Err(e) = steps.watch_domain() {
@@ -283,6 +306,75 @@ pub fn prolog_with(job: &JobEnv, steps: &impl PrologSteps) -> Exit {
     exit
 }
 
+/// The prolog fails for a fault of this node's GPUs (`action`, a drain):
+/// the standing keeps why, and a domain formed for the job is torn down,
+/// so the node is left idle.
+fn refuse_node(exit: &mut Exit, steps: &impl PrologSteps, action: &DrainAction, formed: bool) {
+    if let Some(reason) = action.hook_failure() {
+        exit.fail(format!("slurm-imex-prolog: {reason}"));
+    }
+    steps.note_drained(action);
+    if formed {
+        if let Err(e) = steps.teardown() {
+            exit.fail(format!(
+                "slurm-imex-prolog: cannot return IMEX to idle: {e}"
+            ));
+        }
+    }
+}
+
+/// GPUs whose driver asked at the gate for their IMEX domain to be restored
+/// (recovery action RECOVER_IMEX_DOMAIN) are read again once the job's
+/// domain is UP: a per-job domain has just been started for the job, which
+/// is what restores it; a rack-wide one is restarted on this node first
+/// when the action has not cleared (`steps.restore_domain`). Cleared, the
+/// job runs and its record says so; still asking, the second value is the
+/// drain reason (this node's fault). The first value is the domain's
+/// outcome, which a failed restart replaces.
+fn recover_imex_domain(
+    gate: &GpuOutcome,
+    steps: &impl PrologSteps,
+    waited: Duration,
+) -> (Blamed<Duration>, Option<String>) {
+    let gpus = match gate {
+        GpuOutcome::Done { restore_imex, .. } if !restore_imex.is_empty() => restore_imex,
+        _ => return (Ok(waited), None),
+    };
+    let names = gpu_names(gpus);
+    let cleared = |how: &str| {
+        steps.note_gate(format!(
+            "{DRAIN_PREFIX} recovery_action {names}: RECOVER_IMEX_DOMAIN (5) cleared {how}"
+        ))
+    };
+    let still = match steps.reread_recovery(gpus) {
+        Ok(()) => {
+            cleared("once the job's fresh IMEX domain was UP");
+            return (Ok(waited), None);
+        }
+        Err(still) => still,
+    };
+    match steps.restore_domain() {
+        None => (Ok(waited), Some(still)),
+        Some(Err(fault)) => (Err(fault), None),
+        Some(Ok(again)) => {
+            let waited = waited.saturating_add(again);
+            match steps.reread_recovery(gpus) {
+                Ok(()) => {
+                    cleared("once this node's rack daemon was restarted and the domain UP again");
+                    (Ok(waited), None)
+                }
+                Err(still) => (Ok(waited), Some(still)),
+            }
+        }
+    }
+}
+
+/// `gpu0,gpu3`.
+fn gpu_names(gpus: &[GpuRef]) -> String {
+    let names: Vec<String> = gpus.iter().map(|g| format!("gpu{}", g.index)).collect();
+    names.join(",")
+}
+
 /// What a gate that panicked (a bug) stands for: a drain verdict, as the
 /// gate could not say the GPUs are fit.
 fn gate_crashed() -> GpuOutcome {
@@ -291,6 +383,7 @@ fn gate_crashed() -> GpuOutcome {
         drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
         warnings: Vec::new(),
         clique: None,
+        restore_imex: Vec::new(),
     }
 }
 

@@ -242,6 +242,9 @@ pub struct NodeRead<'a> {
     scontrol: &'a Scontrol,
     node: &'a str,
     answer: std::cell::OnceCell<Result<NodeStatus>>,
+    /// slurmctld's own verdict on the node, when slurmd passed it to its
+    /// HealthCheckProgram ([`NodeRead::telling`]).
+    healthy: Option<bool>,
 }
 
 impl<'a> NodeRead<'a> {
@@ -250,7 +253,28 @@ impl<'a> NodeRead<'a> {
             scontrol,
             node,
             answer: std::cell::OnceCell::new(),
+            healthy: None,
         }
+    }
+
+    /// What slurmctld told slurmd of the node, as `SLURM_NODE_IS_HEALTHY`
+    /// holds it (Slurm 26.05.2+ with `SlurmctldParameters=health_check_report`,
+    /// the default from 26.11): "yes" when it is neither down, drained,
+    /// draining, failing nor in maintenance, "no" when it is; unset or
+    /// anything else says nothing.
+    pub fn telling(mut self, slurm_node_is_healthy: Option<&str>) -> NodeRead<'a> {
+        self.healthy = match slurm_node_is_healthy.map(str::trim) {
+            Some("yes") => Some(true),
+            Some("no") => Some(false),
+            _ => None,
+        };
+        self
+    }
+
+    /// slurmctld's verdict, when slurmd gave it: `Some(true)` means the
+    /// node is in service (not drained), with no read.
+    pub fn told_healthy(&self) -> Option<bool> {
+        self.healthy
     }
 
     /// `scontrol show node <node> -o`, the first time; its answer after.

@@ -124,6 +124,13 @@ impl StateDir {
         self.root.join("xid-checkpoint.json")
     }
 
+    /// Per GPU (UUID) since when `slurm-imex check` has seen its fabric
+    /// probe not done yet (NOT_STARTED or IN_PROGRESS), so a probe that
+    /// stays so drains at a later check, and a first one does not.
+    pub fn fabric_seen_path(&self) -> PathBuf {
+        self.root.join("fabric-seen.json")
+    }
+
     fn node_state_path(&self) -> PathBuf {
         self.root.join("node-metrics.json")
     }

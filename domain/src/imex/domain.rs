@@ -101,6 +101,35 @@ fn form_or_join(
     }
 }
 
+/// Restore this node's IMEX domain for a GPU whose driver asks for it
+/// (recovery action RECOVER_IMEX_DOMAIN, which the prolog saw persist once
+/// the job's domain was UP). A per-job domain was started for this job
+/// already, so there is nothing more to do: None. A rack-wide domain's
+/// daemon on this node is restarted on the rack's files and the job's
+/// nodes of the rack waited for again, as at a join; the rack's other jobs
+/// on this node lose what they imported through it, which the action says
+/// is lost already (docs/gpu-health.md, "Recovery actions").
+pub fn restore(job: &JobEnv, ctx: &HookContext) -> Option<Blamed<Duration>> {
+    if ctx.cfg.imex.domain != DomainScope::Rack {
+        return None;
+    }
+    let state = StateDir::of(ctx.cfg);
+    let mut record = JobRecord {
+        job_id: job.job_id,
+        channel: None,
+        server_port: 0,
+        nodes: Vec::new(),
+        domain: None,
+        rack_source: None,
+        outcome: Outcome::Ready { waited_ms: 0 },
+        prolog_ms: None,
+    };
+    let restarted = nvlink_domain(job, ctx).and_then(|(racks, domain)| {
+        rack_domain::restart(job, ctx, &state, &mut record, racks, domain)
+    });
+    Some(restarted)
+}
+
 /// The job's hosts that form this node's IMEX domain, in Slurm's order: a
 /// valid hostlist that holds this node, cut to this node's NVLink domain by
 /// the rack files on this node (`crate::rack::sources`; no controller call), or

@@ -34,6 +34,31 @@ pub fn join(
     racks: &RackSources,
     domain: NvlinkDomain,
 ) -> Blamed<Duration> {
+    join_or_restart(job, ctx, state, record, (racks, domain), false)
+}
+
+/// [`join`], restarting this node's rack daemon even when it runs on the
+/// rack's files (`crate::imex::domain::restore`: a GPU asks for its IMEX
+/// domain to be restored).
+pub fn restart(
+    job: &JobEnv,
+    ctx: &HookContext,
+    state: &StateDir,
+    record: &mut JobRecord,
+    racks: &RackSources,
+    domain: NvlinkDomain,
+) -> Blamed<Duration> {
+    join_or_restart(job, ctx, state, record, (racks, domain), true)
+}
+
+fn join_or_restart(
+    job: &JobEnv,
+    ctx: &HookContext,
+    state: &StateDir,
+    record: &mut JobRecord,
+    (racks, domain): (&RackSources, NvlinkDomain),
+    restart: bool,
+) -> Blamed<Duration> {
     let cfg = ctx.cfg;
     // The cluster's configuration, the same on every node: the job's fault.
     if let Some(cause) = rack_channels::guarantee(ctx).job()?.refuses(job.job_id) {
@@ -53,8 +78,14 @@ pub fn join(
         // both restart the daemon.
         let _lock = state.lock().node()?;
         let running = daemon.liveness() == Liveness::Running;
-        if !(running && plan.is_written(cfg)) {
-            if running {
+        if restart || !(running && plan.is_written(cfg)) {
+            if restart {
+                tracing::warn!(
+                    "a GPU asks for its IMEX domain to be restored: restarting the rack daemon \
+                     on {}",
+                    job.node_name
+                );
+            } else if running {
                 tracing::warn!(
                     "the rack's IMEX files changed (its nodes or the base config): restarting \
                      the rack daemon on {}",

@@ -4,6 +4,7 @@
 //! whole gate is capped by `[health] gate_timeout`.
 
 use super::checks::{check_gpu, check_node, check_xids, Hook};
+use super::fabric_wait::FabricSeen;
 use super::{Finding, GpuRef, Severity};
 use crate::config::{Accounting, GpuSections};
 use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
@@ -12,6 +13,7 @@ use crate::xid::log::{self as kernel_log, BootId, LogPosition, LogRead};
 use crate::xid::XidEvent;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::state::StateDir;
+use slurm_imex_core::timespec::now_s;
 use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -26,6 +28,9 @@ pub struct GateRequest<'a> {
     pub gpus: Option<&'a [u32]>,
     /// Per GPU (normalised PCI id) the last kernel-log record already judged.
     pub xid_after: &'a Checkpoint,
+    /// Since when earlier checks saw each GPU's fabric probe not done yet
+    /// (`slurm-imex check`); None: this gate does not count across runs.
+    pub fabric_seen: Option<&'a FabricSeen>,
 }
 
 #[derive(Debug, Clone)]
@@ -41,6 +46,9 @@ pub struct GateResult {
     /// not a GPU node, nothing was checked.
     pub no_gpus: bool,
     pub elapsed: Duration,
+    /// What the next check is to know of fabric probes not done yet (when
+    /// the request counted them).
+    pub fabric_seen: Option<FabricSeen>,
 }
 
 enum Msg {
@@ -68,6 +76,7 @@ impl GateResult {
             driver: None,
             no_gpus: false,
             elapsed: Duration::ZERO,
+            fabric_seen: None,
         }
     }
 
@@ -84,12 +93,14 @@ impl GateResult {
 pub fn check_now(cfg: &dyn GpuSections) -> Result<GateResult> {
     let state = StateDir::of(cfg.core());
     let checkpoint = checkpoint::load(&state);
+    let fabric_seen = FabricSeen::load(&state);
     let gate = run(
         cfg,
         &GateRequest {
             hook: Hook::Check,
             gpus: None,
             xid_after: &checkpoint,
+            fabric_seen: Some(&fabric_seen),
         },
     );
     if gate.no_gpus {
@@ -98,6 +109,9 @@ pub fn check_now(cfg: &dyn GpuSections) -> Result<GateResult> {
         ));
     }
     gate.advance_checkpoint(&state);
+    if let Some(seen) = &gate.fabric_seen {
+        seen.save(&state);
+    }
     Ok(gate)
 }
 
@@ -112,14 +126,24 @@ pub fn run(cfg: &dyn GpuSections, req: &GateRequest) -> GateResult {
         result.driver = reader.driver_version();
         result.findings.extend(gpu_set_finding(req.gpus, count));
         let gpus = job_gpus(req.gpus, count);
+        let fabric_wait = waits_for_fabric(cfg, req.hook);
         let reader = reader
             .turning_accounting_on(turns_accounting_on(cfg, req.hook))
-            .reading_accounting_stats(req.hook == Hook::Epilog);
+            .reading_accounting_stats(req.hook == Hook::Epilog)
+            .waiting_for_fabric(fabric_wait);
         let readers = spawn_gpu_readers(&reader, &gpus);
         // The kernel log, while the GPUs are being read.
         let kmsg = read_kernel_log(cfg);
-        let gate_timeout = cfg.health().gate_timeout.0;
-        let (snapshots, overruns) = collect_snapshots(readers, &gpus, deadline, gate_timeout);
+        let limits = ReadLimits {
+            deadline,
+            gate_timeout: cfg.health().gate_timeout.0,
+            fabric_wait,
+        };
+        let (mut snapshots, overruns) = collect_snapshots(readers, &gpus, limits);
+        if let Some(seen) = req.fabric_seen {
+            result.fabric_seen = Some(seen.apply(&mut snapshots, now_s()));
+        }
+        log_fabric_waits(&snapshots);
         result.snapshots = snapshots;
         result
             .findings
@@ -143,6 +167,36 @@ fn read_kernel_log(cfg: &dyn GpuSections) -> std::io::Result<LogRead> {
         read.position.boot = boot;
         read
     })
+}
+
+/// Only the prolog waits for a fabric probe that is not done yet, within
+/// `[health] fabric_wait`: a job about to start gains from a wait that
+/// ends with the probe done, where `slurm-imex check` (slurmd's
+/// HealthCheckProgram, bounded by HealthCheckTimeout) judges at once and
+/// counts across its runs instead (`fabric_wait::FabricSeen`).
+fn waits_for_fabric(cfg: &dyn GpuSections, hook: Hook) -> Duration {
+    match hook {
+        Hook::Prolog => cfg.health().fabric_wait.0,
+        Hook::Epilog | Hook::Check => Duration::ZERO,
+    }
+}
+
+/// Say in the log when a GPU's fabric probe was waited for.
+fn log_fabric_waits(snapshots: &[GpuSnapshot]) {
+    for s in snapshots {
+        let Some(f) = s.fabric.value() else { continue };
+        if let Some(ms) = f.transitional_ms {
+            tracing::info!(
+                "GPU {} fabric probe {} after {ms} ms of NOT_STARTED/IN_PROGRESS",
+                s.index,
+                if f.is_transitional() {
+                    "still not done"
+                } else {
+                    "done"
+                }
+            );
+        }
+    }
 }
 
 /// Only the prolog turns NVML accounting mode on, for the job's GPUs, so
@@ -225,7 +279,12 @@ pub fn read_gpus(
     gate_timeout: Duration,
 ) -> (Vec<GpuSnapshot>, Vec<Overrun>) {
     let readers = spawn_gpu_readers(reader, gpus);
-    collect_snapshots(readers, gpus, deadline, gate_timeout)
+    let limits = ReadLimits {
+        deadline,
+        gate_timeout,
+        fabric_wait: Duration::ZERO,
+    };
+    collect_snapshots(readers, gpus, limits)
 }
 
 /// One GPU's read that ran past its limit: the stage it was in (the NVML
@@ -271,14 +330,27 @@ fn spawn_gpu_readers(reader: &GpuReader, gpus: &[u32]) -> mpsc::Receiver<Msg> {
     rx
 }
 
+/// How long the GPUs' reads may take: each stage its budget, all of them
+/// `deadline` (the gate's `gate_timeout`), which a GPU waiting for its
+/// fabric probe moves out by the wait (`fabric_wait`), so that waiting is
+/// never cut short by the cap on the rest.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLimits {
+    pub deadline: Instant,
+    pub gate_timeout: Duration,
+    pub fabric_wait: Duration,
+}
+
 /// The snapshots that arrived in time, in GPU order, and each GPU whose
 /// current stage overran its budget (or the gate's).
 fn collect_snapshots(
     rx: mpsc::Receiver<Msg>,
     gpus: &[u32],
-    deadline: Instant,
-    gate_timeout: Duration,
+    limits: ReadLimits,
 ) -> (Vec<GpuSnapshot>, Vec<Overrun>) {
+    let mut deadline = limits.deadline;
+    let mut cap = limits.gate_timeout;
+    let budget = |stage: Stage| stage.budget(limits.fabric_wait);
     let mut current: BTreeMap<u32, (Stage, Instant)> = gpus
         .iter()
         .map(|i| (*i, (Stage::Identity, Instant::now())))
@@ -289,7 +361,7 @@ fn collect_snapshots(
     let first_due = |current: &BTreeMap<u32, (Stage, Instant)>| {
         current
             .iter()
-            .map(|(gpu, (stage, since))| (*gpu, *stage, *since + stage.budget()))
+            .map(|(gpu, (stage, since))| (*gpu, *stage, *since + budget(*stage)))
             .min_by_key(|(_, _, due)| *due)
     };
     while let Some((gpu, stage, due)) = first_due(&current) {
@@ -297,9 +369,9 @@ fn collect_snapshots(
         let stage_deadline = due.min(deadline);
         if now >= stage_deadline {
             let limit = if stage_deadline == deadline {
-                gate_timeout
+                cap
             } else {
-                stage.budget()
+                budget(stage)
             };
             timeouts.push(Overrun { gpu, stage, limit });
             current.remove(&gpu);
@@ -307,8 +379,13 @@ fn collect_snapshots(
         }
         match rx.recv_timeout(stage_deadline - now) {
             Ok(Msg::Stage(g, s)) => {
+                let now = Instant::now();
+                if s == Stage::FabricWait && now + budget(s) > deadline {
+                    deadline = now + budget(s);
+                    cap = limits.gate_timeout.saturating_add(limits.fabric_wait);
+                }
                 if let Some(c) = current.get_mut(&g) {
-                    *c = (s, Instant::now());
+                    *c = (s, now);
                 }
             }
             Ok(Msg::Done(g, snap)) => {

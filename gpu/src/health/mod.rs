@@ -1,8 +1,10 @@
 //! GPU node health: findings, severities, verdicts and drain reasons
-//! (`checks`), and the time-bounded gate that reads the GPUs and runs the
-//! checks (`gate`).
+//! (`checks`), the time-bounded gate that reads the GPUs and runs the
+//! checks (`gate`), and a fabric probe not done yet across checks
+//! (`fabric_wait`).
 
 pub mod checks;
+pub mod fabric_wait;
 pub mod gate;
 
 use serde::{Deserialize, Serialize};

@@ -30,6 +30,9 @@ pub enum Stage {
     Memory,
     Recovery,
     Fabric,
+    /// Polling a fabric probe that is NOT_STARTED or IN_PROGRESS until it
+    /// completes, within `[health] fabric_wait` (the prolog only).
+    FabricWait,
     NvLink,
     Processes,
     Modes,
@@ -37,11 +40,12 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 8] = [
+    pub const ALL: [Stage; 9] = [
         Stage::Identity,
         Stage::Memory,
         Stage::Recovery,
         Stage::Fabric,
+        Stage::FabricWait,
         Stage::NvLink,
         Stage::Processes,
         Stage::Modes,
@@ -54,7 +58,7 @@ impl Stage {
             Stage::Identity => "gpu_identity",
             Stage::Memory => "memory_health",
             Stage::Recovery => "recovery_action",
-            Stage::Fabric => "fabric",
+            Stage::Fabric | Stage::FabricWait => "fabric",
             Stage::NvLink => "nvlink",
             Stage::Processes => "leftover_processes",
             Stage::Modes => "gpu_modes",
@@ -63,14 +67,16 @@ impl Stage {
     }
 
     /// Time budget of the stage on one GPU (docs/gpu-health.md, "Time budgets",
-    /// with headroom). The fabric stage polls while training is IN_PROGRESS.
-    pub fn budget(self) -> std::time::Duration {
+    /// with headroom). Waiting for the fabric probe gets the wait the
+    /// reader was given (`fabric_wait`) on top of one fabric read.
+    pub fn budget(self, fabric_wait: std::time::Duration) -> std::time::Duration {
         use std::time::Duration;
         match self {
             Stage::Identity => Duration::from_millis(500),
             Stage::Memory => Duration::from_millis(500),
             Stage::Recovery => Duration::from_millis(250),
             Stage::Fabric => Duration::from_millis(2500),
+            Stage::FabricWait => Duration::from_millis(2500).saturating_add(fabric_wait),
             Stage::NvLink => Duration::from_millis(500),
             Stage::Processes => Duration::from_millis(500),
             Stage::Modes => Duration::from_millis(500),
@@ -83,6 +89,11 @@ impl Stage {
 #[derive(Clone)]
 pub struct GpuReader {
     nvml: Arc<Nvml>,
+    /// NVML v4's fabric info, where the driver has it (R615+).
+    fabric_v4: Option<raw::FabricV4>,
+    /// How long a fabric probe that is NOT_STARTED or IN_PROGRESS is
+    /// polled for until it completes (the prolog); zero: read once.
+    fabric_wait: std::time::Duration,
     /// Turn accounting mode on where it is off, as each GPU is read.
     turn_accounting_on: bool,
     /// Read each accounted process's stats, not only its pid (the epilog:
@@ -123,7 +134,9 @@ impl GpuReader {
                 ))
             })?;
         Ok(GpuReader {
+            fabric_v4: raw::FabricV4::find(library),
             nvml: Arc::new(nvml),
+            fabric_wait: std::time::Duration::ZERO,
             turn_accounting_on: false,
             accounting_stats: false,
         })
@@ -133,6 +146,13 @@ impl GpuReader {
     /// prolog, `[gpu] accounting = "on"`; needs root).
     pub fn turning_accounting_on(mut self, on: bool) -> GpuReader {
         self.turn_accounting_on = on;
+        self
+    }
+
+    /// Wait up to `wait` for a fabric probe that is not done yet (the
+    /// prolog: after a reboot the probe completes within about 30 s).
+    pub fn waiting_for_fabric(mut self, wait: std::time::Duration) -> GpuReader {
+        self.fabric_wait = wait;
         self
     }
 
@@ -151,6 +171,15 @@ impl GpuReader {
 
     pub fn driver_version(&self) -> Option<String> {
         self.nvml.sys_driver_version().ok()
+    }
+
+    /// GPU `index`'s recovery action alone (`crate::recovery::reread`).
+    pub fn recovery_action(&self, index: u32) -> Reading<u64> {
+        let mut lost = false;
+        match self.nvml.device_by_index(index) {
+            Ok(device) => read_recovery_action(&device, &mut lost),
+            Err(e) => reading(Err(e), &mut lost),
+        }
     }
 
     /// Snapshot GPU `index`, calling `progress(stage)` as each stage starts.
@@ -177,7 +206,7 @@ impl GpuReader {
         progress(Stage::Recovery);
         snap.recovery_action = read_recovery_action(&device, &mut snap.lost);
         progress(Stage::Fabric);
-        snap.fabric = raw::fabric_info(&self.nvml, &device);
+        snap.fabric = self.fabric(&device, &mut progress);
         progress(Stage::NvLink);
         snap.nvlink = read_nvlinks(&device, &mut snap.lost);
         progress(Stage::Processes);
@@ -190,6 +219,36 @@ impl GpuReader {
         snap
     }
 }
+
+impl GpuReader {
+    /// The GPU's fabric info; when the probe is not done yet and the reader
+    /// waits (`fabric_wait`), polled until it is or the wait is over, the
+    /// wait kept in the reading (`transitional_ms`, whether it completed or
+    /// not).
+    fn fabric(&self, device: &Device, progress: &mut impl FnMut(Stage)) -> Reading<FabricInfo> {
+        let read = || raw::fabric_info(&self.nvml, device, self.fabric_v4);
+        let mut fabric = read();
+        let transitional = |f: &Reading<FabricInfo>| f.value().is_some_and(|f| f.is_transitional());
+        if !transitional(&fabric) || self.fabric_wait.is_zero() {
+            return fabric;
+        }
+        progress(Stage::FabricWait);
+        let started = std::time::Instant::now();
+        while transitional(&fabric) && started.elapsed() < self.fabric_wait {
+            let left = self.fabric_wait.saturating_sub(started.elapsed());
+            std::thread::sleep(FABRIC_POLL.min(left));
+            fabric = read();
+        }
+        let waited = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if let Reading::Value(f) = &mut fabric {
+            f.transitional_ms = Some(waited);
+        }
+        fabric
+    }
+}
+
+/// How often a fabric probe that is not done yet is read again.
+const FABRIC_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// UUID, serial, name (made printable: they reach drain reasons and
 /// records) and PCI id.

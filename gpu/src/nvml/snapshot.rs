@@ -59,11 +59,42 @@ pub struct FabricInfo {
     pub state: String,
     /// NVML return code of the fabric probe (0 = success; valid when COMPLETED).
     pub status: u32,
+    /// The unicast-pointer clique: v3's `cliqueId`, or with v4 (R615) the
+    /// id of the first UNICAST_POINTER entry, which NVML says is the same.
     pub clique_id: u32,
     pub cluster_uuid: String,
     pub health_mask: u32,
     /// NOT_SUPPORTED, HEALTHY, UNHEALTHY, LIMITED_CAPACITY.
     pub health_summary: String,
+    /// Every typed clique, where the driver reports them (v4, R615+).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cliques: Vec<FabricClique>,
+    /// How long the state was seen NOT_STARTED or IN_PROGRESS before this
+    /// reading, ms: the prolog's own wait (kept also when the probe then
+    /// completed), or, for `slurm-imex check`, since an earlier check first
+    /// saw it so (`health::fabric_wait`). None: nobody waited (the epilog),
+    /// or it was never seen transitional.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transitional_ms: Option<u64>,
+}
+
+impl FabricInfo {
+    /// NOT_STARTED or IN_PROGRESS: the probe is not done yet (after a
+    /// reboot, or until a fabric partition is activated), which the gate
+    /// waits out within `[health] fabric_wait` before judging.
+    pub fn is_transitional(&self) -> bool {
+        matches!(self.state.as_str(), "NOT_STARTED" | "IN_PROGRESS")
+    }
+}
+
+/// One typed clique of NVML v4's fabric info (`nvmlGpuFabricClique_v1_t`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricClique {
+    /// UNICAST_POINTER, MULTICAST_POINTER, UNICAST_LOGICAL_ENDPOINT,
+    /// MULTICAST_LOGICAL_ENDPOINT, or `TYPE_<n>` for a type this release
+    /// does not know.
+    pub kind: String,
+    pub id: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,16 +172,4 @@ pub struct GpuSnapshot {
     pub inforom_valid: Reading<bool>,
     pub temperature_c: Reading<u32>,
     pub pcie_width: Reading<PcieWidth>,
-}
-
-/// Recovery action names (nvmlDeviceGpuRecoveryAction_t).
-pub fn recovery_action_name(action: u64) -> &'static str {
-    match action {
-        0 => "NONE",
-        1 => "GPU_RESET",
-        2 => "NODE_REBOOT",
-        3 => "DRAIN_P2P",
-        4 => "DRAIN_AND_RESET",
-        _ => "UNKNOWN",
-    }
 }

@@ -69,10 +69,29 @@ fn job(imex: bool) -> JobEnv {
 /// What the fake GPU health gate does.
 #[derive(Clone, Copy)]
 enum Gate {
-    Pass { clique: Option<&'static str> },
+    Pass {
+        clique: Option<&'static str>,
+    },
     Drain(&'static str),
     Panic,
+    /// GPU 1's driver asks for its IMEX domain to be restored (recovery
+    /// action 5): a warning at the gate.
+    AsksToRestoreImex,
 }
+
+/// GPU 1 of the gate that asks to restore its IMEX domain.
+fn gpu1() -> GpuRef {
+    GpuRef {
+        index: 1,
+        serial: "1650924060001".into(),
+        uuid: "GPU-1".into(),
+    }
+}
+
+/// What GPU 1 still asks for, once the job's domain is UP.
+const STILL_ASKS: &str = "imex-health: recovery_action gpu1 1650924060001: driver still asks for \
+                          recovery action RECOVER_IMEX_DOMAIN (5) after the job's fresh IMEX \
+                          domain came UP: reset the GPU or reboot the node";
 
 /// A prolog's steps, as a row has them turn out, and what the lifecycle
 /// did with them.
@@ -92,6 +111,15 @@ struct Prolog<'a> {
     /// What starting the domain's watcher does, and how often it was asked.
     watch: Result<()>,
     watches: Mutex<usize>,
+    /// What each read of the recovery action again finds, in turn (Ok:
+    /// every GPU reads NONE), and the GPUs each was asked about.
+    rereads: Mutex<Vec<std::result::Result<(), String>>>,
+    reread_gpus: Mutex<Vec<Vec<u32>>>,
+    /// What restoring the domain does (None: a per-job domain, nothing).
+    restore: Option<Blamed<Duration>>,
+    restores: Mutex<usize>,
+    /// Lines added to what the gate concluded.
+    gate_notes: Mutex<Vec<String>>,
 }
 
 /// Where the prolog's domain steps (the domain, its record, the own-clique
@@ -120,6 +148,11 @@ impl<'a> Prolog<'a> {
             teardowns: Mutex::default(),
             watch: Ok(()),
             watches: Mutex::default(),
+            rereads: Mutex::default(),
+            reread_gpus: Mutex::default(),
+            restore: None,
+            restores: Mutex::default(),
+            gate_notes: Mutex::default(),
         }
     }
 
@@ -168,12 +201,25 @@ impl PrologSteps for Prolog<'_> {
                 drain_reason: None,
                 warnings: Vec::new(),
                 clique: clique.map(String::from),
+                restore_imex: Vec::new(),
             },
             Gate::Drain(reason) => GpuOutcome::Done {
                 verdict: Verdict::Drain,
                 drain_reason: Some(reason.into()),
                 warnings: Vec::new(),
                 clique: None,
+                restore_imex: Vec::new(),
+            },
+            Gate::AsksToRestoreImex => GpuOutcome::Done {
+                verdict: Verdict::Warn,
+                drain_reason: None,
+                warnings: vec![
+                    "imex-health: recovery_action gpu1 1650924060001: driver asks for \
+                                recovery action RECOVER_IMEX_DOMAIN (5): …"
+                        .into(),
+                ],
+                clique: None,
+                restore_imex: vec![gpu1()],
             },
             Gate::Panic => panic!("index out of bounds in the gate"),
         }
@@ -228,6 +274,23 @@ impl PrologSteps for Prolog<'_> {
     fn watch_domain(&self) -> Result<()> {
         *self.watches.lock().unwrap() += 1;
         self.watch.clone()
+    }
+    fn reread_recovery(&self, gpus: &[GpuRef]) -> std::result::Result<(), String> {
+        let indexes = gpus.iter().map(|g| g.index).collect();
+        self.reread_gpus.lock().unwrap().push(indexes);
+        let mut answers = self.rereads.lock().unwrap();
+        if answers.is_empty() {
+            Ok(())
+        } else {
+            answers.remove(0)
+        }
+    }
+    fn restore_domain(&self) -> Option<Blamed<Duration>> {
+        *self.restores.lock().unwrap() += 1;
+        self.restore.clone()
+    }
+    fn note_gate(&self, line: String) {
+        self.gate_notes.lock().unwrap().push(line);
     }
 }
 
@@ -860,6 +923,7 @@ impl Epilog {
             teardown: Ok(TeardownOutcome::TornDown),
             gpus: GpuEpilog {
                 outcome: GpuOutcome::Done {
+                    restore_imex: Vec::new(),
                     verdict: if drain_reason.is_some() {
                         Verdict::Drain
                     } else {
@@ -1100,4 +1164,97 @@ fn a_domain_that_is_not_up_is_not_watched() {
         *steps.watches.lock().unwrap() + *job_fault.watches.lock().unwrap(),
         0
     );
+}
+
+#[test]
+fn row_recovery_action_5_cleared_once_the_fresh_domain_is_up_lets_the_job_run() {
+    let steps = Prolog::new(Gate::AsksToRestoreImex, up());
+    let exit = prolog_with(&job(true), &steps);
+    assert_eq!(exit, Exit::ok());
+    assert_eq!(steps.drains(), []);
+    assert_eq!(steps.teardowns(), 0);
+    // Read again once the domain was UP, for GPU 1 alone, and noted.
+    assert_eq!(*steps.reread_gpus.lock().unwrap(), [vec![1]]);
+    assert_eq!(
+        *steps.gate_notes.lock().unwrap(),
+        [
+            "imex-health: recovery_action gpu1: RECOVER_IMEX_DOMAIN (5) cleared once the job's \
+          fresh IMEX domain was UP"
+        ]
+    );
+    // Cleared: nothing restarted; the job runs, watched.
+    assert_eq!(*steps.restores.lock().unwrap(), 0);
+    assert_eq!(*steps.watches.lock().unwrap(), 1);
+    assert!(matches!(steps.last_outcome(), Some(Outcome::Ready { .. })));
+}
+
+#[test]
+fn row_recovery_action_5_that_persists_after_the_fresh_domain_drains_this_node() {
+    let steps = Prolog::new(Gate::AsksToRestoreImex, up());
+    steps.rereads.lock().unwrap().push(Err(STILL_ASKS.into()));
+    let exit = prolog_with(&job(true), &steps);
+    // The node's fault, named by the GPU and the action: a GPU drain (not
+    // the IMEX class that only an admin lifts).
+    assert_eq!(exit.code, 1);
+    assert_eq!(
+        exit.errors,
+        [format!(
+            "slurm-imex-prolog: {}",
+            drain::for_job(STILL_ASKS, JOB)
+        )]
+    );
+    assert_eq!(steps.drains(), [drained(STILL_ASKS)]);
+    let mut standing = slurm_imex_core::state::NodeState::default();
+    steps.drains()[0].record(&mut standing, 1);
+    assert_eq!(drain::awaits_admin(&standing), None);
+    // The domain formed for the job is torn down, and it is not watched.
+    assert_eq!(steps.teardowns(), 1);
+    assert_eq!(*steps.watches.lock().unwrap(), 0);
+}
+
+#[test]
+fn rack_domain_restarted_for_recovery_action_5_lets_the_job_run_once_it_clears() {
+    let mut steps = Prolog::new(Gate::AsksToRestoreImex, up());
+    steps.restore = Some(Ok(Duration::from_millis(800)));
+    steps.rereads.lock().unwrap().push(Err(STILL_ASKS.into()));
+    let exit = prolog_with(&job(true), &steps);
+    assert_eq!(exit, Exit::ok());
+    assert_eq!(*steps.reread_gpus.lock().unwrap(), [vec![1], vec![1]]);
+    assert!(steps.gate_notes.lock().unwrap()[0]
+        .ends_with("cleared once this node's rack daemon was restarted and the domain UP again"));
+    assert_eq!(steps.drains(), []);
+}
+
+#[test]
+fn rack_domain_restart_that_fails_is_blamed_as_any_domain_failure() {
+    let mut steps = Prolog::new(Gate::AsksToRestoreImex, up());
+    steps.restore = Some(node_fault("nvidia-imex could not start on n1"));
+    steps.rereads.lock().unwrap().push(Err(STILL_ASKS.into()));
+    let exit = prolog_with(&job(true), &steps);
+    assert_eq!(exit.code, 1);
+    assert_eq!(
+        steps.drains(),
+        [drained(
+            "imex-health: imex n1: nvidia-imex could not start on n1"
+        )]
+    );
+    // Still asking after the restart: the GPU's drain.
+    let mut steps = Prolog::new(Gate::AsksToRestoreImex, up());
+    steps.restore = Some(up());
+    steps
+        .rereads
+        .lock()
+        .unwrap()
+        .extend([Err(STILL_ASKS.into()), Err(STILL_ASKS.into())]);
+    let exit = prolog_with(&job(true), &steps);
+    assert_eq!(exit.code, 1);
+    assert_eq!(steps.drains(), [drained(STILL_ASKS)]);
+}
+
+#[test]
+fn a_job_without_imex_is_never_held_for_recovery_action_5() {
+    let steps = Prolog::new(Gate::AsksToRestoreImex, up());
+    let exit = prolog_with(&job(false), &steps);
+    assert_eq!(exit, Exit::ok());
+    assert!(steps.reread_gpus.lock().unwrap().is_empty());
 }

@@ -110,6 +110,7 @@ fn bench_gate(cfg: &Config) -> f64 {
                 hook: Hook::Prolog,
                 gpus: None,
                 xid_after: &Default::default(),
+                fabric_seen: None,
             },
         );
         assert_eq!(r.snapshots.len(), 8);

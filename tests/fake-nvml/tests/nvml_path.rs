@@ -148,6 +148,7 @@ fn check(cfg: &Config) -> gate::GateResult {
             hook: Hook::Prolog,
             gpus: None,
             xid_after: &Default::default(),
+            fabric_seen: None,
         },
     )
 }
@@ -295,8 +296,10 @@ fn prolog_and_epilog_record_stats_xids_and_verdicts() {
             drain_reason,
             warnings,
             clique,
+            restore_imex,
         } => {
             assert_eq!((verdict, drain_reason), (Verdict::Warn, None));
+            assert!(restore_imex.is_empty());
             assert!(warnings[0].contains("XID 13"), "{warnings:?}");
             // The clique the domain side checks the rack map against.
             assert_eq!(
@@ -666,6 +669,7 @@ fn the_production_path_reads_what_nvidia_smi_showed_on_the_h100() {
             hook: Hook::Epilog,
             gpus: None,
             xid_after: &Default::default(),
+            fabric_seen: None,
         },
     );
     let g = &gate.snapshots[0];
@@ -727,6 +731,7 @@ fn the_fake_reports_a_reused_pid_once_as_the_process_that_ended_last() {
             hook: Hook::Epilog,
             gpus: None,
             xid_after: &Default::default(),
+            fabric_seen: None,
         },
     );
     use slurm_imex_gpu::nvml::Reading;

@@ -3,14 +3,22 @@
 
 use super::{GpuFindings, Hook, MAX_RETIRED_PAGES, MAX_UNCORRECTABLE_REMAPS};
 use crate::config::HealthConfig;
-use crate::nvml::snapshot::{recovery_action_name, Reading};
+use crate::nvml::snapshot::Reading;
+use crate::recovery::{Asks, RecoveryAction};
 
+/// The driver's recovery action (`crate::recovery`): RECOVER_IMEX_DOMAIN is
+/// said, never a drain here (the next `--imex` job's fresh domain restores
+/// it, and that job's prolog reads it again once the domain is UP); every
+/// other action but NONE drains, naming what it asks.
 pub(super) fn recovery_action(f: &mut GpuFindings, _: &HealthConfig, _: Hook) {
-    if let Reading::Value(action) = f.gpu.recovery_action {
-        if action != 0 {
-            let name = recovery_action_name(action);
-            f.drain(format!("driver asks for recovery action {name}"));
-        }
+    let Reading::Value(value) = f.gpu.recovery_action else {
+        return;
+    };
+    let action = RecoveryAction(value);
+    match action.asks() {
+        Asks::Nothing => {}
+        Asks::RestoreImexDomain => f.warn(action.finding_detail()),
+        Asks::Drain { .. } => f.drain(action.finding_detail()),
     }
 }
 

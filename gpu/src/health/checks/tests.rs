@@ -22,6 +22,7 @@ fn healthy() -> GpuSnapshot {
             cluster_uuid: "u".into(),
             health_mask: 0,
             health_summary: "HEALTHY".into(),
+            ..Default::default()
         }),
         nvlink: Reading::Value(vec![LinkState {
             link: 0,
@@ -296,4 +297,114 @@ fn xids_are_attributed_and_bucketed() {
     assert_eq!(f[1].severity, Severity::Warn);
     assert_eq!(f[2].severity, Severity::Drain);
     assert!(f[2].gpu.is_none());
+}
+
+#[test]
+fn every_recovery_action_is_named_and_only_recover_imex_domain_spares_the_node() {
+    let found = |action: u64, hook: Hook| {
+        let mut s = healthy();
+        s.recovery_action = Reading::Value(action);
+        check_gpu(&s, &HealthConfig::default(), hook)
+    };
+    // RECOVER_IMEX_DOMAIN (R595): said, never a drain, at any hook.
+    for hook in [Hook::Prolog, Hook::Epilog, Hook::Check] {
+        let f = found(5, hook);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(
+            (f[0].check.as_str(), f[0].severity),
+            ("recovery_action", Severity::Warn)
+        );
+        assert!(f[0].reason().starts_with(
+            "imex-health: recovery_action gpu2 1650924060002: driver asks for recovery action \
+             RECOVER_IMEX_DOMAIN (5): the GPU's IMEX domain must be restored"
+        ));
+    }
+    // BUS_RESET and SYSTEM_REBOOT (R615) drain, naming what to do; a value
+    // newer than this release by its number.
+    for (action, says) in [
+        (6, "BUS_RESET (6): reset the GPU's PCIe bus"),
+        (7, "SYSTEM_REBOOT (7): reboot the system"),
+        (8, "8, unknown to this slurm-imex: "),
+        (1, "GPU_RESET (1): reset the GPU"),
+    ] {
+        let f = found(action, Hook::Check);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].severity, Severity::Drain, "{action}");
+        assert!(
+            f[0].detail
+                .starts_with(&format!("driver asks for recovery action {says}")),
+            "{}",
+            f[0].detail
+        );
+    }
+    assert!(found(0, Hook::Check).is_empty());
+}
+
+#[test]
+fn a_fabric_probe_not_done_drains_only_past_the_wait() {
+    let cfg = HealthConfig::default(); // fabric_wait = 30s
+    let judged = |state: &str, seen_ms: Option<u64>| {
+        let mut s = healthy();
+        if let Reading::Value(f) = &mut s.fabric {
+            f.state = state.into();
+            f.transitional_ms = seen_ms;
+        }
+        check_gpu(&s, &cfg, Hook::Check)
+            .into_iter()
+            .map(|f| (f.severity, f.detail))
+            .collect::<Vec<_>>()
+    };
+    // A first look (0 s), and one within the bound: a warning.
+    for state in ["IN_PROGRESS", "NOT_STARTED"] {
+        let f = judged(state, Some(0));
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].0, Severity::Warn, "{f:?}");
+        assert!(f[0].1.contains(&format!("fabric state {state}")), "{f:?}");
+        assert!(f[0].1.ends_with("past [health] fabric_wait = 30s"), "{f:?}");
+    }
+    assert_eq!(judged("IN_PROGRESS", Some(29_999))[0].0, Severity::Warn);
+    // Past it: a drain naming how long.
+    let f = judged("IN_PROGRESS", Some(95_000));
+    assert_eq!(f[0].0, Severity::Drain);
+    assert!(
+        f[0].1
+            .ends_with("for 95.0 s, past [health] fabric_wait = 30s"),
+        "{f:?}"
+    );
+    // Nobody waited (the epilog): a drain, as before.
+    assert_eq!(judged("IN_PROGRESS", None)[0].0, Severity::Drain);
+    // Completed after a wait: nothing to say.
+    assert!(judged("COMPLETED", Some(10_200)).is_empty());
+    // fabric_wait = 0: judged at once.
+    let at_once = HealthConfig {
+        fabric_wait: slurm_imex_core::config::HumanDuration(std::time::Duration::ZERO),
+        ..HealthConfig::default()
+    };
+    let mut s = healthy();
+    if let Reading::Value(f) = &mut s.fabric {
+        f.state = "IN_PROGRESS".into();
+        f.transitional_ms = Some(0);
+    }
+    assert_eq!(
+        check_gpu(&s, &at_once, Hook::Prolog)[0].severity,
+        Severity::Drain
+    );
+}
+
+#[test]
+fn an_unassigned_fabric_partition_is_named() {
+    let mut s = healthy();
+    if let Reading::Value(f) = &mut s.fabric {
+        f.health_summary = "UNHEALTHY".into();
+        // PARTITION_ASSIGNED FALSE (R595), every other flag FALSE.
+        f.health_mask = (2 << 12) | 0xaa;
+    }
+    let f = check_gpu(&s, &HealthConfig::default(), Hook::Prolog);
+    assert_eq!(f[0].severity, Severity::Drain);
+    assert!(
+        f[0].detail
+            .ends_with("(mask 0x20aa: no fabric partition assigned)"),
+        "{}",
+        f[0].detail
+    );
 }
