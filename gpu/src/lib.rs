@@ -6,8 +6,9 @@
 //!   within its own time budget
 //! - `health`: findings, verdicts and drain reasons; the checks (one file per
 //!   subject) and the time-bounded gate that runs them
-//! - `xid`: XID lines of the kernel log, their catalog class, and the
-//!   checkpoint of XIDs already judged
+//! - `xid`: XID lines of the kernel log, their catalog class, the driver's
+//!   other lines that tell of a fault (`xid::signature`), and the
+//!   checkpoint of what was judged already
 //! - `stats`: a job's per-GPU deltas between two snapshots
 //! - `recovery`: the driver's recovery action, its names and what each asks
 //! - `clique`: the node's NVLink clique (its rack), from the fabric info

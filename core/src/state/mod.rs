@@ -12,7 +12,7 @@
 //! watch.json                  what that watcher saw of the daemon: deaths, restarts (watch.rs)
 //! watch-counters.json         the node's domain events by kind, for the export (watch.rs; only watchers write it)
 //! gpu-jobs/<job>.json         a GPU job's start snapshot, prolog -> epilog
-//! xid-checkpoint.json         per GPU, the last kernel-log XID already judged
+//! xid-checkpoint.json         per GPU (and "node"), the last kernel-log record already judged
 //! node-metrics.json           this node's standing for the export (node.rs)
 //! published-clique            the NVLink clique last published in Slurm (published.rs)
 //! extra-left-alone            Extra held someone else's text (said once)

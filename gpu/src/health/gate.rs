@@ -1,9 +1,10 @@
 //! The health gate: load NVML, read the chosen GPUs in parallel, read new
-//! XIDs, run the checks. Every stage has its own time budget; a stage that
-//! overruns becomes a drain finding naming the check and the GPU, and the
-//! whole gate is capped by `[health] gate_timeout`.
+//! XIDs and the driver's other signature lines, run the checks. Every stage
+//! has its own time budget; a stage that overruns becomes a drain finding
+//! naming the check and the GPU, and the whole gate is capped by `[health]
+//! gate_timeout`.
 
-use super::checks::{check_gpu, check_node, check_xids, Hook};
+use super::checks::{check_gpu, check_node, check_signatures, check_xids, Hook, LogLines};
 use super::fabric_wait::FabricSeen;
 use super::{Finding, GpuRef, Severity};
 use crate::config::{Accounting, GpuSections};
@@ -80,10 +81,12 @@ impl GateResult {
         }
     }
 
-    /// Mark the XIDs this gate judged as judged, on the GPUs it read.
+    /// Mark the kernel-log lines this gate judged as judged: on the GPUs it
+    /// read, and those that name no GPU (`checkpoint::NODE`).
     pub fn advance_checkpoint(&self, state: &StateDir) {
         let pcis = self.snapshots.iter().map(|s| s.pci.as_str());
-        checkpoint::advance(state, self.kmsg, pcis);
+        let node = std::iter::once(checkpoint::NODE);
+        checkpoint::advance(state, self.kmsg, pcis.chain(node));
     }
 }
 
@@ -154,7 +157,7 @@ pub fn run(cfg: &dyn GpuSections, req: &GateRequest) -> GateResult {
         let driver = result.driver.as_deref();
         let node = check_node(cfg.health(), count, pci_count, driver, &result.snapshots);
         result.findings.extend(node);
-        judge_xids(cfg, req, kmsg, &mut result);
+        judge_kernel_log(cfg, req, kmsg, &mut result);
     }
     result.elapsed = started.elapsed();
     result
@@ -399,15 +402,17 @@ fn collect_snapshots(
     (done.into_values().collect(), timeouts)
 }
 
-/// Keep the XIDs that are new for the GPUs checked and judge them. A job's
-/// GPUs only; a whole-node check keeps every XID, also those of GPUs NVML
-/// no longer lists (fallen off the bus).
-fn judge_xids(
+/// Keep the XIDs and signature lines that are new for the GPUs checked and
+/// judge them. A job's GPUs only, and lines that name no GPU; a whole-node
+/// check keeps every line, also those of GPUs NVML no longer lists (fallen
+/// off the bus).
+fn judge_kernel_log(
     cfg: &dyn GpuSections,
     req: &GateRequest,
     kmsg: std::io::Result<LogRead>,
     result: &mut GateResult,
 ) {
+    let source = cfg.gpu().kmsg.display().to_string();
     let read = match kmsg {
         Ok(read) => read,
         Err(e) => {
@@ -415,33 +420,42 @@ fn judge_xids(
                 check: "xid".into(),
                 severity: Severity::Warn,
                 gpu: None,
-                detail: format!(
-                    "cannot read the kernel log {} ([gpu] kmsg): {e}",
-                    cfg.gpu().kmsg.display()
-                ),
+                detail: format!("cannot read the kernel log {source} ([gpu] kmsg): {e}"),
             });
             return;
         }
     };
     result.kmsg = Some(read.position);
-    let source = cfg.gpu().kmsg.display().to_string();
     if let Some(skipped) = read.skipped {
-        slurm_imex_core::logging::warn_to_journal(&format!(
-            "kernel log {source} holds more than the {} MiB a read keeps: its oldest {} bytes \
-             ({} lines) were left out and its newest records judged",
-            kernel_log::MAX_LOG_BYTES >> 20,
-            skipped.bytes,
-            skipped.lines
-        ));
+        note_skipped(&source, skipped);
     }
     let judged = req.xid_after.reconciled(read.position, &source);
     let checked: Vec<&str> = result.snapshots.iter().map(|s| s.pci.as_str()).collect();
+    let keep = |pci: &str| req.gpus.is_none() || checked.contains(&pci);
+    let lines = LogLines {
+        judged: &judged,
+        xids: &read.events,
+        keep: &keep,
+    };
+    let signatures = check_signatures(&read.signatures, &lines, &result.snapshots);
     result.xids = read
         .events
         .into_iter()
         .filter(|e| e.seq > judged.judged_for(&e.pci))
-        .filter(|e| req.gpus.is_none() || checked.contains(&e.pci.as_str()))
+        .filter(|e| keep(&e.pci))
         .collect();
     let findings = check_xids(&result.xids, &result.snapshots);
     result.findings.extend(findings);
+    result.findings.extend(signatures);
+}
+
+/// One journal line per read of a log larger than a read keeps.
+fn note_skipped(source: &str, skipped: kernel_log::Skipped) {
+    slurm_imex_core::logging::warn_to_journal(&format!(
+        "kernel log {source} holds more than the {} MiB a read keeps: its oldest {} bytes \
+         ({} lines) were left out and its newest records judged",
+        kernel_log::MAX_LOG_BYTES >> 20,
+        skipped.bytes,
+        skipped.lines
+    ));
 }

@@ -1,6 +1,8 @@
 //! The XID checkpoint: per GPU (PCI id), the last kernel-log record already
 //! judged, with the numbering it counts in (`log::Numbering`), so an XID is
-//! reported once, not by every later gate, and none is skipped. It lives in
+//! reported once, not by every later gate, and none is skipped. Lines that
+//! name no GPU (`signature`: an NVLink post-RX-detect failure, dropped IMEX
+//! fabric events) count from the position kept under [`NODE`]. It lives in
 //! the node state directory (`StateDir::xid_checkpoint_path`), and it holds
 //! the boot it counts in (`log::BootId`): a reboot restarts kmsg numbering,
 //! and a persistent state directory keeps the checkpoint across it.
@@ -20,6 +22,11 @@ use super::log::{BootId, LogPosition, Numbering};
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::state::StateDir;
 use std::collections::BTreeMap;
+
+/// The key of the last record judged for lines that name no GPU. No PCI
+/// id is spelled so; a checkpoint written without it (before 0.4) judges
+/// them from its oldest GPU position, so none is missed.
+pub const NODE: &str = "node";
 
 /// Per GPU (PCI id), the last record already judged, in `numbering`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,13 +50,18 @@ enum OnDisk {
 }
 
 impl Checkpoint {
-    /// The last record judged for `pci`; a GPU the checkpoint does not know
-    /// yet counts from the oldest position it holds (0 when empty).
+    /// The last record judged for `pci` (or [`NODE`]); a GPU the checkpoint
+    /// does not know yet counts from the oldest GPU position it holds (0
+    /// when it holds none).
     pub fn judged_for(&self, pci: &str) -> u64 {
-        self.judged
-            .get(pci)
-            .copied()
-            .unwrap_or_else(|| self.judged.values().copied().min().unwrap_or(0))
+        self.judged.get(pci).copied().unwrap_or_else(|| {
+            self.judged
+                .iter()
+                .filter(|(key, _)| key.as_str() != NODE)
+                .map(|(_, last)| *last)
+                .min()
+                .unwrap_or(0)
+        })
     }
 
     /// A checkpoint for every GPU in `pcis` at `position` (the prolog's
@@ -244,6 +256,31 @@ mod tests {
             (now.boot, now.judged),
             (Some(BootId(2)), [("a".to_string(), 60)].into())
         );
+    }
+
+    #[test]
+    fn the_node_position_counts_only_for_lines_that_name_no_gpu() {
+        let cp = Checkpoint {
+            numbering: Some(Numbering::Kernel),
+            judged: [("0000:1a:00".to_string(), 10), (NODE.to_string(), 50)].into(),
+            boot: None,
+        };
+        assert_eq!(cp.judged_for(NODE), 50);
+        // A GPU the checkpoint does not know counts from the oldest GPU's
+        // position, never from the node's.
+        assert_eq!(cp.judged_for("0000:1b:00"), 10);
+        let only_node = Checkpoint {
+            judged: [(NODE.to_string(), 50)].into(),
+            ..cp.clone()
+        };
+        assert_eq!(only_node.judged_for("0000:1b:00"), 0);
+        // Written before the node had a position: its lines count from the
+        // oldest GPU's.
+        let gpus_only = Checkpoint {
+            judged: [("a".to_string(), 10), ("b".to_string(), 20)].into(),
+            ..cp
+        };
+        assert_eq!(gpus_only.judged_for(NODE), 10);
     }
 
     #[test]

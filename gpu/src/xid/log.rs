@@ -10,11 +10,13 @@
 //! moves the position. A log with kernel records is numbered by the kernel's
 //! sequence numbers (`Numbering::Kernel`); a plain log without them is
 //! numbered by line (`Numbering::Lines`). The two are never compared
-//! (`checkpoint`).
+//! (`checkpoint`). One pass over the records keeps their XIDs and the lines
+//! of every other signature (`signature`).
 //!
 //! Hand-rolled: the record header is four comma-separated fields before a
 //! `;`, which no crate parses for us.
 
+use super::signature::{Scanner, Sighting};
 use super::{parse_message, XidEvent};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -87,10 +89,13 @@ impl BootId {
     }
 }
 
-/// Every XID of one read of the log, and where the read ended.
+/// Every XID of one read of the log, every line of the other signatures,
+/// and where the read ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRead {
     pub events: Vec<XidEvent>,
+    /// Per signature and GPU (or node), its lines (`signature`).
+    pub signatures: Vec<Sighting>,
     pub position: LogPosition,
     /// The oldest part of a log larger than the read keeps, left unjudged.
     pub skipped: Option<Skipped>,
@@ -126,10 +131,11 @@ pub(super) fn split_record_header(line: &str) -> Option<(u64, &str)> {
     Some((seq.parse().ok()?, &line[semi + 1..]))
 }
 
-/// Number the records of `text` and keep their XIDs. The log is kernel
-/// numbered when any line carries a record header; then a line without one
-/// (a continuation, which starts with a space, or anything else) belongs to
-/// the record above. Otherwise every line is a record, numbered from 1.
+/// Number the records of `text` and keep their XIDs and signature lines.
+/// The log is kernel numbered when any line carries a record header; then a
+/// line without one (a continuation, which starts with a space, or anything
+/// else) belongs to the record above. Otherwise every line is a record,
+/// numbered from 1.
 pub fn parse_log(text: &str) -> LogRead {
     parse_log_from(text, 1)
 }
@@ -139,6 +145,7 @@ pub fn parse_log(text: &str) -> LogRead {
 fn parse_log_from(text: &str, first_line: u64) -> LogRead {
     let kernel = text.lines().any(|l| split_record_header(l).is_some());
     let mut events = Vec::new();
+    let mut scanner = Scanner::default();
     let mut last = 0u64;
     for (i, line) in text.lines().enumerate() {
         let (seq, message) = if kernel {
@@ -150,9 +157,13 @@ fn parse_log_from(text: &str, first_line: u64) -> LogRead {
             (first_line.saturating_add(i as u64), line)
         };
         last = last.max(seq);
-        if let Some(e) = parse_message(message, seq) {
+        // Only the driver's lines hold an XID or a signature: the rest of
+        // a record is searched once.
+        let driver = message.find("NVRM:").map(|at| &message[at..]);
+        if let Some(e) = driver.and_then(|text| parse_message(text, seq)) {
             events.push(e);
         }
+        scanner.scan(driver, seq);
     }
     let numbering = if kernel {
         Numbering::Kernel
@@ -161,6 +172,7 @@ fn parse_log_from(text: &str, first_line: u64) -> LogRead {
     };
     LogRead {
         events,
+        signatures: scanner.finish(),
         position: LogPosition {
             numbering,
             last,
@@ -171,7 +183,8 @@ fn parse_log_from(text: &str, first_line: u64) -> LogRead {
 }
 
 /// Read the log at `path` to its end (what the ring buffer still holds,
-/// for `/dev/kmsg`) and keep the XIDs of its newest [`MAX_LOG_BYTES`].
+/// for `/dev/kmsg`) and keep the XIDs and signature lines of its newest
+/// [`MAX_LOG_BYTES`].
 pub fn read(path: &Path) -> std::io::Result<LogRead> {
     let window = read_newest(path, MAX_LOG_BYTES)?;
     let first_line = window.skipped.lines.saturating_add(1);

@@ -3,13 +3,16 @@
 //! dmesg --time-format iso, journald with any locale), and classifying each
 //! XID by NVIDIA's catalog resolution bucket (docs/gpu-health.md, "XID
 //! classes"). Reading the kernel log as records is `log`; what has been
-//! judged already is `checkpoint`.
+//! judged already is `checkpoint`; the driver's lines beyond XIDs (an NVLink
+//! post-RX-detect failure, a GPU off the bus without an XID, dropped IMEX
+//! fabric events), read in the same pass, are `signature`.
 //!
 //! The line parser is hand-rolled: the formats are free text that no crate
 //! parses, and a regex engine would be a new dependency for one pattern.
 
 pub mod checkpoint;
 pub mod log;
+pub mod signature;
 
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::text::printable;

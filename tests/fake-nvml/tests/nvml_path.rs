@@ -744,3 +744,185 @@ fn the_fake_reports_a_reused_pid_once_as_the_process_that_ended_last() {
         .collect();
     assert_eq!(seen, [(7, Some(60), 5_000_000)]);
 }
+
+const IMEX_NOTIFY: &str = "NVRM: _fabricNotifyEvent: Unable to notify ImexSessionApi";
+const POST_RX: [&str; 2] = [
+    "NVRM: knvlinkUpdatePostRxDetectLinkMask_IMPL: Failed to update Rx Detect Link mask!",
+    "NVRM: knvlinkDiscoverPostRxDetLinks_GH100: Getting peer0's postRxDetLinkMask failed!",
+];
+
+/// `lines` as /dev/kmsg records from sequence number `first` on.
+fn records(first: u64, lines: &[&str]) -> String {
+    lines
+        .iter()
+        .zip(first..)
+        .map(|(line, seq)| format!("3,{seq},{seq}000,-;{line}\n"))
+        .collect()
+}
+
+/// What `slurm-imex check` reports: each finding as its reason.
+fn check_reasons(node: &Node) -> Vec<String> {
+    let gate = gate::check_now(&node.cfg).unwrap();
+    gate.findings.iter().map(|f| f.reason()).collect()
+}
+
+#[test]
+fn driver_lines_beyond_xids_are_judged_once_and_a_flood_is_one_finding() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let mut log = records(2, &[IMEX_NOTIFY; 10_000]);
+    log.push_str(&records(10_002, &POST_RX));
+    // gpu5 off the bus without an XID; gpu2 with its XID 79 too; gpu6 in
+    // the three-line message, one /dev/kmsg record with \x0a for newlines.
+    log.push_str(&records(
+        10_004,
+        &[
+            "NVRM: GPU 0000:1f:00.0: GPU has fallen off the bus.",
+            "NVRM: Xid (PCI:0000:1c:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.",
+            "NVRM: GPU 0000:1c:00.0: GPU has fallen off the bus.",
+            "NVRM: The NVIDIA GPU 0000:20:00.0\\x0aNVRM: (PCI ID: 10de:2941) installed in this system has\\x0aNVRM: fallen off the bus and is not responding to commands.",
+        ],
+    ));
+    append(&node, &log);
+    let t = std::time::Instant::now();
+    let reasons = check_reasons(&node);
+    let fallen = "1 line since the last check: a GPU has fallen off the bus and no XID 79 \
+                  names it; reboot the node; reseat or RMA the GPU if it recurs; newest:";
+    assert_eq!(
+        reasons,
+        [
+            "imex-health: xid gpu2 1650924060002: XID 79 (REBOOT) on 0000:1c:00: GPU has fallen off the bus.".to_string(),
+            format!(
+                "imex-health: nvlink_post_rx_detect: 2 lines since the last check: the driver \
+                 failed to update an NVLink post-RX-detection link mask; reboot the node (gpud \
+                 recommends a system reboot); newest: {}",
+                POST_RX[1]
+            ),
+            format!("imex-health: fallen_off_bus gpu5 1650924060005: {fallen} NVRM: GPU 0000:1f:00.0: GPU has fallen off the bus."),
+            format!(
+                "imex-health: fallen_off_bus gpu6 1650924060006: {fallen} NVRM: The NVIDIA GPU \
+                 0000:20:00.0 … fallen off the bus and is not responding to commands"
+            ),
+            format!(
+                "imex-health: imex_notify: 10000 lines since the last check: the driver dropped \
+                 IMEX fabric events: no IMEX daemon had registered for them; expected while no \
+                 nvidia-imex runs (an idle node of per-job domains); during an --imex job or with \
+                 a rack-wide daemon, look at the node's nvidia-imex; newest: {IMEX_NOTIFY}"
+            ),
+        ]
+    );
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    // Judged once: the next check finds nothing; a new line is one line.
+    assert!(check_reasons(&node).is_empty());
+    append(&node, &records(10_008, &[IMEX_NOTIFY]));
+    let reasons = check_reasons(&node);
+    assert_eq!(reasons.len(), 1);
+    assert!(
+        reasons[0].starts_with("imex-health: imex_notify: 1 line since the last check: "),
+        "{reasons:?}"
+    );
+}
+
+#[test]
+fn the_epilog_names_the_driver_lines_logged_during_the_job() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    // Before the job: judged by the prolog, a warning only.
+    append(&node, &records(2, &[IMEX_NOTIFY; 2]));
+    let job = node.job(90, Some(vec![0, 1]));
+    match gpu_job::prolog(&job, &node.cfg) {
+        GpuOutcome::Done {
+            verdict, warnings, ..
+        } => {
+            assert_eq!(verdict, Verdict::Warn);
+            assert!(
+                warnings[0].starts_with("imex-health: imex_notify: 2 lines"),
+                "{warnings:?}"
+            );
+        }
+        o => panic!("{o:?}"),
+    }
+    // During the job: three more, and the NVLink post-RX-detect failure.
+    append(&node, &records(4, &[IMEX_NOTIFY; 3]));
+    append(&node, &records(7, &POST_RX));
+    match gpu_job::epilog(&job, &node.cfg, None).0 {
+        GpuOutcome::Done {
+            verdict,
+            drain_reason,
+            warnings,
+            ..
+        } => {
+            assert_eq!(verdict, Verdict::Drain);
+            assert!(
+                drain_reason.as_deref().is_some_and(|r| r.starts_with(
+                    "imex-health: nvlink_post_rx_detect: 2 lines since the last check: "
+                )),
+                "{drain_reason:?}"
+            );
+            assert!(
+                warnings[0].starts_with("imex-health: imex_notify: 3 lines"),
+                "{warnings:?}"
+            );
+        }
+        o => panic!("{o:?}"),
+    }
+    // The job's row says both, as `slurm-imex show` prints it.
+    let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
+    let shown = &db.show(90).unwrap()[0];
+    let reasons = &shown.epilog.as_ref().unwrap().reasons;
+    assert!(
+        reasons[0].starts_with("imex-health: nvlink_post_rx_detect: 2 lines"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].starts_with("imex-health: imex_notify: 3 lines"),
+        "{reasons:?}"
+    );
+    // The next job's prolog judges none of them again.
+    assert!(matches!(
+        gpu_job::prolog(&node.job(91, None), &node.cfg),
+        GpuOutcome::Done {
+            verdict: Verdict::Pass,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn every_published_driver_line_sample_runs_through_the_gate() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let samples = include_str!("../../data/samples/kmsg-signatures.txt");
+    std::fs::write(node.path("kmsg"), samples).unwrap();
+    let gate = gate::check_now(&node.cfg).unwrap();
+    let found: Vec<(&str, &str)> = gate
+        .findings
+        .iter()
+        .map(|f| (f.check.as_str(), f.detail.split(" since").next().unwrap()))
+        .collect();
+    let fallen = |pci: &str| {
+        format!("1 line since the last check: a GPU has fallen off the bus and no XID 79 names it; reboot the node; reseat or RMA the GPU if it recurs; newest: NVRM: GPU {pci}.0: GPU has fallen off the bus.")
+    };
+    // The XID 79 of 0000:01:00 stands for both its fallen-off-the-bus
+    // lines; 0000:29:00, 0000:18:00 and 0000:b3:00 have none.
+    assert_eq!(
+        found,
+        [
+            (
+                "xid",
+                "XID 79 (REBOOT) on 0000:01:00: GPU has fallen off the bus."
+            ),
+            ("nvlink_post_rx_detect", "10 lines"),
+            ("fallen_off_bus", "1 line"),
+            ("fallen_off_bus", "2 lines"),
+            ("fallen_off_bus", "2 lines"),
+            ("imex_notify", "1 line"),
+        ]
+    );
+    assert_eq!(gate.findings[2].detail, fallen("0000:29:00"));
+    assert!(
+        gate.findings.iter().all(|f| f.gpu.is_none()),
+        "no GPU of this node is named"
+    );
+    assert!(check_reasons(&node).is_empty(), "judged once");
+}

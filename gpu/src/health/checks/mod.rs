@@ -7,7 +7,8 @@
 //! (NVLink fabric state, status and health), `link` (NVLinks down), `modes`
 //! (ECC, MIG, persistence, infoROM, accounting mode), `board` (leftover processes, slowdown,
 //! PCIe width, unreadable counters). `node` holds the node-wide checks (GPU
-//! count, cliques) and `xids` the kernel's XID events. The node's IMEX
+//! count, cliques), `xids` the kernel's XID events and `signatures` the
+//! driver's other kernel-log lines (`xid::signature`). The node's IMEX
 //! daemon is checked beside the check hook (`slurm_imex_hooks::imex_check`).
 
 mod board;
@@ -16,9 +17,11 @@ mod link;
 mod memory;
 mod modes;
 mod node;
+mod signatures;
 mod xids;
 
 pub use node::check_node;
+pub use signatures::{check_signatures, LogLines};
 pub use xids::check_xids;
 
 use super::{Finding, GpuRef, Severity};

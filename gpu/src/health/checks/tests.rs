@@ -4,6 +4,8 @@
 use super::*;
 use crate::config::MigPolicy;
 use crate::nvml::snapshot::*;
+use crate::xid::checkpoint::Checkpoint;
+use crate::xid::log::Numbering;
 
 fn healthy() -> GpuSnapshot {
     GpuSnapshot {
@@ -406,5 +408,137 @@ fn an_unassigned_fabric_partition_is_named() {
             .ends_with("(mask 0x20aa: no fabric partition assigned)"),
         "{}",
         f[0].detail
+    );
+}
+
+/// The findings of the driver's lines in `log` since `judged`, on the
+/// healthy GPU 2 (0000:1b:00), for a gate that keeps `keep`'s GPUs.
+fn signature_findings(log: &str, judged: &Checkpoint, keep: &dyn Fn(&str) -> bool) -> Vec<Finding> {
+    let read = crate::xid::log::parse_log(log);
+    let lines = LogLines {
+        judged,
+        xids: &read.events,
+        keep,
+    };
+    check_signatures(&read.signatures, &lines, &[healthy()])
+}
+
+const POST_RX: &str =
+    "NVRM: knvlinkDiscoverPostRxDetLinks_GB100: Getting peer3's postRxDetLinkMask failed!";
+const IMEX_NOTIFY: &str = "NVRM: _fabricNotifyEvent: Unable to notify ImexSessionApi";
+
+#[test]
+fn driver_lines_are_one_finding_per_signature_naming_the_count() {
+    let mut log = String::new();
+    for _ in 0..10_000 {
+        log.push_str(IMEX_NOTIFY);
+        log.push('\n');
+    }
+    log.push_str(&format!(
+        "{POST_RX}\nNVRM: GPU 0000:1b:00.0: GPU has fallen off the bus.\n"
+    ));
+    let all = |_: &str| true;
+    let f = signature_findings(&log, &Checkpoint::default(), &all);
+    let reasons: Vec<String> = f.iter().map(Finding::reason).collect();
+    assert_eq!(
+        reasons,
+        [
+            format!(
+                "imex-health: nvlink_post_rx_detect: 1 line since the last check: the driver \
+                 failed to update an NVLink post-RX-detection link mask; reboot the node (gpud \
+                 recommends a system reboot); newest: {POST_RX}"
+            ),
+            "imex-health: fallen_off_bus gpu2 1650924060002: 1 line since the last check: a GPU \
+             has fallen off the bus and no XID 79 names it; reboot the node; reseat or RMA the \
+             GPU if it recurs; newest: NVRM: GPU 0000:1b:00.0: GPU has fallen off the bus."
+                .to_string(),
+            format!(
+                "imex-health: imex_notify: 10000 lines since the last check: the driver dropped \
+                 IMEX fabric events: no IMEX daemon had registered for them; expected while no \
+                 nvidia-imex runs (an idle node of per-job domains); during an --imex job or \
+                 with a rack-wide daemon, look at the node's nvidia-imex; newest: {IMEX_NOTIFY}"
+            ),
+        ]
+    );
+    let severities: Vec<Severity> = f.iter().map(|f| f.severity).collect();
+    assert_eq!(
+        severities,
+        [Severity::Drain, Severity::Drain, Severity::Warn]
+    );
+}
+
+#[test]
+fn driver_lines_count_from_the_checkpoint_node_wide_and_per_gpu() {
+    // Lines 1-3 imex, 4 the GPU off the bus, 5-6 imex.
+    let log = format!(
+        "{IMEX_NOTIFY}\n{IMEX_NOTIFY}\n{IMEX_NOTIFY}\nNVRM: GPU 0000:1b:00.0: GPU has fallen off \
+         the bus.\n{IMEX_NOTIFY}\n{IMEX_NOTIFY}\n"
+    );
+    let all = |_: &str| true;
+    let judged = Checkpoint {
+        numbering: Some(Numbering::Lines),
+        judged: [("node".to_string(), 5), ("0000:1b:00".to_string(), 4)].into(),
+        boot: None,
+    };
+    let f = signature_findings(&log, &judged, &all);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].detail.starts_with("1 line since the last check"),
+        "{}",
+        f[0].detail
+    );
+    // Without a node position (a checkpoint from before 0.4, or the
+    // epilog's from the prolog's position), the oldest GPU's counts.
+    let old = Checkpoint {
+        judged: [("0000:1b:00".to_string(), 2)].into(),
+        ..judged
+    };
+    let f = signature_findings(&log, &old, &all);
+    let details: Vec<(&str, &str)> = f
+        .iter()
+        .map(|f| (f.check.as_str(), &f.detail[..8]))
+        .collect();
+    assert_eq!(
+        details,
+        [("fallen_off_bus", "1 line s"), ("imex_notify", "3 lines ")]
+    );
+}
+
+#[test]
+fn a_gpu_off_the_bus_is_not_drained_twice_with_its_xid_79() {
+    let pair = "Mar 21 20:18:56 pc kernel: [   65.315783] NVRM: Xid (PCI:0000:1b:00): 79, \
+                pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n\
+                Mar 21 20:18:56 pc kernel: [   65.315792] NVRM: GPU 0000:1b:00.0: GPU has \
+                fallen off the bus.\n";
+    let all = |_: &str| true;
+    assert!(signature_findings(pair, &Checkpoint::default(), &all).is_empty());
+    // The XID of another GPU does not hide it; nor does another XID.
+    let other = pair.replace("Xid (PCI:0000:1b:00): 79", "Xid (PCI:0000:1c:00): 79");
+    assert_eq!(
+        signature_findings(&other, &Checkpoint::default(), &all).len(),
+        1
+    );
+    let xid_13 = pair.replace("): 79,", "): 13,");
+    assert_eq!(
+        signature_findings(&xid_13, &Checkpoint::default(), &all).len(),
+        1
+    );
+}
+
+#[test]
+fn a_jobs_gate_judges_its_own_gpus_and_the_node() {
+    let log = format!(
+        "NVRM: GPU 0000:1c:00.0: GPU has fallen off the bus.\n{POST_RX}\n\
+         NVRM: GPU 0000:1b:00.0: GPU has fallen off the bus.\n"
+    );
+    let job = |pci: &str| pci == "0000:1b:00";
+    let f = signature_findings(&log, &Checkpoint::default(), &job);
+    let got: Vec<(&str, Option<u32>)> = f
+        .iter()
+        .map(|f| (f.check.as_str(), f.gpu.as_ref().map(|g| g.index)))
+        .collect();
+    assert_eq!(
+        got,
+        [("nvlink_post_rx_detect", None), ("fallen_off_bus", Some(2))]
     );
 }
