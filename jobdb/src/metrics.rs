@@ -432,7 +432,7 @@ mod tests {
             .iter()
             .filter_map(|r| r["expr"].as_str().map(str::to_string))
             .collect();
-        assert_eq!(exprs.len(), 6);
+        assert_eq!(exprs.len(), 7);
         assert_exported(&exprs, "slurm-imex.rules.yml");
     }
 }
