@@ -116,7 +116,8 @@ pub fn publish_clique(
 }
 
 /// The HealthCheckProgram path keeps the node's standing and export fresh:
-/// IMEX domain state as the daemon reports it, what the drain decision did
+/// IMEX domain state as the daemon reports it (and whether IMEX is
+/// expected here), what the drain decision did
 /// (and when Slurm was last read, `slurm_read`), then the .prom file.
 fn refresh_metrics(
     config: &Config,
@@ -130,6 +131,7 @@ fn refresh_metrics(
     let status = node_status(config);
     node.domain_owned = status.owner.is_some();
     node.domain_up = status.domain.as_deref() == Some("UP");
+    node.imex_expected = status.imex_expected;
     let now = now_s();
     action.record(&mut node, now);
     if slurm_read {

@@ -15,6 +15,7 @@ use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_domain::context::HookContext;
 use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
+use slurm_imex_domain::imex::status::expectation;
 use slurm_imex_gpu::health::{GpuRef, Verdict, DRAIN_PREFIX};
 use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{journal, metrics};
@@ -550,6 +551,7 @@ fn drain_if_left_down(
 /// the job is over and its row is recorded either way.
 fn publish_node_state(state: &StateDir, cfg: &Config, node: &mut NodeState, exit: &Exit) {
     node.read_domain(state);
+    node.imex_expected = expectation(cfg).expected;
     let saved = node.save(state);
     let refreshed = metrics::refresh(&cfg.database, &cfg.metrics, node);
     if let Some(e) = saved.err().or(refreshed.err()) {

@@ -205,8 +205,11 @@ pub const METRICS: &[Metric] = &[
         Source::Board(|b| one(verdict_value(&b.last_verdict)))),
     metric!("slurm_imex_node_info", "gauge", "This node's Slurm name and the slurm-imex version (always 1).",
         Source::Node(|n| Some((format!("{{node=\"{}\",version=\"{}\"}}", escape_label(&n.node), env!("CARGO_PKG_VERSION")), "1".into())))),
-    metric!("slurm_imex_domain_owned", "gauge", "1 when a job owns this node's IMEX domain.", Source::Node(|n| node_value(n.domain_owned as i64))),
+    metric!("slurm_imex_domain_owned", "gauge", "1 when a job owns this node's per-job IMEX domain: the per-job IMEX-expected signal (0 between jobs, when no nvidia-imex runs here by design).",
+        Source::Node(|n| node_value(n.domain_owned as i64))),
     metric!("slurm_imex_domain_up", "gauge", "1 when this node's IMEX domain is UP.", Source::Node(|n| node_value(n.domain_up as i64))),
+    metric!("slurm_imex_imex_expected", "gauge", "1 when IMEX is expected on this node now: a job owns its per-job IMEX domain, or it serves the rack-wide one (its rack daemon runs, or an --imex job is on it). Gate DCGM's IMEX health on it.",
+        Source::Node(|n| node_value(n.imex_expected as i64))),
     metric!("slurm_imex_node_drained", "gauge", "1 when slurm-imex drained this node (a drain finding) and it is not back in service.",
         Source::Node(|n| node_value(n.drained_since.is_some() as i64))),
     metric!("slurm_imex_node_drained_since_timestamp_seconds", "gauge", "When slurm-imex drained this node (0 when it is not drained).",
@@ -341,6 +344,22 @@ mod tests {
     }
 
     #[test]
+    fn imex_expected_is_exported_beside_domain_owned() {
+        let text = render(&[], &NodeState::default());
+        assert!(text.contains("\nslurm_imex_imex_expected 0\n"), "{text}");
+        assert!(text.contains(
+            "# HELP slurm_imex_domain_owned 1 when a job owns this node's per-job IMEX domain: \
+             the per-job IMEX-expected signal"
+        ));
+        assert!(text.contains("# TYPE slurm_imex_imex_expected gauge\n"));
+        let node = NodeState {
+            imex_expected: true,
+            ..Default::default()
+        };
+        assert!(render(&[], &node).contains("\nslurm_imex_imex_expected 1\n"));
+    }
+
+    #[test]
     fn hostile_label_values_are_escaped() {
         let mut b = board();
         b.serial = "a\"b\\c\nd".into();
@@ -413,7 +432,7 @@ mod tests {
             .iter()
             .filter_map(|r| r["expr"].as_str().map(str::to_string))
             .collect();
-        assert_eq!(exprs.len(), 6);
+        assert_eq!(exprs.len(), 7);
         assert_exported(&exprs, "slurm-imex.rules.yml");
     }
 }

@@ -8,8 +8,9 @@ use slurm_imex_core::error::Result;
 use slurm_imex_domain::imex;
 use slurm_imex_settings::Config;
 
-/// `slurm-imex status`: who owns the daemon, its state, the domain, the
-/// prolog's record, problems and config deprecations, one line each.
+/// `slurm-imex status`: who owns the daemon, whether IMEX is expected here
+/// now, its state, the domain, the prolog's record, problems and config
+/// deprecations, one line each.
 pub fn status(cli: &Cli, config: &Config) -> Result<u8> {
     let s = imex::status::node_status(config);
     if cli.json {
@@ -22,6 +23,8 @@ pub fn status(cli: &Cli, config: &Config) -> Result<u8> {
             out!("daemon serves:    {serves} ([imex] domain = \"rack\")");
         }
     }
+    let expected = if s.imex_expected { "yes" } else { "no" };
+    out!("IMEX expected:    {expected} ({})", s.imex_expected_because);
     out!("daemon:           {}", s.daemon);
     out!("local state:      {}", s.local_state);
     if let Some(d) = &s.domain {

@@ -79,6 +79,24 @@ impl StateDir {
     pub fn remove_record(&self, job_id: u32) -> Result<()> {
         remove_if_exists(&self.record_path(job_id))
     }
+
+    /// The jobs with a record on this node (their prolog ran, their epilog
+    /// has not yet), in job order; none when `jobs/` does not exist. Only
+    /// the names are read: `<job>.json`, nothing else in the directory.
+    pub fn record_ids(&self) -> Result<Vec<u32>> {
+        let dir = self.jobs_dir();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::new(format!("cannot list {}: {e}", dir.display()))),
+        };
+        let mut ids: Vec<u32> = entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.strip_suffix(".json")?.parse().ok())
+            .collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
 }
 
 #[cfg(test)]
@@ -109,6 +127,21 @@ mod tests {
         s.remove_record(5).unwrap();
         s.remove_record(5).unwrap();
         assert_eq!(s.read_record(5).unwrap(), None);
+    }
+
+    #[test]
+    fn record_ids_are_the_records_present_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let s = StateDir::new(&d.path().join("state"));
+        assert_eq!(s.record_ids().unwrap(), Vec::<u32>::new(), "no jobs/ yet");
+        s.ensure().unwrap();
+        for id in [12, 7] {
+            std::fs::write(s.record_path(id), "{}").unwrap();
+        }
+        // An atomic write's leftover and a stranger are not records.
+        std::fs::write(d.path().join("state/jobs/.9.json.tmp"), "").unwrap();
+        std::fs::write(d.path().join("state/jobs/notes.json"), "").unwrap();
+        assert_eq!(s.record_ids().unwrap(), vec![7, 12]);
     }
 
     #[test]

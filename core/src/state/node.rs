@@ -22,6 +22,12 @@ pub struct NodeState {
     pub domain_owned: bool,
     #[serde(skip)]
     pub domain_up: bool,
+    /// IMEX is expected on this node now: a job owns its per-job domain,
+    /// or it serves the rack-wide one. Decided at each export by
+    /// `slurm_imex_domain::imex::status::expectation` (this crate cannot
+    /// ask the daemon), never kept.
+    #[serde(skip)]
+    pub imex_expected: bool,
     /// Drained by slurm-imex (a drain finding of a prolog, epilog or check),
     /// and since when (Unix seconds).
     pub drained_since: Option<i64>,

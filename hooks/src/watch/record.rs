@@ -7,6 +7,7 @@
 
 use slurm_imex_core::imex_event::ImexEvent;
 use slurm_imex_core::state::{count_events, NodeState, StateDir};
+use slurm_imex_domain::imex::status::expectation;
 use slurm_imex_jobdb::{metrics, JobDb};
 use slurm_imex_settings::Config;
 
@@ -101,6 +102,7 @@ impl<'a> Recorder<'a> {
             node.node = events.first().map(|e| e.node.clone()).unwrap_or_default();
         }
         node.read_domain(&state);
+        node.imex_expected = expectation(self.cfg).expected;
         let refreshed = metrics::refresh(&self.cfg.database, &self.cfg.metrics, &node).map(|_| ());
         if let Some(e) = counted.err().or(refreshed.err()) {
             tracing::warn!("IMEX event counters not exported: {e}");

@@ -36,11 +36,15 @@ impl Node {
         std::fs::write(p("map.toml"), "n1 = \"127.0.0.1\"\nn2 = \"127.0.0.2\"\n").unwrap();
         // Job ids within the channels, as rack-wide domains require.
         std::fs::write(p("slurm.conf"), "MaxJobId=2047\n").unwrap();
+        // The admin's config.cfg names the nodes config, as a node's does:
+        // the ctl reads it through this file (daemon_answers), -q too.
         std::fs::write(
             p("base.cfg"),
             format!(
-                "LOG_FILE_NAME={}\nDAEMONIZE=1\nSERVER_PORT=50000\nIMEX_CMD_ENABLED=1\nIMEX_CMD_PORT={cmd_port}\n{extra_base}",
-                p("imex.log").display()
+                "LOG_FILE_NAME={}\nDAEMONIZE=1\nSERVER_PORT=50000\nIMEX_CMD_ENABLED=1\nIMEX_CMD_PORT={cmd_port}\n\
+                 IMEX_NODE_CONFIG_FILE={}\n{extra_base}",
+                p("imex.log").display(),
+                p("nodes_config.cfg").display()
             ),
         )
         .unwrap();

@@ -3,7 +3,8 @@
 //! `-u`) and prints the documented `-q`, `-N` and `-N -j` outputs with the
 //! documented exit codes. As NVIDIA's cmdservice page says, only one of -i,
 //! -u, -c may be given, and -N/-n need the config file: `-u PATH -q` works,
-//! `-u PATH -N` is a usage error (rc 1).
+//! `-u PATH -N` is a usage error (rc 1). Through the config, a node file
+//! that cannot be read fails every mode with rc 255.
 
 use fake_imex::{DaemonCfg, DomainView, DEFAULT_CONFIG};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -96,8 +97,10 @@ fn parse_args() -> Request {
 }
 
 /// Where to ask: `-i`, `-u`, or the config's IMEX_CMD_* keys (always TCP,
-/// on IMEX_CMD_BIND_INTERFACE_IP or loopback). As the real ctl, -N/-n
-/// first insist on a readable node file.
+/// on IMEX_CMD_BIND_INTERFACE_IP or loopback). Through the config, every
+/// mode (-q too) first insists on a readable node file: "Failed to read
+/// node configuration file …", rc 255 (docs/imex.md §2, under `-q`; DCGM
+/// looks for that line in `-q` output as in `-N -j`'s).
 fn command_target(req: &Request) -> Target {
     let Target::Config(config) = &req.target else {
         return req.target.clone();
@@ -109,12 +112,10 @@ fn command_target(req: &Request) -> Target {
         println!("Unable to open configuration file at {}", config.display());
         usage_exit();
     };
-    if req.mode != 'q' {
-        let node_file = cfg.get("IMEX_NODE_CONFIG_FILE");
-        if std::fs::read_to_string(&node_file).is_err() {
-            println!("Failed to read node configuration file {node_file}");
-            std::process::exit(255);
-        }
+    let node_file = cfg.get("IMEX_NODE_CONFIG_FILE");
+    if std::fs::read_to_string(&node_file).is_err() {
+        println!("Failed to read node configuration file {node_file}");
+        std::process::exit(255);
     }
     let bind = cfg.get("IMEX_CMD_BIND_INTERFACE_IP");
     let ip: IpAddr = bind.parse().unwrap_or(IpAddr::from([127, 0, 0, 1]));
