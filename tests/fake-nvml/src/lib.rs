@@ -366,7 +366,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
     count: c_int,
     values: *mut nvmlFieldValue_t,
 ) -> nvmlReturn_t {
-    with_gpu(device, "fields", |g, _| {
+    with_gpu(device, "fields", |g, s| {
         if values.is_null() || count < 0 {
             return INVALID_ARGUMENT;
         }
@@ -377,7 +377,7 @@ pub unsafe extern "C" fn nvmlDeviceGetFieldValues(
             match v.fieldId {
                 230 => {
                     v.valueType = nvmlValueType_enum_NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-                    v.value.ullVal = g.recovery_action;
+                    v.value.ullVal = s.recovery_action_now(g);
                     v.nvmlReturn = SUCCESS;
                 }
                 _ => v.nvmlReturn = NOT_SUPPORTED,
@@ -392,7 +392,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
     device: nvmlDevice_t,
     info: *mut nvmlGpuFabricInfoV_t,
 ) -> nvmlReturn_t {
-    with_gpu(device, "fabric", |g, _| {
+    with_gpu(device, "fabric", |g, s| {
         if info.is_null() {
             return INVALID_ARGUMENT;
         }
@@ -404,35 +404,110 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfoV(
         match &g.fabric {
             None => out.state = NVML_GPU_FABRIC_STATE_NOT_SUPPORTED as _,
             Some(f) => {
-                out.state = match f.state.as_str() {
-                    "not_started" => NVML_GPU_FABRIC_STATE_NOT_STARTED,
-                    "in_progress" => NVML_GPU_FABRIC_STATE_IN_PROGRESS,
-                    "completed" => NVML_GPU_FABRIC_STATE_COMPLETED,
-                    _ => NVML_GPU_FABRIC_STATE_NOT_SUPPORTED,
-                } as _;
+                out.state = fabric_state(f.state_now(s));
                 out.status = f.status;
                 out.cliqueId = f.clique_id;
                 out.healthMask = f.health_mask;
-                let hex: String = f
-                    .cluster_uuid
-                    .chars()
-                    .filter(|c| c.is_ascii_hexdigit())
-                    .collect();
-                for (i, b) in out.clusterUuid.iter_mut().enumerate() {
-                    *b = hex
-                        .get(i * 2..i * 2 + 2)
-                        .and_then(|h| u8::from_str_radix(h, 16).ok())
-                        .unwrap_or(0);
-                }
+                out.clusterUuid = uuid_bytes(&f.cluster_uuid);
                 if version == 3 {
-                    out.healthSummary = match f.health_summary.as_str() {
-                        "healthy" => NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY,
-                        "unhealthy" => NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY,
-                        "limited_capacity" => NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY,
-                        _ => NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED,
-                    } as u8;
+                    out.healthSummary = health_summary(&f.health_summary);
                 }
             }
+        }
+        SUCCESS
+    })
+}
+
+fn fabric_state(state: &str) -> nvmlGpuFabricState_t {
+    (match state {
+        "not_started" => NVML_GPU_FABRIC_STATE_NOT_STARTED,
+        "in_progress" => NVML_GPU_FABRIC_STATE_IN_PROGRESS,
+        "completed" => NVML_GPU_FABRIC_STATE_COMPLETED,
+        _ => NVML_GPU_FABRIC_STATE_NOT_SUPPORTED,
+    }) as nvmlGpuFabricState_t
+}
+
+fn health_summary(summary: &str) -> u8 {
+    (match summary {
+        "healthy" => NVML_GPU_FABRIC_HEALTH_SUMMARY_HEALTHY,
+        "unhealthy" => NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY,
+        "limited_capacity" => NVML_GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY,
+        _ => NVML_GPU_FABRIC_HEALTH_SUMMARY_NOT_SUPPORTED,
+    }) as u8
+}
+
+fn uuid_bytes(uuid: &str) -> [u8; 16] {
+    let hex: String = uuid.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    let mut out = [0u8; 16];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = hex
+            .get(i * 2..i * 2 + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0);
+    }
+    out
+}
+
+/// `nvmlGpuFabricClique_v1_t` (NVML R615 docs, docs.nvidia.com/deploy/nvml-api).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct FabricCliqueV1 {
+    pub kind: u8,
+    pub id: c_uint,
+}
+
+/// `nvmlGpuFabricInfo_v4_t` as NVML's R615 documentation lists its members:
+/// no version word; 64 typed cliques in place of v3's `cliqueId`.
+#[repr(C)]
+pub struct FabricInfoV4 {
+    pub cluster_uuid: [u8; 16],
+    pub status: nvmlReturn_t,
+    pub cliques: [FabricCliqueV1; 64],
+    pub num_cliques: c_uint,
+    pub state: nvmlGpuFabricState_t,
+    pub health_mask: c_uint,
+    pub health_summary: u8,
+}
+
+/// The driver that first has v4 (NVML change log, v610 to v615).
+const FABRIC_V4_DRIVER: u32 = 615;
+
+/// `nvmlDeviceGetGpuFabricInfo_v4` (R615). A real older driver has no such
+/// symbol; the fake always exports it, and for a scenario driver before
+/// 615 answers FUNCTION_NOT_FOUND, which callers must take as "no v4".
+#[no_mangle]
+pub unsafe extern "C" fn nvmlDeviceGetGpuFabricInfo_v4(
+    device: nvmlDevice_t,
+    info: *mut FabricInfoV4,
+) -> nvmlReturn_t {
+    with_gpu(device, "fabric", |g, s| {
+        if s.driver_major() < FABRIC_V4_DRIVER {
+            return nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND;
+        }
+        if info.is_null() {
+            return INVALID_ARGUMENT;
+        }
+        let out = &mut *info;
+        let Some(f) = &g.fabric else {
+            out.state = NVML_GPU_FABRIC_STATE_NOT_SUPPORTED as _;
+            return SUCCESS;
+        };
+        out.state = fabric_state(f.state_now(s));
+        out.status = f.status;
+        out.health_mask = f.health_mask;
+        out.health_summary = health_summary(&f.health_summary);
+        out.cluster_uuid = uuid_bytes(&f.cluster_uuid);
+        let default = [scenario::Clique {
+            kind: 0,
+            id: f.clique_id,
+        }];
+        let cliques = f.cliques.as_deref().unwrap_or(&default);
+        out.num_cliques = cliques.len().min(64) as c_uint;
+        for (slot, c) in out.cliques.iter_mut().zip(cliques) {
+            *slot = FabricCliqueV1 {
+                kind: c.kind,
+                id: c.id,
+            };
         }
         SUCCESS
     })

@@ -56,6 +56,35 @@ pub struct Fabric {
     /// healthy, unhealthy, limited_capacity, not_supported.
     #[serde(default = "healthy")]
     pub health_summary: String,
+    /// The probe reads `state` until this long after the scenario was
+    /// written, then COMPLETED (a probe that completes during a prolog, as
+    /// one does about 30 s after a reboot: DRA driver #1264, #1276).
+    #[serde(default)]
+    pub completes_after_s: Option<f64>,
+    /// v4's typed cliques (R615, driver 615+), as NVML lists them: sorted
+    /// by type then id; `kind` 0 UNICAST_POINTER, 1 MULTICAST_POINTER,
+    /// 2 and 3 the logical-endpoint ones. Default: one UNICAST_POINTER
+    /// entry of `clique_id` (which v3 reports, as NVML says it maps).
+    #[serde(default)]
+    pub cliques: Option<Vec<Clique>>,
+}
+
+/// One typed clique of v4's fabric info.
+#[derive(Debug, Clone, Copy, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Clique {
+    pub kind: u8,
+    pub id: u32,
+}
+
+impl Fabric {
+    /// The probe's state now (`completes_after_s`).
+    pub fn state_now(&self, scenario: &Scenario) -> &str {
+        match self.completes_after_s {
+            Some(after) if scenario.elapsed_s() >= after => "completed",
+            _ => &self.state,
+        }
+    }
 }
 
 fn healthy() -> String {
@@ -127,6 +156,13 @@ pub struct Gpu {
     pub remap_failure: bool,
     #[serde(default)]
     pub recovery_action: u64,
+    /// The driver clears `recovery_action` once the node's IMEX daemon
+    /// has come up READY after it was raised (RECOVER_IMEX_DOMAIN: "GPU
+    /// recovery requires restoring the IMEX domain", DCGM 4.7): this names
+    /// the fake `nvidia-imex`'s events file (`<run dir>/fake-events`), and
+    /// a `ready` line in it newer than the scenario clears the action.
+    #[serde(default)]
+    pub recovery_clears_on_imex_ready: Option<PathBuf>,
     #[serde(default)]
     pub pcie_replays: u32,
     #[serde(default = "sixteen")]
@@ -237,12 +273,43 @@ impl Scenario {
         Scenario::parse(&text, &path)
     }
 
+    /// The driver's major version (615 of "615.20.01"); 0 when unreadable.
+    pub fn driver_major(&self) -> u32 {
+        let major = self.driver_version.split('.').next().unwrap_or("");
+        major.trim().parse().unwrap_or(0)
+    }
+
+    /// GPU `g`'s recovery action now (`recovery_clears_on_imex_ready`).
+    pub fn recovery_action_now(&self, g: &Gpu) -> u64 {
+        match &g.recovery_clears_on_imex_ready {
+            Some(events) if imex_ready_since(events, self.written) => 0,
+            _ => g.recovery_action,
+        }
+    }
+
     pub fn elapsed_s(&self) -> f64 {
         SystemTime::now()
             .duration_since(self.written)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0)
     }
+}
+
+/// Whether the fake daemon's events file has a `ready` line (`<unix ms>
+/// ready`) later than `since`.
+fn imex_ready_since(events: &Path, since: SystemTime) -> bool {
+    let since_ms = since
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let Ok(text) = std::fs::read_to_string(events) else {
+        return false;
+    };
+    text.lines().any(|l| {
+        let mut words = l.split_whitespace();
+        let at = words.next().and_then(|w| w.parse::<u128>().ok());
+        words.next() == Some("ready") && at.is_some_and(|at| at > since_ms)
+    })
 }
 
 #[cfg(test)]

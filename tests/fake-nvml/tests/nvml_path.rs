@@ -926,3 +926,262 @@ fn every_published_driver_line_sample_runs_through_the_gate() {
     );
     assert!(check_reasons(&node).is_empty(), "judged once");
 }
+
+impl Node {
+    /// The scenario's GPUs under another driver version.
+    fn set_driver(&self, driver: &str, gpus: &[String]) {
+        std::fs::write(
+            self.path("nvml.toml"),
+            format!("driver_version = \"{driver}\"\n{}", gpus.concat()),
+        )
+        .unwrap();
+    }
+
+    /// The node's config with `[health] fabric_wait` set.
+    fn waiting_for_fabric(mut self, wait: &str) -> Node {
+        self.cfg.health.fabric_wait = slurm_imex_core::config::HumanDuration(humantime_like(wait));
+        self
+    }
+}
+
+/// "2s" or "500ms" as a Duration (the test's own shorthand).
+fn humantime_like(text: &str) -> Duration {
+    match text.strip_suffix("ms") {
+        Some(ms) => Duration::from_millis(ms.parse().unwrap()),
+        None => Duration::from_secs(text.strip_suffix('s').unwrap().parse().unwrap()),
+    }
+}
+
+const FABRIC: &str = "{ state = \"completed\", clique_id = 7, cluster_uuid = \"dc6e40c4-d722-4357-9ba6-5291dd461278\" }";
+
+#[test]
+fn a_driver_615_gpu_names_every_recovery_action_and_reports_typed_cliques() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let actions = [5u64, 6, 7, 8, 0, 0, 0, 0];
+    let gpus: Vec<String> = (0..8)
+        .map(|i| {
+            let fabric = FABRIC.replace(
+                " }",
+                ", cliques = [{ kind = 0, id = 7 }, { kind = 1, id = 40 }, { kind = 2, id = 9 }] }",
+            );
+            gpu(
+                i,
+                &format!(
+                    "recovery_action = {}\nfabric = {fabric}",
+                    actions[i as usize]
+                ),
+            )
+        })
+        .collect();
+    node.set_driver("615.20.01", &gpus);
+    let gate = gate::check_now(&node.cfg).unwrap();
+    let named: Vec<(u32, Severity, &str)> = gate
+        .findings
+        .iter()
+        .filter(|f| f.check == "recovery_action")
+        .map(|f| (f.gpu.as_ref().unwrap().index, f.severity, f.detail.as_str()))
+        .collect();
+    assert_eq!(named.len(), 4, "{named:?}");
+    assert_eq!((named[0].0, named[0].1), (0, Severity::Warn));
+    assert!(named[0]
+        .2
+        .starts_with("driver asks for recovery action RECOVER_IMEX_DOMAIN (5)"));
+    let drains: Vec<&str> = named[1..].iter().map(|n| n.2).collect();
+    assert_eq!(
+        drains,
+        [
+            "driver asks for recovery action BUS_RESET (6): reset the GPU's PCIe bus (or reboot the node)",
+            "driver asks for recovery action SYSTEM_REBOOT (7): reboot the system",
+            "driver asks for recovery action 8, unknown to this slurm-imex: see the driver's documentation for this value, or reboot the node",
+        ]
+    );
+    assert!(named[1..].iter().all(|n| n.1 == Severity::Drain));
+    // v4's typed cliques, and the unicast-pointer one as the clique.
+    let fabric = gate.snapshots[0].fabric.value().unwrap();
+    let kinds: Vec<(&str, u32)> = fabric
+        .cliques
+        .iter()
+        .map(|c| (c.kind.as_str(), c.id))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("UNICAST_POINTER", 7),
+            ("MULTICAST_POINTER", 40),
+            ("UNICAST_LOGICAL_ENDPOINT", 9)
+        ]
+    );
+    assert_eq!(fabric.clique_id, 7);
+    // Only RECOVER_IMEX_DOMAIN on an idle node: a warning, never a drain.
+    let only_5: Vec<String> = (0..8)
+        .map(|i| gpu(i, if i == 0 { "recovery_action = 5" } else { "" }))
+        .collect();
+    node.set_driver("615.20.01", &only_5);
+    let gate = gate::check_now(&node.cfg).unwrap();
+    assert!(
+        gate.findings.iter().all(|f| f.severity == Severity::Warn),
+        "{:?}",
+        gate.findings
+    );
+}
+
+#[test]
+fn an_older_driver_has_no_v4_and_its_clique_comes_from_v3() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let gate = gate::check_now(&node.cfg).unwrap();
+    let fabric = gate.snapshots[0].fabric.value().unwrap();
+    assert!(fabric.cliques.is_empty());
+    assert_eq!(fabric.clique_id, 7);
+}
+
+#[test]
+fn the_prolog_waits_for_a_fabric_probe_that_completes_and_drains_one_that_does_not() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let probe = |after: &str| {
+        eight(|i| {
+            if i == 3 {
+                format!(
+                    "fabric = {}",
+                    FABRIC.replace(
+                        "\"completed\"",
+                        &format!("\"in_progress\", completes_after_s = {after}")
+                    )
+                )
+            } else {
+                String::new()
+            }
+        })
+    };
+    // Completes 2 s in: the prolog waited, and passes.
+    let node = Node::new(&probe("2.0")).waiting_for_fabric("10s");
+    let started = std::time::Instant::now();
+    let outcome = gpu_job::prolog(&node.job(91, None), &node.cfg);
+    let took = started.elapsed();
+    assert!(
+        matches!(
+            outcome,
+            GpuOutcome::Done {
+                verdict: Verdict::Pass,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_secs(8),
+        "{took:?}"
+    );
+    // Never within the wait: a drain naming the bound.
+    let node = Node::new(&probe("600.0")).waiting_for_fabric("1s");
+    let GpuOutcome::Done {
+        verdict,
+        drain_reason,
+        ..
+    } = gpu_job::prolog(&node.job(92, None), &node.cfg)
+    else {
+        panic!("skipped");
+    };
+    assert_eq!(verdict, Verdict::Drain);
+    let reason = drain_reason.unwrap();
+    assert!(
+        reason.starts_with("imex-health: fabric gpu3 1650924060003: fabric state IN_PROGRESS"),
+        "{reason}"
+    );
+    assert!(
+        reason.ends_with("past [health] fabric_wait = 1s"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn check_warns_on_a_first_probe_not_done_and_drains_one_that_stays_past_the_wait() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let gpus = eight(|i| {
+        if i == 3 {
+            format!(
+                "fabric = {}",
+                FABRIC.replace("\"completed\"", "\"in_progress\"")
+            )
+        } else {
+            String::new()
+        }
+    });
+    let node = Node::new(&gpus);
+    let first = gate::check_now(&node.cfg).unwrap();
+    let fabric: Vec<(Severity, &str)> = first
+        .findings
+        .iter()
+        .filter(|f| f.check == "fabric")
+        .map(|f| (f.severity, f.detail.as_str()))
+        .collect();
+    assert_eq!(fabric.len(), 1);
+    assert_eq!(fabric[0].0, Severity::Warn, "a first look never drains");
+    // The state says since when: make that 40 s ago, past the default 30 s.
+    use slurm_imex_gpu::health::fabric_wait::FabricSeen;
+    let state = slurm_imex_core::state::StateDir::of(&node.cfg);
+    let mut seen = FabricSeen::load(&state);
+    let uuid = "GPU-00000003-aaaa-bbbb-cccc-dddddddddddd";
+    *seen.since.get_mut(uuid).unwrap() -= 40;
+    seen.save(&state);
+    let later = gate::check_now(&node.cfg).unwrap();
+    let drain = later.findings.iter().find(|f| f.check == "fabric").unwrap();
+    assert_eq!(drain.severity, Severity::Drain);
+    assert!(
+        drain.detail.contains("past [health] fabric_wait = 30s"),
+        "{}",
+        drain.detail
+    );
+    // Completed: forgotten, and no finding.
+    node.set_gpus(&eight(|_| String::new()));
+    let done = gate::check_now(&node.cfg).unwrap();
+    assert!(done.findings.iter().all(|f| f.check != "fabric"));
+    assert!(FabricSeen::load(&state).since.is_empty());
+}
+
+#[test]
+fn recover_imex_domain_read_again_clears_once_the_imex_daemon_was_ready() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let events = node.path("fake-events");
+    let gpus = eight(|i| {
+        if i == 1 {
+            format!(
+                "recovery_action = 5\nrecovery_clears_on_imex_ready = \"{}\"",
+                events.display()
+            )
+        } else {
+            String::new()
+        }
+    });
+    node.set_gpus(&gpus);
+    let job = node.job(93, None);
+    let GpuOutcome::Done {
+        verdict,
+        restore_imex,
+        ..
+    } = gpu_job::prolog(&job, &node.cfg)
+    else {
+        panic!("skipped");
+    };
+    assert_eq!(verdict, Verdict::Warn);
+    let names: Vec<u32> = restore_imex.iter().map(|g| g.index).collect();
+    assert_eq!(names, [1]);
+    // No daemon came up yet: still asking, the drain names it.
+    let still = gpu_job::reread_recovery(&node.cfg, &restore_imex).unwrap_err();
+    assert_eq!(
+        still,
+        "imex-health: recovery_action gpu1 1650924060001: driver still asks for recovery action \
+         RECOVER_IMEX_DOMAIN (5) after the job's fresh IMEX domain came UP: reset the GPU or \
+         reboot the node"
+    );
+    // The node's IMEX daemon came up READY (the fake daemon's event line).
+    std::thread::sleep(Duration::from_millis(20));
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    std::fs::write(&events, format!("{now_ms} ready\n")).unwrap();
+    assert_eq!(gpu_job::reread_recovery(&node.cfg, &restore_imex), Ok(()));
+}
