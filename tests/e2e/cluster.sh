@@ -430,20 +430,27 @@ write_topology() {
 }
 
 # A healthy fake-NVML scenario for node N: E2E_GPUS GB200s with serials
-# unique to the node. Extra TOML per GPU index may be given as
-# "index:key = value" arguments (e.g. "1:remap_pending = true").
+# unique to the node, under driver E2E_DRIVER (580.95.05). Extra TOML per
+# GPU index may be given as "index:key = value" arguments (e.g.
+# "1:remap_pending = true"); a "fabric = …" one replaces the healthy fabric.
 write_scenario() {
   local n=$1; shift
-  local f=$C/nodes/n$n/hw/nvml.toml g extra
+  local f=$C/nodes/n$n/hw/nvml.toml g extra fabric
   {
-    echo 'driver_version = "580.95.05"'
+    echo "driver_version = \"${E2E_DRIVER:-580.95.05}\""
     for g in $(seq 0 $((E2E_GPUS - 1))); do
       printf '[[gpu]]\nuuid = "GPU-%02d%02d0000-aaaa-bbbb-cccc-dddddddddddd"\nserial = "16509240%02d%03d"\n' "$n" "$g" "$n" "$g"
       printf 'pci_bus_id = "00000000:%02X:00.0"\nenergy_mj = 1000000\npower_mw = 600000\nremap_correctable = 0\n' $((0x1a + g))
       # Accounting mode off, as after every boot: the prolog turns it on.
       printf 'nvlinks = 18\naccounting = false\ntemperature = 40\n'
-      printf 'fabric = { state = "completed", clique_id = %d, cluster_uuid = "%s" }\n' "$(clique_of "$n")" "$CLUSTER_UUID"
-      for extra in "$@"; do if [ "${extra%%:*}" = "$g" ]; then echo "${extra#*:}"; fi; done
+      fabric=$(printf 'fabric = { state = "completed", clique_id = %d, cluster_uuid = "%s" }' "$(clique_of "$n")" "$CLUSTER_UUID")
+      for extra in "$@"; do
+        case "$extra" in "$g:fabric ="*) fabric=${extra#*:};; esac
+      done
+      echo "$fabric"
+      for extra in "$@"; do
+        case "$extra" in "$g:fabric ="*) ;; "$g:"*) echo "${extra#*:}";; esac
+      done
     done
   } > "$f.tmp" && mv "$f.tmp" "$f"
 }

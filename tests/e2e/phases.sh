@@ -3,7 +3,7 @@
 # A test is a function test_* in the feature file named after what it
 # proves (jobs.sh, shared-nodes.sh, blame.sh, doctor.sh, gpu-health.sh, switch.sh,
 # topology.sh, rack-map.sh, rack-domains.sh, controller.sh, segments.sh,
-# faults.sh, fleet.sh, accounting.sh, metrics-store.sh, watch.sh, nvl72.sh, containers.sh, upgrade.sh,
+# faults.sh, fleet.sh, gb200.sh, accounting.sh, metrics-store.sh, watch.sh, nvl72.sh, containers.sh, upgrade.sh,
 # systemd.sh, prefix-install.sh, rpm-install.sh); tests/e2e/versions.sh picks
 # the phases per Slurm.
 
@@ -98,7 +98,11 @@ phase_tests() { # phase
       test_epilog_logs_one_structured_journal_event
       test_the_command_port_refuses_other_nodes
       test_doctor_fails_a_command_service_open_to_the_network
-      test_doctor_checks_the_daemons_tls_files";;
+      test_doctor_checks_the_daemons_tls_files
+      test_recovery_action_5_cleared_by_the_fresh_domain_lets_the_imex_job_run
+      test_recovery_action_5_that_persists_drains_only_its_node
+      test_a_fabric_probe_completing_10s_into_the_prolog_starts_the_job
+      test_check_on_a_driver_615_node_names_every_recovery_action";;
     # Four nodes: a 4-node --imex job across all its nodes, the node-fault
     # drains of a 4-node --imex job, and the domain watched while it runs.
     accounting) echo "

@@ -16,7 +16,7 @@ phase_environment "$E2E_PHASE"
 source "$HERE/cluster.sh"
 source "$HERE/lib.sh"
 for feature in jobs shared-nodes blame doctor prefix-install rpm-install gpu-health switch topology rack-map rack-domains \
-  controller segments faults fleet accounting metrics-store watch nvl72 containers upgrade systemd; do
+  controller segments faults fleet gb200 accounting metrics-store watch nvl72 containers upgrade systemd; do
   # shellcheck disable=SC1090 # the feature files, each checked on its own
   source "$HERE/$feature.sh"
 done
