@@ -39,6 +39,15 @@ pub struct Checkpoint {
     /// checkpoints said): it never applies to a log of another known boot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<BootId>,
+    /// How often the log's record numbers had restarted inside it when the
+    /// checkpoint was taken (`LogPosition::restarts`): against a log with
+    /// another count its numbers belong to another run of numbers.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The file as any slurm-imex wrote it: today's, or 0.3's bare map.
@@ -71,6 +80,7 @@ impl Checkpoint {
             numbering: Some(position.numbering),
             judged: pcis.map(|p| (p.to_string(), position.last)).collect(),
             boot: position.boot,
+            restarts: position.restarts,
         }
     }
 
@@ -89,6 +99,7 @@ impl Checkpoint {
                     numbering: Some(log.numbering),
                     judged: BTreeMap::new(),
                     boot: log.boot,
+                    restarts: log.restarts,
                 }
             }
         }
@@ -114,6 +125,12 @@ impl Checkpoint {
                 );
             }
         }
+        if self.restarts != log.restarts {
+            return Some(format!(
+                "the log's record numbers have restarted since ({} restarts in it now, {} then)",
+                log.restarts, self.restarts
+            ));
+        }
         if numbering != log.numbering {
             return Some(format!(
                 "it counts {} but the log now has {}",
@@ -138,6 +155,7 @@ pub fn load(state: &StateDir) -> Checkpoint {
             numbering: None,
             judged,
             boot: None,
+            restarts: 0,
         },
         None => Checkpoint::default(),
     }
@@ -162,6 +180,7 @@ pub fn advance<'a>(
     }
     checkpoint.numbering = Some(read.numbering);
     checkpoint.boot = read.boot;
+    checkpoint.restarts = read.restarts;
     for pci in pcis {
         let seen = checkpoint.judged.entry(pci.to_string()).or_insert(0);
         *seen = (*seen).max(read.last);
@@ -180,6 +199,7 @@ mod tests {
             numbering: Numbering::Kernel,
             last,
             boot: Some(BootId(1)),
+            restarts: 0,
         }
     }
 
@@ -213,6 +233,7 @@ mod tests {
             numbering: Numbering::Lines,
             last: 500,
             boot: Some(BootId(1)),
+            restarts: 0,
         };
         let reset = cp.reconciled(lines, "k");
         assert!(reset.judged.is_empty());
@@ -222,6 +243,7 @@ mod tests {
             numbering: None,
             judged: [("0000:1a:00".to_string(), 5)].into(),
             boot: None,
+            restarts: 0,
         };
         assert!(old.reconciled(kernel(400), "k").judged.is_empty());
     }
@@ -264,6 +286,7 @@ mod tests {
             numbering: Some(Numbering::Kernel),
             judged: [("0000:1a:00".to_string(), 10), (NODE.to_string(), 50)].into(),
             boot: None,
+            restarts: 0,
         };
         assert_eq!(cp.judged_for(NODE), 50);
         // A GPU the checkpoint does not know counts from the oldest GPU's

@@ -43,13 +43,22 @@ impl Numbering {
 
 /// Where a reader got to: the numbering and the last record's number, in
 /// the boot it read (the kernel's boot id; None when it cannot be read, or
-/// for a position written before positions had one).
+/// for a position written before positions had one), and how often the
+/// record numbers restarted inside the log read (`restarts`: a plain file
+/// that holds several boots' records; the numbers count from the last
+/// restart).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogPosition {
     pub numbering: Numbering,
     pub last: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot: Option<BootId>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub restarts: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`, a UUID that
@@ -115,17 +124,21 @@ pub struct Skipped {
 /// are left out, said once (`Skipped`); the newest are always judged.
 pub const MAX_LOG_BYTES: usize = 16 << 20;
 
-/// `4,1234,5678901,-;msg` (also with extra comma fields before `;`): the
-/// record's sequence number and its message.
+/// `4,1234,5678901,-;msg` (also with extra comma fields after the flags,
+/// before `;`): the record's sequence number and its message. All four
+/// header fields must be there and well formed: priority, sequence number
+/// and timestamp in digits, and a flag (`-`, `c` or `+`, dev-kmsg's).
 pub(super) fn split_record_header(line: &str) -> Option<(u64, &str)> {
     let semi = line.find(';')?;
     let mut fields = line[..semi].split(',');
-    let prio = fields.next()?;
-    let seq = fields.next()?;
-    if prio.is_empty() || !prio.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    if seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) {
+    let digits = |f: &str| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit());
+    let (prio, seq, usec, flags) = (
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+    );
+    if !(digits(prio) && digits(seq) && digits(usec) && matches!(flags, "-" | "c" | "+")) {
         return None;
     }
     Some((seq.parse().ok()?, &line[semi + 1..]))
@@ -147,6 +160,8 @@ fn parse_log_from(text: &str, first_line: u64) -> LogRead {
     let mut events = Vec::new();
     let mut scanner = Scanner::default();
     let mut last = 0u64;
+    let mut restarts = 0u32;
+    let mut previous: Option<u64> = None;
     for (i, line) in text.lines().enumerate() {
         let (seq, message) = if kernel {
             match split_record_header(line) {
@@ -156,6 +171,18 @@ fn parse_log_from(text: &str, first_line: u64) -> LogRead {
         } else {
             (first_line.saturating_add(i as u64), line)
         };
+        if previous.is_some_and(|p| seq < p) {
+            // The numbers restarted (another boot's records follow in one
+            // file): only the newest boot's numbers mean anything against a
+            // position, so its records alone are kept and numbered, and the
+            // restart is counted, so that a checkpoint taken before it
+            // cannot hide them (`checkpoint::Checkpoint::cannot_apply`).
+            events.clear();
+            scanner = Scanner::default();
+            last = 0;
+            restarts = restarts.saturating_add(1);
+        }
+        previous = Some(seq);
         last = last.max(seq);
         // Only the driver's lines hold an XID or a signature: the rest of
         // a record is searched once.
@@ -177,6 +204,7 @@ fn parse_log_from(text: &str, first_line: u64) -> LogRead {
             numbering,
             last,
             boot: None,
+            restarts,
         },
         skipped: None,
     }
@@ -320,6 +348,83 @@ mod tests {
     }
 
     #[test]
+    fn a_header_needs_its_four_fields() {
+        assert_eq!(split_record_header("6,12,345,-;msg").map(|r| r.0), Some(12));
+        assert_eq!(
+            split_record_header("6,12,345,c,extra;msg").map(|r| r.0),
+            Some(12)
+        );
+        for not_a_record in [
+            "6,12;NVRM: Xid (PCI:0000:1a:00): 79, GPU has fallen off the bus.",
+            "6,12,345;msg",
+            "6,12,345,;msg",
+            "6,12,345,x;msg",
+            "6,12,3a5,-;msg",
+            "6,,345,-;msg",
+            ",12,345,-;msg",
+            "a,12,345,-;msg",
+            "6,12,345, -;msg",
+            "6 12 345 -;msg",
+        ] {
+            assert_eq!(split_record_header(not_a_record), None, "{not_a_record}");
+        }
+    }
+
+    /// Records `from..=to`, an XID 79 as record `xid_at` when it is among them.
+    fn records(from: u64, to: u64, xid_at: Option<u64>) -> String {
+        (from..=to)
+            .map(|seq| {
+                let msg = if Some(seq) == xid_at {
+                    "NVRM: Xid (PCI:0000:1a:00): 79, pid='<unknown>', name=<unknown>, GPU has \
+                     fallen off the bus."
+                        .to_string()
+                } else {
+                    format!("pci 0000:1a:00.0: BAR {seq}")
+                };
+                format!("6,{seq},{},-;{msg}\n", seq * 1000)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn numbers_that_restart_in_one_log_hide_no_xid() {
+        use crate::xid::checkpoint::Checkpoint;
+        let first_boot = records(1, 500, None);
+        let judged = parse_log(&first_boot).position;
+        assert_eq!((judged.last, judged.restarts), (500, 0));
+        let checkpoint = Checkpoint::at(judged, ["0000:1a:00"].into_iter());
+        // The file goes on with another boot's records, past the old
+        // position (600 > 500) and short of it (20 < 500): the XID after
+        // the restart is judged either way.
+        for (to, xid_at) in [(600, 10), (20, 10), (600, 550)] {
+            let log = format!("{first_boot}{}", records(1, to, Some(xid_at)));
+            let read = parse_log(&log);
+            assert_eq!((read.position.last, read.position.restarts), (to, 1));
+            let now = checkpoint.reconciled(read.position, "test");
+            let shown: Vec<u64> = read
+                .events
+                .iter()
+                .filter(|e| e.seq > now.judged_for(&e.pci))
+                .map(|e| e.seq)
+                .collect();
+            assert_eq!(shown, [xid_at], "to {to}");
+        }
+        // Only the newest boot's records are kept: an old boot's XID is not
+        // taken for one of this boot's.
+        let old_xid = format!("{}{}", records(1, 500, Some(400)), records(1, 20, None));
+        assert!(parse_log(&old_xid).events.is_empty());
+        // Judged once, the new numbering holds: nothing again.
+        let log = format!("{first_boot}{}", records(1, 600, Some(10)));
+        let read = parse_log(&log);
+        let after = Checkpoint::at(read.position, ["0000:1a:00"].into_iter());
+        let again = after.reconciled(read.position, "test");
+        assert!(read
+            .events
+            .iter()
+            .all(|e| e.seq <= again.judged_for(&e.pci)));
+    }
+
+    #[test]
     fn a_plain_log_is_numbered_by_line() {
         let log = "[  1.0] hello\n[ 2.0] NVRM: Xid (PCI:0000:1a:00): 13, pid=5, name=a.out, Graphics Exception\n";
         let read = parse_log(log);
@@ -333,6 +438,7 @@ mod tests {
                 numbering: Numbering::Lines,
                 last: 0,
                 boot: None,
+                restarts: 0,
             }
         );
     }

@@ -479,6 +479,7 @@ fn driver_lines_count_from_the_checkpoint_node_wide_and_per_gpu() {
         numbering: Some(Numbering::Lines),
         judged: [("node".to_string(), 5), ("0000:1b:00".to_string(), 4)].into(),
         boot: None,
+        restarts: 0,
     };
     let f = signature_findings(&log, &judged, &all);
     assert_eq!(f.len(), 1, "{f:?}");
