@@ -15,18 +15,49 @@ pub fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
         .clone()
         .unwrap_or_else(|| config.database.path.clone());
     let problem = slurm_imex_jobdb::storage_problem(&path);
-    if let Some(p) = &problem {
-        eprintln!("slurm-imex: warning: {p}");
-    }
     if !path.exists() {
-        if problem.is_none() {
-            eprintln!(
+        match &problem {
+            Some(p) => eprintln!("slurm-imex: warning: {p}"),
+            None => eprintln!(
                 "slurm-imex: note: no job database at {} yet: no GPU job has finished on this node \
                  (or set --db / [database] path)",
                 path.display()
-            );
+            ),
         }
         return Ok(None);
     }
-    JobDb::open_to_read(&path, config.database.busy_timeout.0).map(Some)
+    if let Some(line) = roots_database(&path) {
+        return Err(slurm_imex_core::error::Error::new(line));
+    }
+    let opened = JobDb::open_to_read(&path, config.database.busy_timeout.0);
+    // Said once: a refusal that names the problem already is not preceded
+    // by the same words as a warning.
+    if let Some(p) = problem {
+        if !matches!(&opened, Err(e) if e.to_string().contains(&p)) {
+            eprintln!("slurm-imex: warning: {p}");
+        }
+    }
+    opened.map(Some)
+}
+
+/// A user who is not root reading the node's job database, which is
+/// root's (the epilog writes it, mode 0600): what is true for them, and the
+/// view that is theirs. None for root, or a database that is not root's
+/// (a test's `--db`, judged by the usual trust rules).
+fn roots_database(path: &std::path::Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    if nix::unistd::geteuid().is_root() {
+        return None;
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let owner_of = |p: &std::path::Path| std::fs::symlink_metadata(p).ok().map(|m| m.uid());
+    let roots = owner_of(path) == Some(0) || dir.and_then(owner_of) == Some(0);
+    roots.then(|| {
+        format!(
+            "the job database {} is root's: the epilog records every job there as root, and only \
+             root reads it (sudo slurm-imex …); a job of yours across its nodes is `slurm-imex job \
+             JOBID`",
+            path.display()
+        )
+    })
 }

@@ -367,8 +367,9 @@ impl JobDb {
             .map_err(|e| err(path, &format!("cannot read it ({line})"), e))?;
         if version != SCHEMA_VERSION {
             return Err(Error::new(format!(
-                "job database {} has schema v{version}, and this slurm-imex reads v{SCHEMA_VERSION}; \
-                 {line}, so it cannot be migrated there",
+                "job database {} has schema v{version} and this slurm-imex reads \
+                 v{SCHEMA_VERSION}, which it cannot migrate there: {line}; then any slurm-imex \
+                 command run as root migrates it",
                 path.display()
             )));
         }

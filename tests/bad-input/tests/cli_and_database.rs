@@ -388,3 +388,80 @@ fn open_db_and_say_why_not() {
         Err(e) => println!("open: {e}"),
     }
 }
+
+/// An old database (an older schema) on a filesystem remounted read-only:
+/// it cannot be migrated there, and the CLI says so, and why, once: one
+/// line, not the warning and then the refusal repeating it.
+#[test]
+fn an_old_database_on_a_read_only_disk_is_refused_in_one_line() {
+    if !is_root() {
+        eprintln!("skipped: mounting a read-only filesystem needs root (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    site.database(2, "PRAGMA user_version = 3;");
+    let ro = site.dir.path().join("ro");
+    std::fs::create_dir(&ro).unwrap();
+    let script = format!(
+        "set -e; mount -t tmpfs -o size=4m,mode=700 ro {ro}; cp {db} {ro}/jobs.db; \
+         chmod 600 {ro}/jobs.db; mount -o remount,ro {ro}; \
+         {cli} --config {cfg} --db {ro}/jobs.db history; echo rc=$?",
+        ro = ro.display(),
+        db = site.db(),
+        cli = bin("slurm-imex").display(),
+        cfg = site.dir.path().join("imex.toml").display(),
+    );
+    let r = run(
+        std::path::Path::new("/usr/bin/unshare"),
+        &["-m", "--propagation", "private", "sh", "-c", &script],
+        &[],
+    );
+    r.ended_without_panic("old read-only database");
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", r.stderr);
+    let line = lines[0];
+    assert!(
+        line.contains("schema v3") && line.contains("read-only filesystem"),
+        "{line}"
+    );
+    assert_eq!(line.matches("read-only filesystem").count(), 1, "{line}");
+    assert!(line.contains("remount it read-write"), "{line}");
+}
+
+/// A user (not root) running the reading commands on a compute node: the
+/// job database is root's, which they are told, with the view that is
+/// theirs, not advice to chown root's directory.
+#[test]
+fn a_user_reading_roots_database_is_told_whose_it_is_and_what_is_theirs() {
+    if !is_root() {
+        eprintln!("skipped: running as another user needs root (CI runs as root)");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let site = Site::new();
+    site.database(2, "");
+    std::fs::set_permissions(site.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = site.dir.path().join("imex.toml");
+    let db = site.db();
+    let program = bin("slurm-imex");
+    for command in [&["history"][..], &["show", "1000"], &["gpus"]] {
+        let mut args = vec![
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            program.to_str().unwrap(),
+        ];
+        let (cfg, db) = (cfg.to_str().unwrap(), db.as_str());
+        args.extend(["--config", cfg, "--db", db]);
+        args.extend_from_slice(command);
+        let r = run(std::path::Path::new("/usr/bin/setpriv"), &args, &[]);
+        r.ended_without_panic("a user's history");
+        assert_ne!(r.code, Some(0), "{command:?}: {r:?}");
+        let lines: Vec<&str> = r.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{command:?}: {}", r.stderr);
+        assert!(lines[0].contains("is root's"), "{}", lines[0]);
+        assert!(lines[0].contains("slurm-imex job JOBID"), "{}", lines[0]);
+        assert!(!lines[0].contains("chown"), "{}", lines[0]);
+    }
+}
