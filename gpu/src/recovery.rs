@@ -46,6 +46,13 @@ impl RecoveryAction {
     pub const NONE: RecoveryAction = RecoveryAction(0);
     pub const RECOVER_IMEX_DOMAIN: RecoveryAction = RecoveryAction(5);
 
+    /// Every value NVML names, with its name, in order.
+    pub fn named() -> impl Iterator<Item = (RecoveryAction, &'static str)> {
+        (0u64..)
+            .zip(NAMES)
+            .map(|(v, name)| (RecoveryAction(v), name))
+    }
+
     /// NVML's name for the value, when this release knows it.
     pub fn name(self) -> Option<&'static str> {
         usize::try_from(self.0)
@@ -90,6 +97,31 @@ impl RecoveryAction {
                  the action again"
             ),
             Asks::Drain { todo } => format!("driver asks for recovery action {what}: {todo}"),
+        }
+    }
+
+    /// The finding's detail for a GPU that asked for its IMEX domain to be
+    /// restored and reads this action once the job's fresh IMEX domain is
+    /// UP (`reread`): still RECOVER_IMEX_DOMAIN, which the domain did not
+    /// clear, or another action, as a gate's finding says it.
+    pub fn still_asks_detail(self) -> String {
+        if self == RecoveryAction::RECOVER_IMEX_DOMAIN {
+            format!(
+                "driver still asks for recovery action {} after the job's fresh IMEX domain came \
+                 UP: reset the GPU or reboot the node",
+                self.describe()
+            )
+        } else {
+            self.finding_detail()
+        }
+    }
+
+    /// The finding's detail for a GPU whose action could not be read again
+    /// (`reread`), and why when known.
+    pub fn unread_detail(why: Option<&str>) -> String {
+        match why {
+            Some(why) => format!("its recovery action could not be read again: {why}"),
+            None => "its recovery action could not be read again".into(),
         }
     }
 }

@@ -36,6 +36,8 @@ use slurm_imex_core::slurm::node::{NodeRead, NodeStatus};
 use slurm_imex_core::slurm::Scontrol;
 use slurm_imex_core::state::NodeState;
 use slurm_imex_core::timespec::now_s;
+use slurm_imex_gpu::health::checks::RECOVERY_ACTION;
+use slurm_imex_gpu::health::reasons::{imex_reason, reason_check, IMEX};
 use slurm_imex_gpu::health::DRAIN_PREFIX;
 use slurm_imex_settings::Config;
 
@@ -186,11 +188,7 @@ pub fn act(
 /// by the caller) fails the prolog: the same drain as a GPU finding, under
 /// the check name `imex`.
 pub fn imex_node_fault(cfg: &Config, node: &str, job_id: u32, line: &str) -> DrainAction {
-    let reason = for_job(
-        &format!("{DRAIN_PREFIX}{IMEX_CHECK} {node}: {line}"),
-        job_id,
-    );
-    hook_drain(cfg, node, reason)
+    hook_drain(cfg, node, for_job(&imex_reason(node, line), job_id))
 }
 
 /// What `slurm-imex check` does to `slurm`'s node for a verdict, given the
@@ -307,10 +305,9 @@ const RECHECK_S: i64 = 3600;
 /// Such a drain is lifted by `slurm-imex undrain` alone.
 pub fn awaits_admin(standing: &NodeState) -> Option<&str> {
     let reason = standing.drained_for.as_deref()?;
-    let imex_fault = reason
-        .strip_prefix(DRAIN_PREFIX)
-        .and_then(|rest| rest.strip_prefix(IMEX_CHECK))
-        .is_some_and(|rest| rest.starts_with([' ', ':']));
+    // `imex-health: imex <node>: …` from a hook, `imex-health: imex: …`
+    // from the check.
+    let imex_fault = reason_check(reason) == Some(IMEX);
     (standing.drained_since.is_some() && imex_fault).then_some(reason)
 }
 
@@ -328,20 +325,9 @@ pub fn awaits_recovery<'a>(
 ) -> Option<&'a str> {
     recovery_pending?;
     let reason = standing.drained_for.as_deref()?;
-    let recovery = reason
-        .strip_prefix(DRAIN_PREFIX)
-        .and_then(|rest| rest.strip_prefix(RECOVERY_CHECK))
-        .is_some_and(|rest| rest.starts_with([' ', ':']));
+    let recovery = reason_check(reason) == Some(RECOVERY_ACTION);
     (standing.drained_since.is_some() && recovery).then_some(reason)
 }
-
-/// The check name a recovery-action drain's reason carries after the prefix.
-const RECOVERY_CHECK: &str = " recovery_action";
-
-/// The check name an IMEX fault's reason carries after the prefix
-/// (`imex-health: imex <node>: …` from a hook, `imex-health: imex: …` from
-/// the check).
-const IMEX_CHECK: &str = " imex";
 
 /// The standing says we drained the node, and Slurm does not show our
 /// reason yet (a failed hook: Slurm wrote its own "Prolog error"): set

@@ -18,6 +18,7 @@ use slurm_imex_core::state::StateDir;
 use slurm_imex_core::timespec::now_s;
 use slurm_imex_gpu::clique::node_clique;
 use slurm_imex_gpu::config::GpuJobs;
+use slurm_imex_gpu::health::checks::RECOVERY_ACTION;
 use slurm_imex_gpu::health::gate::{self, GateRequest, GateResult};
 use slurm_imex_gpu::health::{drain_reason, verdict_of, Finding, GpuRef, Severity, Verdict};
 use slurm_imex_gpu::nvml::{GpuSnapshot, Reading};
@@ -161,7 +162,7 @@ pub fn reread_recovery(cfg: &Config, gpus: &[GpuRef]) -> std::result::Result<(),
     let not_cleared = |gpu: &GpuRef| -> Option<String> {
         let actions = match &read {
             Ok(actions) => actions,
-            Err(e) => return Some(format!("its recovery action could not be read again: {e}")),
+            Err(e) => return Some(RecoveryAction::unread_detail(Some(e.as_str()))),
         };
         match actions
             .iter()
@@ -169,16 +170,14 @@ pub fn reread_recovery(cfg: &Config, gpus: &[GpuRef]) -> std::result::Result<(),
             .map(|(_, r)| r)
         {
             Some(Reading::Value(0)) | Some(Reading::NotSupported) => None,
-            Some(Reading::Value(v)) => Some(still_asks(RecoveryAction(*v))),
-            Some(Reading::Failed(e)) => {
-                Some(format!("its recovery action could not be read again: {e}"))
-            }
-            None => Some("its recovery action could not be read again".into()),
+            Some(Reading::Value(v)) => Some(RecoveryAction(*v).still_asks_detail()),
+            Some(Reading::Failed(e)) => Some(RecoveryAction::unread_detail(Some(e.as_str()))),
+            None => Some(RecoveryAction::unread_detail(None)),
         }
     };
     let first = gpus.iter().find_map(|gpu| {
         not_cleared(gpu).map(|detail| Finding {
-            check: "recovery_action".into(),
+            check: RECOVERY_ACTION.into(),
             severity: Severity::Drain,
             gpu: Some(gpu.clone()),
             detail,
@@ -187,20 +186,6 @@ pub fn reread_recovery(cfg: &Config, gpus: &[GpuRef]) -> std::result::Result<(),
     match first {
         None => Ok(()),
         Some(finding) => Err(finding.reason()),
-    }
-}
-
-/// What a GPU that still asks for a recovery action after the job's fresh
-/// IMEX domain came UP is drained with.
-fn still_asks(action: RecoveryAction) -> String {
-    if action == RecoveryAction::RECOVER_IMEX_DOMAIN {
-        format!(
-            "driver still asks for recovery action {} after the job's fresh IMEX domain came \
-             UP: reset the GPU or reboot the node",
-            action.describe()
-        )
-    } else {
-        action.finding_detail()
     }
 }
 

@@ -14,6 +14,7 @@
 use slurm_imex_core::state::{StateDir, WatchState};
 use slurm_imex_domain::imex::status::node_status;
 use slurm_imex_domain::imex::watcher::Watcher;
+use slurm_imex_gpu::health::reasons::IMEX;
 use slurm_imex_gpu::health::{Finding, Severity};
 use slurm_imex_settings::Config;
 
@@ -41,7 +42,7 @@ pub fn check_imex(cfg: &Config) -> Option<Finding> {
         None => (Severity::Drain, detail),
     };
     Some(Finding {
-        check: "imex".into(),
+        check: IMEX.into(),
         severity,
         gpu: None,
         detail,

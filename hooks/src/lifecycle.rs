@@ -16,6 +16,7 @@ use slurm_imex_core::timespec::now_s;
 use slurm_imex_domain::context::HookContext;
 use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
 use slurm_imex_domain::imex::status::expectation;
+use slurm_imex_gpu::health::checks::RECOVERY_ACTION;
 use slurm_imex_gpu::health::{GpuRef, Verdict, DRAIN_PREFIX};
 use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{journal, metrics};
@@ -344,7 +345,7 @@ fn recover_imex_domain(
     let names = gpu_names(gpus);
     let cleared = |how: &str| {
         steps.note_gate(format!(
-            "{DRAIN_PREFIX} recovery_action {names}: RECOVER_IMEX_DOMAIN (5) cleared {how}"
+            "{DRAIN_PREFIX} {RECOVERY_ACTION} {names}: RECOVER_IMEX_DOMAIN (5) cleared {how}"
         ))
     };
     let still = match steps.reread_recovery(gpus) {
@@ -381,7 +382,7 @@ fn gpu_names(gpus: &[GpuRef]) -> String {
 fn gate_crashed() -> GpuOutcome {
     GpuOutcome::Done {
         verdict: Verdict::Drain,
-        drain_reason: Some("imex-health: gate: the GPU health gate crashed (a bug)".into()),
+        drain_reason: Some(slurm_imex_gpu::health::gate::crashed().reason()),
         warnings: Vec::new(),
         clique: None,
         restore_imex: Vec::new(),

@@ -114,7 +114,8 @@ test_rpm_installs_verifies_upgrades_and_erases_clean() { # rpm older-rpm
              /usr/share/man/man8/slurm-imex-epilog.8.gz /usr/share/man/man8/slurm-imex-watch.8.gz /usr/share/man/man8/slurm-imex-healthcheck.8.gz \
              /usr/share/man/man1/slurm-imex.1.gz \
              /usr/share/doc/slurm-imex/docs/install.md /usr/share/doc/slurm-imex/examples/job_submit.lua \
-             /usr/share/doc/slurm-imex/examples/nvidia-imex.service.d/slurm-imex.conf; do
+             /usr/share/doc/slurm-imex/examples/nvidia-imex.service.d/slurm-imex.conf \
+             /usr/share/doc/slurm-imex/examples/nvsentinel/slurm-drain-monitor.toml; do
       [ -e \$R\$f ] || echo \"missing: \$f\"
     done
     echo \"state: \$(stat -c '%a %U' \$R/var/lib/slurm-imex)\"

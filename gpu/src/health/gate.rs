@@ -6,6 +6,7 @@
 
 use super::checks::{check_gpu, check_node, check_signatures, check_xids, Hook, LogLines};
 use super::fabric_wait::FabricSeen;
+use super::reasons::{GATE, GPU_COUNT, GPU_SET, NVML_INIT, XID};
 use super::{Finding, GpuRef, Severity};
 use crate::config::{Accounting, GpuSections};
 use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};
@@ -232,14 +233,12 @@ fn open_nvml(
         Ok(Err(e)) => {
             result
                 .findings
-                .push(Finding::node_drain("nvml_init", e.to_string()));
+                .push(Finding::node_drain(NVML_INIT, e.to_string()));
             return None;
         }
         Err(_) => {
             let detail = format!("NVML init did not finish within {NVML_INIT_BUDGET:?}");
-            result
-                .findings
-                .push(Finding::node_drain("nvml_init", detail));
+            result.findings.push(Finding::node_drain(NVML_INIT, detail));
             return None;
         }
     };
@@ -248,7 +247,7 @@ fn open_nvml(
         Err(e) => {
             result
                 .findings
-                .push(Finding::node_drain("gpu_count", e.to_string()));
+                .push(Finding::node_drain(GPU_COUNT, e.to_string()));
             None
         }
     }
@@ -260,13 +259,19 @@ fn open_nvml(
 fn gpu_set_finding(requested: Option<&[u32]>, count: u32) -> Option<Finding> {
     let missing = missing_job_gpus(requested, count)?;
     Some(Finding::node_drain(
-        "gpu_set",
+        GPU_SET,
         format!(
             "SLURM_JOB_GPUS lists GPU index(es) {missing} but NVML sees {count} GPU(s) \
              (indexes 0-{}): a GPU is missing or gres.conf is wrong",
             count.saturating_sub(1)
         ),
     ))
+}
+
+/// What a gate that panicked (a bug) stands for: a drain, as the gate
+/// could not say the GPUs are fit.
+pub fn crashed() -> Finding {
+    Finding::node_drain(GATE, "the GPU health gate crashed (a bug)".into())
 }
 
 /// GPUs `gpus` read as the gate reads them, for whoever reports what it
@@ -417,7 +422,7 @@ fn judge_kernel_log(
         Ok(read) => read,
         Err(e) => {
             result.findings.push(Finding {
-                check: "xid".into(),
+                check: XID.into(),
                 severity: Severity::Warn,
                 gpu: None,
                 detail: format!("cannot read the kernel log {source} ([gpu] kmsg): {e}"),

@@ -1,11 +1,12 @@
 //! GPU node health: findings, severities, verdicts and drain reasons
 //! (`checks`), the time-bounded gate that reads the GPUs and runs the
-//! checks (`gate`), and a fabric probe not done yet across checks
-//! (`fabric_wait`).
+//! checks (`gate`), a fabric probe not done yet across checks
+//! (`fabric_wait`), and every class of drain reason (`reasons`).
 
 pub mod checks;
 pub mod fabric_wait;
 pub mod gate;
+pub mod reasons;
 
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::text::printable;

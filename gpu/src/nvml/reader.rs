@@ -57,7 +57,7 @@ impl Stage {
         match self {
             Stage::Identity => "gpu_identity",
             Stage::Memory => "memory_health",
-            Stage::Recovery => "recovery_action",
+            Stage::Recovery => crate::health::checks::RECOVERY_ACTION,
             Stage::Fabric | Stage::FabricWait => "fabric",
             Stage::NvLink => "nvlink",
             Stage::Processes => "leftover_processes",

@@ -21,9 +21,11 @@ mod signatures;
 mod xids;
 
 pub use node::check_node;
+pub(crate) use signatures::detail as signature_detail;
 pub use signatures::{check_signatures, LogLines};
 pub use xids::check_xids;
 
+use super::reasons::GPU_LOST;
 use super::{Finding, GpuRef, Severity};
 use crate::config::HealthConfig;
 use crate::nvml::snapshot::GpuSnapshot;
@@ -71,7 +73,7 @@ type GpuCheck = fn(&mut GpuFindings, &HealthConfig, Hook);
 /// history` and alert rules say), in the order their findings are reported
 /// (the first drain finding names the drain reason).
 const GPU_CHECKS: [(&str, GpuCheck); 15] = [
-    ("recovery_action", memory::recovery_action),
+    (RECOVERY_ACTION, memory::recovery_action),
     ("row_remap", memory::row_remap),
     ("retired_pages", memory::retired_pages),
     ("ecc_dbe", memory::ecc_dbe),
@@ -88,11 +90,20 @@ const GPU_CHECKS: [(&str, GpuCheck); 15] = [
     ("nvml_read", board::nvml_read),
 ];
 
+/// The step that reads the driver's recovery action (`crate::recovery`),
+/// whose drain reasons `slurm_imex_hooks` reads back.
+pub const RECOVERY_ACTION: &str = "recovery_action";
+
+/// The names of a GPU's steps (`GPU_CHECKS`), in order.
+pub fn gpu_check_names() -> impl Iterator<Item = &'static str> {
+    GPU_CHECKS.into_iter().map(|(name, _)| name)
+}
+
 /// Checks of one GPU.
 pub fn check_gpu(gpu: &GpuSnapshot, cfg: &HealthConfig, hook: Hook) -> Vec<Finding> {
     let mut findings = GpuFindings {
         gpu,
-        check: "gpu_lost",
+        check: GPU_LOST,
         found: Vec::new(),
     };
     if gpu.lost {

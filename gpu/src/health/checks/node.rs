@@ -2,6 +2,7 @@
 //! driver version, and that every GPU of the node is in one NVLink clique.
 
 use crate::config::HealthConfig;
+use crate::health::reasons::{DRIVER, FABRIC_CLIQUE, GPU_COUNT};
 use crate::health::Finding;
 use crate::nvml::snapshot::GpuSnapshot;
 use std::collections::BTreeSet;
@@ -27,14 +28,14 @@ fn gpu_count(cfg: &HealthConfig, nvml_count: u32, pci_count: Option<u32>) -> Vec
     let expected = cfg.expected_gpus;
     if expected > 0 && nvml_count != expected {
         let detail = format!("NVML sees {nvml_count} GPUs, expected_gpus = {expected}");
-        found.push(Finding::node_drain("gpu_count", detail));
+        found.push(Finding::node_drain(GPU_COUNT, detail));
     }
     if let Some(pci) = pci_count.filter(|pci| *pci > nvml_count) {
         let detail = format!(
             "NVML sees {nvml_count} GPUs but the PCI bus has {pci}: a GPU fell off the bus or \
              failed to initialise"
         );
-        found.push(Finding::node_drain("gpu_count", detail));
+        found.push(Finding::node_drain(GPU_COUNT, detail));
     }
     found
 }
@@ -48,7 +49,7 @@ fn driver(cfg: &HealthConfig, version: Option<&str>) -> Option<Finding> {
         "driver {} but expected_driver = {expected}",
         version.unwrap_or("unknown")
     );
-    Some(Finding::node_drain("driver", detail))
+    Some(Finding::node_drain(DRIVER, detail))
 }
 
 /// Only GPUs whose fabric registration completed report a clique.
@@ -64,5 +65,5 @@ fn fabric_clique(snapshots: &[GpuSnapshot]) -> Option<Finding> {
     }
     let list: Vec<String> = cliques.iter().map(|(u, c)| format!("{u}.{c}")).collect();
     let detail = format!("GPUs report different NVLink cliques: {}", list.join(" "));
-    Some(Finding::node_drain("fabric_clique", detail))
+    Some(Finding::node_drain(FABRIC_CLIQUE, detail))
 }

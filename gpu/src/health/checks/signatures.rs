@@ -74,7 +74,7 @@ impl LogLines<'_> {
 
 /// `10000 lines since the last check: <means>; <action>; newest: <line>`,
 /// the count first, so a drain reason cut to its length still holds it.
-fn detail(signature: &Signature, sighting: &Sighting, count: usize) -> String {
+pub(crate) fn detail(signature: &Signature, sighting: &Sighting, count: usize) -> String {
     let lines = if count == 1 { "line" } else { "lines" };
     format!(
         "{count} {lines} since the last check: {}; {}; newest: {}",

@@ -2,6 +2,7 @@
 //! GPU they name: drain-class XIDs drain, ignorable ones are dropped.
 
 use super::gpu_ref;
+use crate::health::reasons::XID;
 use crate::health::{Finding, Severity};
 use crate::nvml::snapshot::GpuSnapshot;
 use crate::xid::{is_drain_class, Bucket, XidEvent};
@@ -19,7 +20,7 @@ pub fn check_xids(events: &[XidEvent], snapshots: &[GpuSnapshot]) -> Vec<Finding
             Severity::Warn
         };
         out.push(Finding {
-            check: "xid".into(),
+            check: XID.into(),
             severity,
             gpu: gpu.map(gpu_ref),
             detail: format!(
