@@ -11,6 +11,8 @@
 //! - an NVLink clique's one spelling: `clique` (the GPU side writes it, the
 //!   rack side reads it)
 //! - what happened to a job's IMEX domain while it ran: `imex_event`
+//! - a GPU recovery action's one spelling: `recovery_action` (the GPU side
+//!   reads the action, the job's records name it)
 //! - who is to blame for a failure: `blame` (docs/blame.md)
 //! - the node's own files: `state` (the state directory and the job records
 //!   kept there), `fsutil`
@@ -29,6 +31,7 @@ pub mod imex_event;
 pub mod logging;
 pub mod poll;
 pub mod process;
+pub mod recovery_action;
 pub mod slurm;
 pub mod state;
 pub mod text;

@@ -30,18 +30,6 @@ pub enum Asks {
     Drain { todo: &'static str },
 }
 
-/// The names NVML gives the values it defines, in order.
-const NAMES: [&str; 8] = [
-    "NONE",
-    "GPU_RESET",
-    "NODE_REBOOT",
-    "DRAIN_P2P",
-    "DRAIN_AND_RESET",
-    "RECOVER_IMEX_DOMAIN",
-    "BUS_RESET",
-    "SYSTEM_REBOOT",
-];
-
 impl RecoveryAction {
     pub const NONE: RecoveryAction = RecoveryAction(0);
     pub const RECOVER_IMEX_DOMAIN: RecoveryAction = RecoveryAction(5);
@@ -49,24 +37,19 @@ impl RecoveryAction {
     /// Every value NVML names, with its name, in order.
     pub fn named() -> impl Iterator<Item = (RecoveryAction, &'static str)> {
         (0u64..)
-            .zip(NAMES)
+            .zip(slurm_imex_core::recovery_action::NAMES)
             .map(|(v, name)| (RecoveryAction(v), name))
     }
 
     /// NVML's name for the value, when this release knows it.
     pub fn name(self) -> Option<&'static str> {
-        usize::try_from(self.0)
-            .ok()
-            .and_then(|i| NAMES.get(i).copied())
+        slurm_imex_core::recovery_action::name(self.0)
     }
 
-    /// `RECOVER_IMEX_DOMAIN (5)`, or `recovery action 8, unknown to this
-    /// slurm-imex` for a value it does not know.
+    /// `RECOVER_IMEX_DOMAIN (5)`, or `8, unknown to this slurm-imex` for a
+    /// value it does not know (the names: `slurm_imex_core::recovery_action`).
     pub fn describe(self) -> String {
-        match self.name() {
-            Some(name) => format!("{name} ({})", self.0),
-            None => format!("{}, unknown to this slurm-imex", self.0),
-        }
+        slurm_imex_core::recovery_action::describe(self.0)
     }
 
     /// What the action asks (docs/gpu-health.md, "Recovery actions"):

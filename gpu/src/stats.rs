@@ -54,6 +54,12 @@ pub struct GpuJobStats {
     pub remapped_uncorrectable: Delta,
     pub remap_pending_end: Option<bool>,
     pub remap_failure_end: Option<bool>,
+    /// The recovery action the driver asked for at the job's end (NVML
+    /// field 230, from the epilog's snapshot; named by
+    /// `slurm_imex_core::recovery_action`): None when it was not read (a
+    /// driver without the field, a record from before slurm-imex kept it).
+    #[serde(default)]
+    pub recovery_action_end: Option<u64>,
     pub pcie_replays: Delta,
     /// Throttle (violation) time per reason over the job, ns.
     pub throttle_ns: BTreeMap<String, u64>,
@@ -172,6 +178,7 @@ pub fn gpu_job_stats(
         remapped_uncorrectable: delta(s(&unc), unc(end)),
         remap_pending_end: end.remapped_rows.value().map(|r| r.pending),
         remap_failure_end: end.remapped_rows.value().map(|r| r.failure),
+        recovery_action_end: read(&end.recovery_action),
         pcie_replays: delta(s(&|g| read(&g.pcie_replays)), read(&end.pcie_replays)),
         throttle_ns: throttle_deltas(start, end),
         nvlink_errors: nvlink_error_deltas(start, end),
@@ -383,6 +390,29 @@ mod tests {
         let st = gpu_job_stats(None, &d, &[]);
         assert_eq!(st.energy_mj.value, None);
         assert_eq!(st.remap_pending_end, Some(true));
+        assert_eq!(st.recovery_action_end, None, "not read: not known");
+    }
+
+    #[test]
+    fn the_recovery_action_is_the_end_snapshots() {
+        let mut a = snap(Reading::Value(0), 0, 0);
+        let mut b = snap(Reading::Value(0), 0, 0);
+        a.recovery_action = Reading::Value(0);
+        b.recovery_action = Reading::Value(5);
+        assert_eq!(
+            gpu_job_stats(Some(&a), &b, &[]).recovery_action_end,
+            Some(5)
+        );
+        // Cleared by the job's end: NONE, whatever the start read.
+        let st = gpu_job_stats(Some(&b), &a, &[]);
+        assert_eq!(st.recovery_action_end, Some(0));
+        b.recovery_action = Reading::NotSupported;
+        assert_eq!(gpu_job_stats(Some(&a), &b, &[]).recovery_action_end, None);
+        // A record written before the field existed still reads.
+        let mut old = serde_json::to_value(&st).unwrap();
+        old.as_object_mut().unwrap().remove("recovery_action_end");
+        let back: GpuJobStats = serde_json::from_value(old).unwrap();
+        assert_eq!(back.recovery_action_end, None);
     }
 
     #[test]

@@ -237,6 +237,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX imex_events_job ON imex_events (job_id, node);
     "#,
+    // v8: the GPU recovery action the driver asked for at the job's end
+    // (NVML field 230; NULL when not read, and for rows from before v8),
+    // and the board's after its last job for the metrics (0, NONE, when
+    // not read: as remap_pending).
+    r#"
+    ALTER TABLE job_gpus ADD COLUMN recovery_action_end INTEGER;
+    ALTER TABLE gpu_totals ADD COLUMN recovery_action INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

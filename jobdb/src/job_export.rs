@@ -122,6 +122,7 @@ fn gpu_report(g: &GpuRecord) -> GpuReport {
         ecc_dbe: s.ecc_dbe.value,
         remapped_rows: remapped,
         remap_pending: s.remap_pending_end == Some(true),
+        recovery_action: s.recovery_action_end.filter(|a| *a != 0),
         throttle_s: s
             .throttle_ns
             .iter()

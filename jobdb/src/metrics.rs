@@ -201,6 +201,8 @@ pub const METRICS: &[Metric] = &[
     metric!("slurm_imex_gpu_idle_jobs_total", "counter", "Jobs that held this board but never ran a process on it.", Source::Board(|b| one(usage(b, "idle_jobs")))),
     metric!("slurm_imex_gpu_remap_pending", "gauge", "1 when the board had a row remap pending (GPU reset needed) after its last job.",
         Source::Board(|b| one(b.remap_pending as i64))),
+    metric!("slurm_imex_gpu_recovery_action", "gauge", "The GPU recovery action the driver asked for after the board's last job (NVML field 230): 0 NONE, 1 GPU_RESET, 2 NODE_REBOOT, 3 DRAIN_P2P, 4 DRAIN_AND_RESET, 5 RECOVER_IMEX_DOMAIN, 6 BUS_RESET, 7 SYSTEM_REBOOT, a higher value unknown to this slurm-imex; 0 also where the driver does not report it.",
+        Source::Board(|b| one(b.recovery_action))),
     metric!("slurm_imex_gpu_last_verdict", "gauge", "The board's verdict after its last job: 0 PASS, 1 WARN, 2 DRAIN.",
         Source::Board(|b| one(verdict_value(&b.last_verdict)))),
     metric!("slurm_imex_node_info", "gauge", "This node's Slurm name and the slurm-imex version (always 1).",
@@ -360,6 +362,33 @@ mod tests {
     }
 
     #[test]
+    fn the_recovery_action_after_the_last_job_is_a_gauge_whose_help_names_every_value() {
+        let mut b = board();
+        b.recovery_action = 5;
+        let text = render(&[b, board()], &NodeState::default());
+        assert!(text.contains("# TYPE slurm_imex_gpu_recovery_action gauge\n"));
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("slurm_imex_gpu_recovery_action{"))
+            .collect();
+        assert_eq!(
+            samples,
+            [
+                "slurm_imex_gpu_recovery_action{serial=\"1650924060000\",uuid=\"GPU-1\",pci=\"00000000:1A:00.0\"} 5",
+                "slurm_imex_gpu_recovery_action{serial=\"1650924060000\",uuid=\"GPU-1\",pci=\"00000000:1A:00.0\"} 0",
+            ]
+        );
+        let help = METRICS
+            .iter()
+            .find(|m| m.name == "slurm_imex_gpu_recovery_action")
+            .unwrap()
+            .help;
+        for (v, name) in slurm_imex_core::recovery_action::NAMES.iter().enumerate() {
+            assert!(help.contains(&format!("{v} {name}")), "{v} {name}: {help}");
+        }
+    }
+
+    #[test]
     fn hostile_label_values_are_escaped() {
         let mut b = board();
         b.serial = "a\"b\\c\nd".into();
@@ -405,6 +434,81 @@ mod tests {
             }
         }
         assert!(seen > 0, "{file}: no slurm_imex_ metric used");
+    }
+
+    /// The names a guide's spelling stands for: `{a,b}` is each of a and b,
+    /// `(x)` is with and without x, and a `{label}` (no comma) is left out.
+    fn spelled(spelling: &str) -> Vec<String> {
+        let Some(open) = spelling.find(['{', '(']) else {
+            return vec![spelling.to_string()];
+        };
+        let close_char = if spelling.as_bytes()[open] == b'{' {
+            '}'
+        } else {
+            ')'
+        };
+        let close = open + spelling[open..].find(close_char).unwrap();
+        let (head, inner, tail) = (
+            &spelling[..open],
+            &spelling[open + 1..close],
+            &spelling[close + 1..],
+        );
+        let choices: Vec<&str> = match close_char {
+            ')' => vec!["", inner],
+            _ if inner.contains(',') => inner.split(',').collect(),
+            _ => vec![""],
+        };
+        choices
+            .iter()
+            .flat_map(|c| spelled(&format!("{head}{c}{tail}")))
+            .collect()
+    }
+
+    #[test]
+    fn the_guide_names_every_metric_and_counts_an_8_gpu_nodes_series() {
+        let guide = include_str!("../../docs/guide.md");
+        let at = guide.find("## Fleet view").unwrap();
+        let section = &guide[at..];
+        let section = &section[..section[3..].find("\n## ").unwrap() + 3];
+        let named: Vec<String> = section
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|s| s.starts_with("slurm_imex_"))
+            .flat_map(spelled)
+            .collect();
+        for m in METRICS {
+            assert!(
+                named.iter().any(|n| n == m.name),
+                "docs/guide.md's fleet view does not name {}",
+                m.name
+            );
+        }
+        let boards: Vec<BoardCounters> = (0..8)
+            .map(|i| BoardCounters {
+                serial: format!("S{i}"),
+                ..Default::default()
+            })
+            .collect();
+        let node = NodeState {
+            last_gate_ms: Some(1),
+            last_prolog_ms: Some(1),
+            last_epilog_ms: Some(1),
+            ..Default::default()
+        };
+        let text = render(&boards, &node);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        let per_board = samples
+            .iter()
+            .filter(|l| l.contains("serial=\"S0\""))
+            .count();
+        let for_node = samples.len() - 8 * per_board;
+        let words = section.split_whitespace().collect::<Vec<_>>().join(" ");
+        let said = format!(
+            "an 8-GPU node exports {} series ({per_board} per board and {for_node} for the node)",
+            samples.len()
+        );
+        assert!(words.contains(&said), "docs/guide.md should say: {said}");
     }
 
     #[test]

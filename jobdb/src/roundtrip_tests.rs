@@ -446,9 +446,101 @@ fn board_counters_sum_per_board_and_keep_the_last_verdict() {
         !s1.remap_pending,
         "the last job ended without a pending remap"
     );
+    assert_eq!(s1.recovery_action, 0, "not read: NONE, as remap_pending");
     assert_eq!(s1.pci, "0000:1a:00");
     let s2 = boards.iter().find(|b| b.serial == "S2").unwrap();
     assert_eq!((s2.jobs, s2.drains), (1, 0));
+}
+
+#[test]
+fn the_recovery_action_each_gpu_ended_with_round_trips_and_the_boards_last_is_kept() {
+    let (_d, mut db) = db();
+    let mut j = job(11, "n1", 1_000, &["S1", "S2", "S3"], Verdict::Warn);
+    j.gpus[0].stats.recovery_action_end = Some(5);
+    j.gpus[1].stats.recovery_action_end = Some(0);
+    // j.gpus[2]: not read (a driver without the field) stays None.
+    db.record_job(&j).unwrap();
+    let shown = &db.show(11).unwrap()[0];
+    let ends: Vec<Option<u64>> = shown
+        .gpus
+        .iter()
+        .map(|g| g.stats.recovery_action_end)
+        .collect();
+    assert_eq!(ends, [Some(5), Some(0), None]);
+    // The job's report (series, stored summary) names only what is not NONE.
+    let report = crate::job_export::node_report(shown);
+    let actions: Vec<Option<u64>> = report.gpus.iter().map(|g| g.recovery_action).collect();
+    assert_eq!(actions, [Some(5), None, None]);
+    let board = |db: &JobDb, serial: &str| {
+        db.board_counters()
+            .unwrap()
+            .into_iter()
+            .find(|b| b.serial == serial)
+            .unwrap()
+            .recovery_action
+    };
+    assert_eq!(
+        (board(&db, "S1"), board(&db, "S2"), board(&db, "S3")),
+        (5, 0, 0)
+    );
+    // The board's value is its last job's: cleared, then an unknown one.
+    let mut next = job(12, "n1", 2_000, &["S1"], Verdict::Pass);
+    next.gpus[0].stats.recovery_action_end = Some(0);
+    db.record_job(&next).unwrap();
+    assert_eq!(board(&db, "S1"), 0);
+    next = job(13, "n1", 3_000, &["S1"], Verdict::Drain);
+    next.gpus[0].stats.recovery_action_end = Some(8);
+    db.record_job(&next).unwrap();
+    assert_eq!(board(&db, "S1"), 8);
+    let text = crate::metrics::render(&db.board_counters().unwrap(), &Default::default());
+    assert!(
+        text.contains(
+            "slurm_imex_gpu_recovery_action{serial=\"S1\",uuid=\"GPU-S1\",pci=\"0000:1a:00\"} 8\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_v7_database_is_migrated_and_its_rows_read_no_recovery_action() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("jobs.db");
+    {
+        // What slurm-imex with schema v7 left: a job with a GPU, its board.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        for sql in &crate::db::MIGRATIONS[..7] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.execute_batch(
+            "INSERT INTO jobs (id, job_id, node, start_ts, end_ts, verdict) VALUES (1, 7, 'n1', 100, 160, 'PASS');
+             INSERT INTO job_gpus (job_row, gpu_index, uuid, serial, pci, remap_pending_end, verdict)
+                 VALUES (1, 0, 'GPU-A', 'A', '0000:1a:00', 0, 'PASS');
+             INSERT INTO gpu_totals (serial, uuid, last_node, last_seen, jobs) VALUES ('A', 'GPU-A', 'n1', 160, 1);",
+        )
+        .unwrap();
+        c.pragma_update(None, "user_version", 7).unwrap();
+    }
+    let mut db = JobDb::open(&path, Duration::from_secs(5)).unwrap();
+    let v: i64 = db
+        .conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, crate::db::SCHEMA_VERSION);
+    let g = &db.show(7).unwrap()[0].gpus[0];
+    assert_eq!(
+        (g.stats.remap_pending_end, g.stats.recovery_action_end),
+        (Some(false), None)
+    );
+    assert_eq!(db.board_counters().unwrap()[0].recovery_action, 0);
+    // New rows after the migration keep it.
+    let mut j = job(8, "n1", 1_000, &["A"], Verdict::Warn);
+    j.gpus[0].stats.recovery_action_end = Some(5);
+    db.record_job(&j).unwrap();
+    assert_eq!(
+        db.show(8).unwrap()[0].gpus[0].stats.recovery_action_end,
+        Some(5)
+    );
+    assert_eq!(db.board_counters().unwrap()[0].recovery_action, 5);
 }
 
 #[test]
@@ -676,7 +768,7 @@ mod imex_events {
     }
 
     #[test]
-    fn a_v6_database_is_migrated_to_v7_and_keeps_its_jobs() {
+    fn a_v6_database_is_migrated_past_v7_and_keeps_its_jobs() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("jobs.db");
         {
@@ -697,7 +789,7 @@ mod imex_events {
             .conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .unwrap();
-        assert_eq!(v, 7);
+        assert_eq!(v, crate::db::SCHEMA_VERSION);
         let shown = db.show(7).unwrap();
         assert_eq!(shown.len(), 1);
         assert!(shown[0].imex_events.is_empty());
@@ -707,17 +799,19 @@ mod imex_events {
         assert!(db.history(&all()).unwrap()[0].imex_interrupted);
         drop(db);
         // A database of a newer slurm-imex is still refused.
+        let newer = crate::db::SCHEMA_VERSION + 1;
         let c = rusqlite::Connection::open(&path).unwrap();
-        c.pragma_update(None, "user_version", 8).unwrap();
+        c.pragma_update(None, "user_version", newer).unwrap();
         drop(c);
         let e = JobDb::open(&path, Duration::from_secs(5))
             .err()
             .unwrap()
             .to_string();
-        assert!(
-            e.contains("has schema v8, newer than this slurm-imex (v7)"),
-            "{e}"
+        let said = format!(
+            "has schema v{newer}, newer than this slurm-imex (v{})",
+            crate::db::SCHEMA_VERSION
         );
+        assert!(e.contains(&said), "{e}");
     }
 
     #[test]

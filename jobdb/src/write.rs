@@ -300,9 +300,10 @@ fn insert_job_gpu(
             ecc_sbe, ecc_dbe, retired_pages, remapped_correctable, remapped_uncorrectable,
             remap_pending_end, remap_failure_end, pcie_replays, throttle_ns, nvlink_errors,
             max_memory_bytes, xid_count, xids_drain_class, xids_restart_app, verdict, reasons,
-            usage_processes, gpu_util_pct, mem_util_pct, gpu_busy_ms, gpu_process_ms)
+            usage_processes, gpu_util_pct, mem_util_pct, gpu_busy_ms, gpu_process_ms,
+            recovery_action_end)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24,
-                 ?25, ?26, ?27, ?28, ?29)",
+                 ?25, ?26, ?27, ?28, ?29, ?30)",
         params![
             job_row, s.index, s.uuid, s.serial, s.pci, s.name,
             i64_of(s.energy_mj.value), s.energy_mj.reset,
@@ -316,7 +317,8 @@ fn insert_job_gpu(
             g.verdict.as_str(), joined(&g.reasons),
             s.usage.map(|u| u.processes), s.usage.and_then(|u| u.gpu_util_pct),
             s.usage.and_then(|u| u.mem_util_pct), i64_of(s.usage.map(|u| u.busy_ms)),
-            i64_of(s.usage.map(|u| u.process_ms))
+            i64_of(s.usage.map(|u| u.process_ms)),
+            i64_of(s.recovery_action_end)
         ],
     )?;
     Ok(())
@@ -404,7 +406,7 @@ fn add_board_counters(
         "UPDATE gpu_totals SET pci = ?2,
             remapped_rows = remapped_rows + ?3, ecc_dbe = ecc_dbe + ?4,
             retired_pages = retired_pages + ?5, energy_resets = energy_resets + ?6,
-            last_verdict = ?7, remap_pending = ?8
+            last_verdict = ?7, remap_pending = ?8, recovery_action = ?9
          WHERE serial = ?1",
         params![
             key,
@@ -414,7 +416,8 @@ fn add_board_counters(
             delta(&s.retired_pages),
             s.energy_mj.reset as i64,
             verdict.as_str(),
-            s.remap_pending_end.unwrap_or(false) as i64
+            s.remap_pending_end.unwrap_or(false) as i64,
+            i64_of(s.recovery_action_end).unwrap_or(0)
         ],
     )?;
     let mut add = tx.prepare_cached(

@@ -85,12 +85,17 @@ fn leave_out_imex_events(s: &mut JobSummary) -> u32 {
     s.trimmed_imex_events
 }
 
-/// Every healthy GPU dropped (PASS, no XID, used), counted.
+/// Every healthy GPU dropped (PASS, no XID, used, no recovery action
+/// asked), counted.
 fn leave_out_healthy_gpus(s: &mut JobSummary) {
     for node in &mut s.nodes {
         let before = node.gpus.len();
-        node.gpus
-            .retain(|g| g.verdict != "PASS" || !g.xids.is_empty() || g.processes == Some(0));
+        node.gpus.retain(|g| {
+            g.verdict != "PASS"
+                || !g.xids.is_empty()
+                || g.processes == Some(0)
+                || g.recovery_action.is_some()
+        });
         s.trimmed_gpus = s
             .trimmed_gpus
             .saturating_add(count_u32(before - node.gpus.len()));
@@ -424,6 +429,29 @@ mod tests {
         assert!(back.racks.is_empty() && back.stored_totals.is_none());
         assert_eq!(back.totals().gpus, 4, "computed, as before");
         assert_eq!(back.rollup()[0].rack, "n", "computed from its nodes");
+        assert_eq!(
+            back.nodes[0].gpus[0].recovery_action, None,
+            "stored before recovery actions were kept"
+        );
+    }
+
+    #[test]
+    fn a_gpu_that_ends_asking_for_a_recovery_action_is_never_left_out() {
+        // 2000 nodes: healthy GPUs are left out to fit; one PASS GPU whose
+        // driver asks for RECOVER_IMEX_DOMAIN is a finding, and stays.
+        let mut s = summary(2000, 4);
+        s.nodes[7].gpus[2].recovery_action = Some(5);
+        let back = decode(&encode(&s).unwrap()).unwrap();
+        assert_eq!(back.trimmed_gpus, 7998);
+        let kept = &back.nodes[7].gpus;
+        assert_eq!(
+            (kept.len(), kept[0].index, kept[0].recovery_action),
+            (1, 2, Some(5))
+        );
+        assert!(back
+            .notes()
+            .iter()
+            .any(|n| n.contains("RECOVER_IMEX_DOMAIN (5) on gb-r1-08/gpu2")));
     }
 
     #[test]

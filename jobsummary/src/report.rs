@@ -115,6 +115,11 @@ pub struct GpuReport {
     pub remapped_rows: Option<u64>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub remap_pending: bool,
+    /// The GPU recovery action the driver asked for at the job's end, when
+    /// it was not NONE (NVML field 230; named by
+    /// `slurm_imex_core::recovery_action`). None: NONE, or not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_action: Option<u64>,
     /// Seconds throttled, by reason (only reasons that happened).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub throttle_s: BTreeMap<String, f64>,
@@ -417,6 +422,7 @@ impl JobSummary {
         self.left_out_notes(&mut notes);
         self.missing_notes(&mut notes);
         self.xid_notes(&mut notes);
+        self.recovery_notes(&mut notes);
         self.use_notes(&mut notes);
         notes
     }
@@ -527,6 +533,28 @@ impl JobSummary {
             notes.push(format!(
                 "XIDs of the GPU, driver or fabric (not your code): {}",
                 listed(&hw)
+            ));
+        }
+    }
+
+    /// The GPUs whose driver asked for a recovery action at the job's end,
+    /// by name ("RECOVER_IMEX_DOMAIN (5) on gb-r1-01/gpu1").
+    fn recovery_notes(&self, notes: &mut Vec<String>) {
+        let asked: Vec<String> = self
+            .gpus()
+            .filter_map(|(n, g)| {
+                let action = g.recovery_action.filter(|a| *a != 0)?;
+                let what = match slurm_imex_core::recovery_action::name(action) {
+                    Some(name) => format!("{name} ({action})"),
+                    None => format!("action {action} (unknown to this slurm-imex)"),
+                };
+                Some(format!("{what} on {}/gpu{}", n.node, g.index))
+            })
+            .collect();
+        if !asked.is_empty() {
+            notes.push(format!(
+                "the driver asked for a GPU recovery action at the job's end: {} (the GPU's verdict says what slurm-imex did)",
+                listed(&asked)
             ));
         }
     }
@@ -648,6 +676,37 @@ mod tests {
         );
         assert!(notes.contains("mean GPU utilization was 15%"), "{notes}");
         assert_eq!(s.totals().energy_j, Some(2000.0));
+        assert!(!notes.contains("recovery action"), "{notes}");
+    }
+
+    #[test]
+    fn recovery_actions_asked_at_the_jobs_end_are_named_in_the_notes() {
+        let mut g0 = gpu(0, Some(1), Some(90.0));
+        g0.recovery_action = Some(5);
+        let mut g1 = gpu(1, Some(1), Some(90.0));
+        g1.recovery_action = Some(8);
+        let s = JobSummary {
+            job_id: 7,
+            nodes: vec![NodeReport {
+                node: "gb-r1-01".into(),
+                gpus: vec![g0, g1, gpu(2, Some(1), Some(90.0))],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let notes = s.notes();
+        let asked: Vec<&String> = notes
+            .iter()
+            .filter(|n| n.contains("recovery action"))
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                "the driver asked for a GPU recovery action at the job's end: \
+              RECOVER_IMEX_DOMAIN (5) on gb-r1-01/gpu0, action 8 (unknown to this \
+              slurm-imex) on gb-r1-01/gpu1 (the GPU's verdict says what slurm-imex did)"
+            ]
+        );
     }
 
     #[test]

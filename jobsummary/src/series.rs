@@ -41,6 +41,7 @@ const XIDS: &str = "slurm_imex_job_gpu_xids";
 const ECC: &str = "slurm_imex_job_gpu_ecc_errors";
 const REMAPPED: &str = "slurm_imex_job_gpu_remapped_rows";
 const REMAP_PENDING: &str = "slurm_imex_job_gpu_remap_pending";
+const RECOVERY_ACTION: &str = "slurm_imex_job_gpu_recovery_action";
 const THROTTLE: &str = "slurm_imex_job_gpu_throttle_seconds";
 const NVLINK: &str = "slurm_imex_job_gpu_nvlink_errors";
 
@@ -63,6 +64,7 @@ pub const FAMILIES: &[(&str, &str)] = &[
     (ECC, "Volatile ECC errors during the job (sbe, dbe)."),
     (REMAPPED, "Memory rows remapped during the job."),
     (REMAP_PENDING, "1 when a row remap was pending (GPU reset needed) after the job."),
+    (RECOVERY_ACTION, "The GPU recovery action the driver asked for at the job's end, when not NONE (NVML field 230): 1 GPU_RESET, 2 NODE_REBOOT, 3 DRAIN_P2P, 4 DRAIN_AND_RESET, 5 RECOVER_IMEX_DOMAIN, 6 BUS_RESET, 7 SYSTEM_REBOOT, higher values by number."),
     (THROTTLE, "Time the GPU was throttled during the job, by reason."),
     (NVLINK, "NVLink error counters that moved during the job."),
 ];
@@ -156,6 +158,10 @@ fn gpu_lines(node_id: &str, g: &GpuReport, emit: &mut Emit) {
     value(BUSY, g.busy_s.map(|s| format!("{s:.3}")));
     value(REMAPPED, g.remapped_rows.map(|r| r.to_string()));
     value(REMAP_PENDING, Some((g.remap_pending as u8).to_string()));
+    value(
+        RECOVERY_ACTION,
+        g.recovery_action.filter(|a| *a != 0).map(|a| a.to_string()),
+    );
     for (kind, n) in [("sbe", g.ecc_sbe), ("dbe", g.ecc_dbe)] {
         if let Some(n) = n {
             emit(ECC, format!("{id},type=\"{kind}\""), n.to_string());
@@ -334,6 +340,7 @@ fn apply_gpu(g: &mut GpuReport, s: &Sample) {
         BUSY => g.busy_s = finite,
         REMAPPED => g.remapped_rows = count(s.value),
         REMAP_PENDING => g.remap_pending = s.value > 0.0,
+        RECOVERY_ACTION => g.recovery_action = count(s.value).filter(|a| *a != 0),
         ECC => match s.label("type") {
             Some("sbe") => g.ecc_sbe = count(s.value),
             Some("dbe") => g.ecc_dbe = count(s.value),
@@ -423,6 +430,7 @@ mod tests {
             ecc_sbe: Some(3),
             ecc_dbe: Some(0),
             remapped_rows: Some(0),
+            recovery_action: Some(5),
             ..Default::default()
         };
         g.xids.push(XidCount {
@@ -469,6 +477,13 @@ mod tests {
         let text = render(&[(4242, r.clone())]);
         assert!(text.contains("# TYPE slurm_imex_job_gpu_xids gauge\n"));
         assert!(text.contains("slurm_imex_job_gpu_xids{jobid=\"4242\",node=\"gb-r1-01\",gpu=\"1\",serial=\"1650924001001\",xid=\"13\",class=\"RESTART_APP\"} 2\n"), "{text}");
+        assert!(text.contains("slurm_imex_job_gpu_recovery_action{jobid=\"4242\",node=\"gb-r1-01\",gpu=\"1\",serial=\"1650924001001\"} 5\n"), "{text}");
+        assert_eq!(
+            text.matches("\nslurm_imex_job_gpu_recovery_action{")
+                .count(),
+            1,
+            "no series for a GPU whose action is NONE or not read"
+        );
         let back = reports_from(&parse(&text));
         r.gpus.sort_by_key(|g| g.index);
         assert_eq!(back[&4242]["gb-r1-01"], r);

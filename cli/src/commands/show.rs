@@ -9,6 +9,7 @@ use crate::output::print_json;
 use crate::table::Table;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::timespec::format_ts;
+use slurm_imex_gpu::recovery::RecoveryAction;
 use slurm_imex_gpu::stats::{counts_as_throttled, GpuUsage};
 use slurm_imex_jobdb::imex_events::IMEX_EVENTS_MAX;
 use slurm_imex_jobdb::write::JobRow;
@@ -31,6 +32,9 @@ pub fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
         print_job_phases(job)?;
         for line in job_gpu_table(job).render().lines() {
             out!("  {line}");
+        }
+        for line in recovery_lines(job) {
+            out!("{line}");
         }
         print_job_gpu_events(job)?;
     }
@@ -139,6 +143,25 @@ fn job_gpu_table(j: &JobRow) -> Table {
     t
 }
 
+/// One line per GPU whose driver asked for a recovery action (not NONE)
+/// at the job's end, by name and with what it asks: "  recovery gpu1
+/// 1650924060001: at the job's end the driver asks for recovery action
+/// SYSTEM_REBOOT (7): reboot the system".
+fn recovery_lines(j: &JobRow) -> Vec<String> {
+    j.gpus
+        .iter()
+        .filter_map(|g| {
+            let action = RecoveryAction(g.stats.recovery_action_end.filter(|a| *a != 0)?);
+            Some(format!(
+                "  recovery gpu{} {}: at the job's end the {}",
+                g.stats.index,
+                g.stats.serial,
+                action.finding_detail()
+            ))
+        })
+        .collect()
+}
+
 /// A GPU the job held and never used shows 0 %, as jobstats does.
 fn idle_as_zero(util: fn(&GpuUsage) -> Option<f64>) -> impl Fn(GpuUsage) -> Option<f64> {
     move |u| {
@@ -218,6 +241,48 @@ mod tests {
             gpus: vec![],
             imex_events: events,
         }
+    }
+
+    #[test]
+    fn show_names_the_recovery_action_each_gpu_ended_with() {
+        use slurm_imex_gpu::health::Verdict;
+        use slurm_imex_gpu::stats::GpuJobStats;
+        use slurm_imex_jobdb::write::GpuRecord;
+        let gpu = |index, action| GpuRecord {
+            stats: GpuJobStats {
+                index,
+                serial: format!("S{index}"),
+                recovery_action_end: action,
+                ..Default::default()
+            },
+            verdict: Verdict::Pass,
+            reasons: vec![],
+        };
+        let mut j = row(vec![]);
+        j.gpus = vec![
+            gpu(0, Some(0)),
+            gpu(1, None),
+            gpu(2, Some(7)),
+            gpu(3, Some(8)),
+        ];
+        assert_eq!(
+            recovery_lines(&j),
+            [
+                "  recovery gpu2 S2: at the job's end the driver asks for recovery action \
+                 SYSTEM_REBOOT (7): reboot the system",
+                "  recovery gpu3 S3: at the job's end the driver asks for recovery action 8, \
+                 unknown to this slurm-imex: see the driver's documentation for this value, or \
+                 reboot the node",
+            ]
+        );
+        j.gpus = vec![gpu(0, Some(5))];
+        assert!(recovery_lines(&j)[0].starts_with(
+            "  recovery gpu0 S0: at the job's end the driver asks for recovery action \
+             RECOVER_IMEX_DOMAIN (5): the GPU's IMEX domain must be restored"
+        ));
+        // JSON carries the field as it is (null: not read).
+        let json = serde_json::to_value(&j).unwrap();
+        assert_eq!(json["gpus"][0]["stats"]["recovery_action_end"], 5);
     }
 
     #[test]

@@ -23,20 +23,22 @@
 //! | this node's daemon cannot start, or is not READY; no channel device; bad local config | `row_this_nodes_daemon_or_channel_fails_the_prolog`, `row_bad_local_config_fails_the_prolog`, `row_bad_state_directory_fails_the_prolog` (and `row_this_node_cannot_write_the_job_record`) | `DomainPlan::wait_ready` (`poll_until_ready(…).node()?`), from a daemon that exits at start; `DomainPlan::start` in `job_domain::form`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING; `domain::form` (`channel_major(…).node()?`), from a /proc/devices without the channel device; `DomainPlan::render` and `DomainPlan::write` in `job_domain::form` and `rack_domain::join`, from a base config with IMEX_CMD_ENABLED=0 and a nodes config path whose directory does not exist; `state.lock()` in `job_domain::claim` and `rack_domain::join`, from a state directory whose lock is a directory; `state.owner` in `claim`, from an owner file that is not a job id |
 //! | (the prolog cannot write the job's record) | `row_this_node_cannot_write_the_job_record` | `domain::record_fault` in `setup_domain`, from a record path in the state directory that a directory holds |
 //! | a drain-class GPU health finding | `row_gpu_drain_finding_fails_the_prolog`, `row_gpu_drain_finding_tears_down_the_imex_domain` (and `gate_that_panics_is_a_drain_finding`) | `drain::act`, from a canned gate verdict |
+//! | a GPU still asks to restore its IMEX domain after the job's fresh domain is UP | `row_recovery_action_5_that_persists_after_the_fresh_domain_drains_this_node` (and `rack_domain_restart_that_fails_is_blamed_as_any_domain_failure`) | `recover_imex_domain`, from a gate whose GPU 1 reads RECOVER_IMEX_DOMAIN and a canned read again that still does; `drain::act` |
+//! | a GPU asked to restore its IMEX domain at the gate and reads NONE once the job's fresh domain is UP | `row_recovery_action_5_cleared_once_the_fresh_domain_is_up_lets_the_job_run` (and `rack_domain_restarted_for_recovery_action_5_lets_the_job_run_once_it_clears`, `a_job_without_imex_is_never_held_for_recovery_action_5`) | `recover_imex_domain`, from the same gate and a read again that reads NONE |
 //! | a peer never becomes READY or connected | `row_peer_never_ready_is_the_jobs` | `DomainPlan::blame_not_ready`, from a ctl that says n1 is READY and n2 UNAVAILABLE, never connected |
 //! | the node already serves another running job's domain | `row_node_serving_another_jobs_domain_is_the_jobs` | `job_domain::claim`, from a state directory that job 4100 owns and an scontrol that says it is RUNNING |
-//! | the job's nodes span racks, with `span = "refuse"` | `row_job_spanning_racks_is_the_jobs` | `domain::nvlink_domain` (`chosen.job()?`), from a rack map, and from a topology file, that put n1 and n2 in two racks |
-//! | `domain = "rack"` and nothing places the node in a rack | `row_node_in_no_rack_is_the_jobs` | `rack_domain::rack_of` in `rack_domain::join`, from no topology file and no rack map |
-//! | `domain = "rack"` with channels that could collide | `row_rack_channels_that_could_collide_are_the_jobs` | `rack_channels::guarantee` in `rack_domain::join`, from a slurm.conf without MaxJobId; `RackChannels::refuses`, from one with MaxJobId=2047 (job 4242 outside) |
+//! | the job's nodes span racks, with `[imex] span = "refuse"` | `row_job_spanning_racks_is_the_jobs` | `domain::nvlink_domain` (`chosen.job()?`), from a rack map, and from a topology file, that put n1 and n2 in two racks |
+//! | `[imex] domain = "rack"` and nothing places the node in a rack | `row_node_in_no_rack_is_the_jobs` | `rack_domain::rack_of` in `rack_domain::join`, from no topology file and no rack map |
+//! | `[imex] domain = "rack"` with channels that could collide | `row_rack_channels_that_could_collide_are_the_jobs` | `rack_channels::guarantee` in `rack_domain::join`, from a slurm.conf without MaxJobId; `RackChannels::refuses`, from one with MaxJobId=2047 (job 4242 outside) |
 //! | the nodes of one domain read different rack files (NODE_MAP_MISMATCH) | `row_node_map_mismatch_is_the_jobs` | `DomainPlan::blame_not_ready`, from a ctl that says n1's link to n2 is NODE_MAP_MISMATCH |
 //! | the rack map puts this node in a clique its own GPUs do not report | `row_rack_map_contradicting_own_gpus_is_the_jobs` | `RackSources::live_clique_disagreement` (`domain::own_clique_disagreement`), from a rack map that puts n1 in clique 7 and a gate that reads clique 8, then the lifecycle's `check_own_clique` |
-//! | `domain = "rack"`: this node's rack daemon is down or never READY | `row_rack_daemon_down_is_this_nodes` | `DomainPlan::start` in `rack_domain::join`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING |
+//! | `[imex] domain = "rack"`: this node's rack daemon is down or never READY | `row_rack_daemon_down_is_this_nodes` | `DomainPlan::start` in `rack_domain::join`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING |
 //! | the rack map or the topology file cannot be read, is refused, or does not parse | `row_unreadable_rack_files_are_the_jobs` | `domain::nvlink_domain` (`ctx.racks(&nodes).job()?`), from a group-writable rack map, one that does not parse, and a topology file that does not parse |
 //! | the address map cannot be read or parsed | `row_unreadable_address_map_is_the_jobs` | `plan::domain_addresses` (`Resolver::new(…).job()?`), from a group-writable address map and one that does not parse; its `resolve_all` blame, from one that does not list n2 |
 //! | the topology file and the rack map disagree about the job's nodes | `row_rack_files_disagreeing_are_the_jobs` | `domain::nvlink_domain` (`RackSources::disagreement`), from a block holding n1 and n2 that the rack map puts in two cliques |
 //! | a domain left by a job that has ended | `row_stale_domain_reclaimed_lets_the_job_run` (and `stale_domain_that_will_not_go_is_this_nodes`) | `job_domain::claim`, from a state directory that job 4100 owns and an scontrol that says it COMPLETED; its reclaim (`stop_daemon(…).node()?`), from a command port something still listens on |
 //! | a drain-class finding after the job | `row_drain_finding_after_the_job_fails_the_epilog_with_drain_from_epilog`, `row_drain_finding_after_the_job_is_recorded_without_drain_from_epilog` | `drain::act`, from a canned verdict |
-//! | a finding between jobs (`slurm-imex check`) | not a prolog or epilog: `crate::drain`'s tests `check_drains_once_when_asked_and_never_for_a_warning`, `only_our_drains_are_resumed_and_a_known_standing_asks_nothing` | `drain::act_on_check` |
+//! | a finding between jobs (`slurm-imex check`) | not a prolog or epilog: `crate::drain`'s tests `check_drains_once_when_asked_and_never_for_a_warning`, `only_our_drains_are_resumed_and_a_known_standing_asks_nothing`, `a_recovery_action_drain_is_lifted_only_once_every_gpu_reads_none` | `drain::act_on_check`, `drain::awaits_recovery` |
 //! | the epilog cannot return IMEX to idle | `row_epilog_that_cannot_return_imex_to_idle_fails` | the lifecycle's `teardown_domain`, from a canned teardown error |
 //! | the job database is full, read-only or corrupt | `row_job_database_refusing_the_row_fails_nothing` | the lifecycle's epilog, from a canned database error |
 
@@ -1257,4 +1259,61 @@ fn a_job_without_imex_is_never_held_for_recovery_action_5() {
     let exit = prolog_with(&job(false), &steps);
     assert_eq!(exit, Exit::ok());
     assert!(steps.reread_gpus.lock().unwrap().is_empty());
+}
+
+/// The cells of a Markdown table's rows (`prefix` before each), header and
+/// rule rows left out.
+fn table_rows<'a>(text: &'a str, prefix: &str, header: &str) -> Vec<Vec<&'a str>> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter(|l| l.starts_with("| ") && !l.starts_with(header) && !l.starts_with("|---"))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect()
+}
+
+/// How many words two cells start with in common.
+fn common_words(a: &str, b: &str) -> usize {
+    a.split_whitespace()
+        .zip(b.split_whitespace())
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+#[test]
+fn every_row_of_blame_md_is_in_this_table_and_every_test_it_names_exists() {
+    let blame = include_str!("../../../docs/blame.md");
+    let this = include_str!("tests.rs");
+    let drain = include_str!("../drain.rs");
+    let documented = table_rows(blame, "", "| what happened");
+    let here = table_rows(this, "//! ", "| docs/blame.md row");
+    assert!(documented.len() >= 20 && here.len() >= 20);
+    // Each row of docs/blame.md is the row here that starts with the most of
+    // its words (at least 3), and no other row here starts with as many.
+    for row in &documented {
+        let mut best: Vec<(usize, &str)> = here
+            .iter()
+            .map(|h| (common_words(row[0], h[0]), h[0]))
+            .collect();
+        best.sort_by_key(|b| std::cmp::Reverse(b.0));
+        assert!(
+            best[0].0 >= 3 && best[0].0 > best[1].0,
+            "docs/blame.md's row \"{}\" has no row in the table of hooks/src/lifecycle/tests.rs \
+             (closest: \"{}\")",
+            row[0],
+            best[0].1
+        );
+    }
+    // Every test the table names is a test of this file or of crate::drain.
+    for row in &here {
+        for name in row[1].split('`').skip(1).step_by(2) {
+            if name.contains("::") {
+                continue;
+            }
+            let f = format!("fn {name}()");
+            assert!(
+                this.contains(&f) || drain.contains(&f),
+                "the table names {name}, which is no test"
+            );
+        }
+    }
 }

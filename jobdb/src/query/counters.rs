@@ -21,6 +21,9 @@ pub struct BoardCounters {
     pub ecc_dbe: i64,
     pub retired_pages: i64,
     pub remap_pending: bool,
+    /// The recovery action the driver asked for after the board's last
+    /// job (0, NONE, when it was not read).
+    pub recovery_action: i64,
     pub last_verdict: String,
     /// XID count per catalog class (lowercase bucket name).
     pub xids: BTreeMap<String, i64>,
@@ -38,7 +41,8 @@ impl JobDb {
         let mut boards = self.rows(
             FAILED,
             "SELECT serial, uuid, pci, jobs, drains, warns, energy_mj, energy_resets,
-                    remapped_rows, ecc_dbe, retired_pages, remap_pending, last_verdict
+                    remapped_rows, ecc_dbe, retired_pages, remap_pending, recovery_action,
+                    last_verdict
              FROM gpu_totals ORDER BY serial",
             &[],
             board_from_row,
@@ -79,6 +83,7 @@ fn board_from_row(r: &rusqlite::Row) -> rusqlite::Result<BoardCounters> {
         ecc_dbe: r.get("ecc_dbe")?,
         retired_pages: r.get("retired_pages")?,
         remap_pending: r.get::<_, i64>("remap_pending")? != 0,
+        recovery_action: r.get("recovery_action")?,
         last_verdict: r.get("last_verdict")?,
         ..Default::default()
     })

@@ -63,7 +63,8 @@ impl JobDb {
             "SELECT gpu_index, uuid, serial, pci, name, energy_mj, energy_reset, ecc_sbe, ecc_dbe, retired_pages,
                     remapped_correctable, remapped_uncorrectable, remap_pending_end, remap_failure_end,
                     pcie_replays, throttle_ns, nvlink_errors, max_memory_bytes, verdict, reasons,
-                    usage_processes, gpu_util_pct, mem_util_pct, gpu_busy_ms, gpu_process_ms
+                    usage_processes, gpu_util_pct, mem_util_pct, gpu_busy_ms, gpu_process_ms,
+                    recovery_action_end
              FROM job_gpus WHERE job_row = ?1 ORDER BY gpu_index",
             &row,
             gpu_record_from_row,
@@ -178,6 +179,9 @@ fn gpu_record_from_row(r: &rusqlite::Row) -> rusqlite::Result<GpuRecord> {
         remapped_uncorrectable: delta("remapped_uncorrectable")?,
         remap_pending_end: r.get("remap_pending_end")?,
         remap_failure_end: r.get("remap_failure_end")?,
+        recovery_action_end: r
+            .get::<_, Option<i64>>("recovery_action_end")?
+            .map(|x| x as u64),
         pcie_replays: delta("pcie_replays")?,
         throttle_ns: json("throttle_ns")?,
         nvlink_errors: json("nvlink_errors")?,

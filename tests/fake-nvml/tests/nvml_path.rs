@@ -1185,3 +1185,56 @@ fn recover_imex_domain_read_again_clears_once_the_imex_daemon_was_ready() {
     std::fs::write(&events, format!("{now_ms} ready\n")).unwrap();
     assert_eq!(gpu_job::reread_recovery(&node.cfg, &restore_imex), Ok(()));
 }
+
+#[test]
+fn the_epilog_records_the_recovery_action_each_gpu_ended_with() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let node = Node::new(&eight(|_| String::new()));
+    let job = node.job(92, Some(vec![0, 1, 2]));
+    assert!(matches!(
+        gpu_job::prolog(&job, &node.cfg),
+        GpuOutcome::Done {
+            verdict: Verdict::Pass,
+            ..
+        }
+    ));
+    // While the job ran, GPU 1's driver came to ask for its IMEX domain to
+    // be restored, and GPU 2's for a PCIe bus reset (R615).
+    node.set_gpus(&eight(|i| match i {
+        1 => "recovery_action = 5".into(),
+        2 => "recovery_action = 6".into(),
+        _ => String::new(),
+    }));
+    gpu_job::epilog(&job, &node.cfg, None);
+    let db = JobDb::open(&node.cfg.database.path, Duration::from_secs(5)).unwrap();
+    let shown = &db.show(92).unwrap()[0];
+    let ends: Vec<Option<u64>> = shown
+        .gpus
+        .iter()
+        .map(|g| g.stats.recovery_action_end)
+        .collect();
+    assert_eq!(ends, [Some(0), Some(5), Some(6)]);
+    // 5 is said after the job, 6 drains; each named in the GPU's reasons.
+    let verdicts: Vec<Verdict> = shown.gpus.iter().map(|g| g.verdict).collect();
+    assert_eq!(verdicts, [Verdict::Pass, Verdict::Warn, Verdict::Drain]);
+    assert!(
+        shown.gpus[2].reasons[0].contains("BUS_RESET (6)"),
+        "{:?}",
+        shown.gpus[2].reasons
+    );
+    // The board's value after its last job, for the metrics.
+    let actions: Vec<(String, i64)> = db
+        .board_counters()
+        .unwrap()
+        .into_iter()
+        .map(|b| (b.serial, b.recovery_action))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("1650924060000".to_string(), 0),
+            ("1650924060001".to_string(), 5),
+            ("1650924060002".to_string(), 6),
+        ]
+    );
+}
