@@ -5,33 +5,43 @@
 //! copy keeps every key of the base config but the node list and
 //! SERVER_PORT, so the two differ only when the base changed since.
 
-use slurm_imex_core::fsutil::read_bounded_text;
-use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
+use slurm_imex_domain::imex::daemon_config::{DaemonConfigFile, Origin, Refused};
 use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 
-/// Most bytes of a daemon config read (NVIDIA's shipped one is ~10 KiB).
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
-
-/// One config file and where it is.
+/// One config file, where it is, and which it is.
 #[derive(Debug, Clone)]
 pub struct DaemonCfg {
     pub path: PathBuf,
     pub file: DaemonConfigFile,
+    pub origin: Origin,
 }
 
 impl DaemonCfg {
-    pub fn read(path: &Path, what: &str) -> Result<DaemonCfg, String> {
-        let text = read_bounded_text(path, MAX_CONFIG_BYTES).map_err(|e| format!("{what}: {e}"))?;
+    /// Read as the domain reads it: refused unless it is text.
+    pub fn read(path: &Path, origin: Origin) -> Result<DaemonCfg, Refused> {
         Ok(DaemonCfg {
             path: path.to_path_buf(),
-            file: DaemonConfigFile::parse(&text),
+            file: DaemonConfigFile::read_as(path, origin)?,
+            origin,
         })
     }
 
     /// The key's value, trimmed; an absent key reads as empty.
     pub fn value(&self, key: &str) -> &str {
         self.file.get(key).unwrap_or("")
+    }
+
+    /// The file as a line names it: the running copy says what it is.
+    pub fn named(&self) -> String {
+        match self.origin {
+            Origin::Base => self.path.display().to_string(),
+            Origin::Running => format!(
+                "{} (the running daemon's copy, {})",
+                self.path.display(),
+                self.origin.key()
+            ),
+        }
     }
 }
 
@@ -40,18 +50,28 @@ impl DaemonCfg {
 pub struct Effective {
     pub base: DaemonCfg,
     pub running: Option<DaemonCfg>,
+    /// The running copy is there but was refused (not a regular file, not
+    /// text): every check that judges it says so, naming it.
+    pub running_refused: Option<Refused>,
 }
 
 impl Effective {
-    /// Err is one line naming the file that could not be read.
-    pub fn read(config: &Config) -> Result<Effective, String> {
+    /// Err: the base config was refused (imex-config FAILs it).
+    pub fn read(config: &Config) -> Result<Effective, Refused> {
         let d = &config.imex.daemon;
-        let base = DaemonCfg::read(&d.base_config, "[imex.daemon] base_config")?;
-        let running = match std::fs::symlink_metadata(&d.job_config) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            _ => Some(DaemonCfg::read(&d.job_config, "[imex.daemon] job_config")?),
+        let base = DaemonCfg::read(&d.base_config, Origin::Base)?;
+        let (running, running_refused) = match std::fs::symlink_metadata(&d.job_config) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
+            _ => match DaemonCfg::read(&d.job_config, Origin::Running) {
+                Ok(r) => (Some(r), None),
+                Err(refused) => (None, Some(refused)),
+            },
         };
-        Ok(Effective { base, running })
+        Ok(Effective {
+            base,
+            running,
+            running_refused,
+        })
     }
 
     /// The base config, then the running copy when any of `keys` differs
@@ -79,22 +99,58 @@ mod tests {
         config.imex.daemon.job_config = d.path().join("job.cfg");
         assert!(Effective::read(&config)
             .unwrap_err()
+            .found
             .contains("base_config"));
         std::fs::write(&config.imex.daemon.base_config, "A=1\nB=2\n").unwrap();
         let e = Effective::read(&config).unwrap();
-        assert!(e.running.is_none());
+        assert!(e.running.is_none() && e.running_refused.is_none());
         assert_eq!(e.differing(&["A"]).len(), 1);
         std::fs::write(&config.imex.daemon.job_config, "A=1\nB=3\n").unwrap();
         let e = Effective::read(&config).unwrap();
         assert_eq!(e.differing(&["A"]).len(), 1);
         assert_eq!(e.differing(&["A", "B"]).len(), 2);
         assert_eq!(e.base.value("C"), "");
+        assert!(
+            e.differing(&["B"])[1]
+                .named()
+                .ends_with("job.cfg (the running daemon's copy, [imex.daemon] job_config)"),
+            "{}",
+            e.differing(&["B"])[1].named()
+        );
         std::fs::remove_file(&config.imex.daemon.job_config).unwrap();
         std::fs::create_dir(&config.imex.daemon.job_config).unwrap();
+        let e = Effective::read(&config).unwrap();
+        let refused = e.running_refused.unwrap();
+        assert!(
+            refused.found.contains("job_config") && refused.found.contains("not a regular file"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_config_that_is_not_text_is_refused_either_way() {
+        let d = tempfile::tempdir().unwrap();
+        let mut config = Config::default();
+        config.imex.daemon.base_config = d.path().join("config.cfg");
+        config.imex.daemon.job_config = d.path().join("job.cfg");
+        std::fs::write(&config.imex.daemon.base_config, b"A=1\0\n").unwrap();
         let e = Effective::read(&config).unwrap_err();
         assert!(
-            e.contains("job_config") && e.contains("not a regular file"),
+            e.found.contains(
+                "config.cfg ([imex.daemon] base_config) is not text: line 1 holds a NUL byte"
+            ),
             "{e}"
+        );
+        std::fs::write(&config.imex.daemon.base_config, b"A=1\n").unwrap();
+        std::fs::write(&config.imex.daemon.job_config, b"A=\xff\n").unwrap();
+        let e = Effective::read(&config).unwrap();
+        assert!(e.running.is_none());
+        let refused = e.running_refused.unwrap();
+        assert!(
+            refused
+                .found
+                .contains("job.cfg ([imex.daemon] job_config) is not text"),
+            "{refused}"
         );
     }
 }

@@ -5,7 +5,7 @@
 use crate::check::Check;
 use slurm_imex_core::config::{DaemonManager, DomainScope};
 use slurm_imex_core::trust::{self, Expect};
-use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
+use slurm_imex_domain::imex::daemon_config::{DaemonConfigFile, Origin};
 use slurm_imex_settings::Config;
 use std::time::Duration;
 
@@ -33,15 +33,9 @@ pub fn programs(config: &Config) -> Vec<Check> {
 
 pub fn base_config(config: &Config) -> Check {
     let path = &config.imex.daemon.base_config;
-    let file = match DaemonConfigFile::read(path) {
+    let file = match DaemonConfigFile::read_as(path, Origin::Base) {
         Ok(f) => f,
-        Err(e) => {
-            return Check::fail(
-                "imex-config",
-                e.to_string(),
-                "install NVIDIA's config.cfg there, or set [imex.daemon] base_config",
-            )
-        }
+        Err(refused) => return Check::fail("imex-config", refused.found, refused.fix),
     };
     if file.get("IMEX_CMD_ENABLED") != Some("1") {
         return Check::fail("imex-config",
@@ -280,5 +274,39 @@ mod tests {
             "{}",
             base_config(&config).line()
         );
+    }
+
+    #[test]
+    fn a_base_config_that_is_not_text_fails_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = d.path().join("config.cfg");
+        let mut config = Config::default();
+        config.imex.daemon.base_config = cfg.clone();
+        for (bytes, says) in [
+            (
+                &b"IMEX_CMD_ENABLED=1\n\0\0\0\n"[..],
+                "line 2 holds a NUL byte",
+            ),
+            (
+                &b"IMEX_CMD_ENABLED=1\n\xff\xfe\n"[..],
+                "byte 0xff on line 2 is not UTF-8",
+            ),
+            (
+                &b"\x07IMEX_CMD_ENABLED=1\n"[..],
+                "line 1 holds the control byte 0x07",
+            ),
+        ] {
+            std::fs::write(&cfg, bytes).unwrap();
+            let f = base_config(&config);
+            assert_eq!(f.verdict, Status::Fail, "{}", f.line());
+            assert!(
+                f.found.contains(&format!(
+                    "{} ([imex.daemon] base_config) is not text: {says}",
+                    cfg.display()
+                )) && f.remedy.starts_with("install NVIDIA's config.cfg there"),
+                "{}",
+                f.line()
+            );
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! Authentication and encryption between the IMEX daemons (the `imex-tls`
 //! check): opt-in with `IMEX_ENABLE_AUTH_ENCRYPTION=1`. In SSL_TLS mode
 //! with files (`IMEX_AUTH_SOURCE=FILE`), every key, certificate and CA the
-//! effective config names is judged ([`crate::tls_file`]); the server's
+//! effective config names is judged ([`crate::tls_file`]) for that key's
+//! role, even where several keys name one file (read once); the server's
 //! three must be set. Kerberos (GSS modes) and keys taken from the
 //! daemon's environment (ENV_PATH, ENV_VAL) are named as not checkable.
 
@@ -39,15 +40,24 @@ const KEYS: [&str; 9] = [
 /// The `imex-tls` lines at `now` (seconds since the epoch): one PASS or
 /// WARN per config judged, or a FAIL per problem found.
 pub fn check(effective: &Effective, now: i64) -> Vec<Check> {
-    let mut judged: Vec<String> = Vec::new();
+    let mut seen = Seen::default();
     effective
         .differing(&KEYS)
         .into_iter()
-        .flat_map(|cfg| judge_config(cfg, now, &mut judged))
+        .flat_map(|cfg| judge_config(cfg, now, &mut seen))
         .collect()
 }
 
-fn judge_config(cfg: &DaemonCfg, now: i64, judged: &mut Vec<String>) -> Vec<Check> {
+/// What one run has judged already: each file under each key that names
+/// it (a file is judged again for a key that names it anew, never twice for
+/// the same one), and the bytes of each file read.
+#[derive(Default)]
+struct Seen {
+    judged: Vec<(String, &'static str)>,
+    cache: tls_file::Cache,
+}
+
+fn judge_config(cfg: &DaemonCfg, now: i64, seen: &mut Seen) -> Vec<Check> {
     let path = cfg.path.display();
     if cfg.value("IMEX_ENABLE_AUTH_ENCRYPTION") != "1" {
         return vec![Check::pass(CHECK, format!("{path}: IMEX_ENABLE_AUTH_ENCRYPTION is not 1: the daemons neither authenticate nor encrypt what they send each other (opt-in: docs/guide.md, \"Authentication and encryption between the daemons\")"))];
@@ -82,18 +92,51 @@ fn judge_config(cfg: &DaemonCfg, now: i64, judged: &mut Vec<String>) -> Vec<Chec
                 format!("set IMEX_AUTH_SOURCE=FILE in {path}"))];
         }
     }
-    found.extend(files(cfg, now, judged));
+    found.extend(files(cfg, now, seen));
     found
 }
 
-/// A FAIL per file that is missing or bad; else one PASS.
-fn files(cfg: &DaemonCfg, now: i64, judged: &mut Vec<String>) -> Vec<Check> {
+/// One line's subject, in the order of [`FILES`].
+enum Entry<'a> {
+    /// A key SSL_TLS needs, not set.
+    Unset(&'static str),
+    /// A file, and the keys naming it.
+    File(&'a str, Vec<(&'static str, Kind)>),
+}
+
+/// A FAIL per problem of a file (missing, or bad for a key that names it);
+/// else one PASS.
+fn files(cfg: &DaemonCfg, now: i64, seen: &mut Seen) -> Vec<Check> {
     let path = cfg.path.display();
-    let (mut fails, mut good, mut first) = (Vec::new(), 0, None::<(i64, String, String)>);
+    // In the order of FILES: a key not set, or a file with the keys
+    // naming it (judged once, for each of them).
+    let mut order: Vec<Entry> = Vec::new();
     for (key, kind, needed) in FILES {
         let file = cfg.value(key);
         if file.is_empty() {
             if needed {
+                order.push(Entry::Unset(key));
+            }
+            continue;
+        }
+        if seen.judged.iter().any(|(f, k)| f == file && *k == key) {
+            continue;
+        }
+        seen.judged.push((file.to_string(), key));
+        let named = order.iter_mut().find_map(|o| match o {
+            Entry::File(f, roles) if *f == file => Some(roles),
+            _ => None,
+        });
+        match named {
+            Some(roles) => roles.push((key, kind)),
+            None => order.push(Entry::File(file, vec![(key, kind)])),
+        }
+    }
+    let (mut fails, mut good, mut first) = (Vec::new(), 0, None::<(i64, String, String)>);
+    for entry in order {
+        let (file, roles) = match entry {
+            Entry::File(file, roles) => (file, roles),
+            Entry::Unset(key) => {
                 fails.push(Check::fail(
                     CHECK,
                     format!(
@@ -101,14 +144,10 @@ fn files(cfg: &DaemonCfg, now: i64, judged: &mut Vec<String>) -> Vec<Check> {
                     ),
                     format!("set {key}=<a PEM file only root can read> in {path}"),
                 ));
+                continue;
             }
-            continue;
-        }
-        if judged.iter().any(|j| j == file) {
-            continue;
-        }
-        judged.push(file.to_string());
-        match tls_file::judge(key, Path::new(file), kind, now) {
+        };
+        match tls_file::judge(Path::new(file), &roles, now, &mut seen.cache) {
             Ok(g) => {
                 good += 1;
                 if let Some((until, subject)) = g.first_expiry {
@@ -117,7 +156,10 @@ fn files(cfg: &DaemonCfg, now: i64, judged: &mut Vec<String>) -> Vec<Check> {
                     }
                 }
             }
-            Err(bad) => fails.push(Check::fail(CHECK, bad.found, bad.remedy)),
+            Err(bads) => fails.extend(
+                bads.into_iter()
+                    .map(|bad| Check::fail(CHECK, bad.found, bad.remedy)),
+            ),
         }
     }
     if !fails.is_empty() {

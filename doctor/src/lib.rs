@@ -118,20 +118,39 @@ pub fn examine(p: &Patient) -> Vec<Check> {
 /// (`imex-tls`, certificates judged at `now`), on the effective daemon
 /// config. Public for the bad-input suite, which injects both.
 pub fn imex_exposure(config: &Config, proc_net: &ProcNet, now: SystemTime) -> Vec<Check> {
+    const CHECKS: [&str; 2] = ["imex-command", "imex-tls"];
     let effective = match daemon_cfg::Effective::read(config) {
         Ok(e) => e,
         Err(e) => {
-            return ["imex-command", "imex-tls"]
+            return CHECKS
                 .into_iter()
-                .map(|c| Check::warn(c, format!("not checked: {e}"), "make it a readable daemon config (imex-config names the base config's problem)"))
+                .map(|c| Check::warn(c, format!("not checked: {}", e.found), "make it a readable daemon config (imex-config names the base config's problem)"))
                 .collect()
         }
     };
     let now = now
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    let mut found = vec![imex_command::check(&effective, &listening::read(proc_net))];
+    let mut found = imex_command::check(&effective, &listening::read(proc_net));
     found.extend(imex_tls::check(&effective, now));
+    // A running copy refused is a config a daemon is restarted on that
+    // neither check could judge: each says so, naming it.
+    if let Some(refused) = &effective.running_refused {
+        for c in CHECKS {
+            let at = found
+                .iter()
+                .rposition(|f| f.check == c)
+                .map_or(found.len(), |p| p + 1);
+            found.insert(
+                at,
+                Check::fail(
+                    c,
+                    format!("not judged: {}", refused.found),
+                    refused.fix.clone(),
+                ),
+            );
+        }
+    }
     found
 }
 

@@ -2,13 +2,16 @@
 //! `IMEX_SERVER_CERT`, `IMEX_SERVER_CERT_AUTH` and the client's three): a
 //! regular file only root can change, closed to others (a key: to its
 //! group too), holding PEM: a private key, or X.509 certificates that are
-//! valid now and for the next 30 days.
+//! valid now and for the next 30 days. One file may be named by several
+//! keys (a key and its certificate in one PEM): it is read once and judged
+//! for what each of them needs.
 
 use slurm_imex_core::fsutil::read_bounded;
 use slurm_imex_core::timespec::format_ts;
 use slurm_imex_core::trust::{self, Expect};
+use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use x509_parser::pem::Pem;
 
 /// Most bytes read of one file (a CA bundle of every public root is ~220 KiB).
@@ -55,46 +58,123 @@ fn bad(found: impl Into<String>, remedy: impl Into<String>) -> Bad {
     }
 }
 
-/// Judge the file `key` names, at `now` (seconds since the epoch).
-pub fn judge(key: &str, path: &Path, kind: Kind, now: i64) -> Result<Good, Bad> {
-    if !path.is_absolute() {
-        return Err(bad(
-            format!("{key}={} is not an absolute path", path.display()),
-            format!("give {key} the file's full path"),
-        ));
-    }
-    private(key, path, kind)?;
-    let bytes = read_bounded(path, MAX_PEM_BYTES)
-        .map_err(|e| bad(format!("{key}: {e}"), write_pem(path, kind)))?;
-    let blocks = pem_blocks(&bytes).map_err(|why| {
-        bad(
-            format!("{} ({key}): {why}", path.display()),
-            write_pem(path, kind),
-        )
-    })?;
-    match kind {
-        Kind::Key => private_key(key, path, &blocks),
-        Kind::Cert => certificates(key, path, &blocks, now),
+/// The bytes of every file read in one run, by path: a file several keys
+/// name is read once, then judged for each key's role.
+#[derive(Debug, Default)]
+pub struct Cache {
+    read: HashMap<PathBuf, Result<Vec<u8>, String>>,
+}
+
+impl Cache {
+    fn bytes(&mut self, path: &Path) -> &Result<Vec<u8>, String> {
+        self.read
+            .entry(path.to_path_buf())
+            .or_insert_with(|| read_bounded(path, MAX_PEM_BYTES).map_err(|e| e.to_string()))
     }
 }
 
-/// A regular file root's alone to change (every directory above too), and
-/// closed to others: a key also to its group.
-fn private(key: &str, path: &Path, kind: Kind) -> Result<(), Bad> {
-    let mode_fix = match kind {
+/// The keys naming one file, as a line names them: `IMEX_SERVER_KEY`, or
+/// `IMEX_SERVER_KEY, IMEX_SERVER_CERT`.
+fn label(roles: &[(&str, Kind)]) -> String {
+    roles.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+}
+
+/// Judge the file at `path`, which each of `roles` (a key, and what that
+/// key needs) names, at `now` (seconds since the epoch). What the file
+/// itself must be is judged once: an absolute path, a regular file root's
+/// alone to change, closed to others as its most private role needs (a key:
+/// to its group too), PEM. Then its contents are judged for every role: a
+/// key must hold a private key, a certificate or CA X.509 certificates
+/// valid now and for [`EXPIRY_MARGIN_S`] more, however many other keys
+/// name the same file. Err: a line per problem.
+pub fn judge(
+    path: &Path,
+    roles: &[(&str, Kind)],
+    now: i64,
+    cache: &mut Cache,
+) -> Result<Good, Vec<Bad>> {
+    let named = label(roles);
+    let kinds: Vec<Kind> = [Kind::Key, Kind::Cert]
+        .into_iter()
+        .filter(|k| roles.iter().any(|(_, r)| r == k))
+        .collect();
+    if !path.is_absolute() {
+        let named_as = match roles {
+            [(key, _)] => format!("{key}={}", path.display()),
+            _ => format!("{} ({named})", path.display()),
+        };
+        return Err(vec![bad(
+            format!("{named_as} is not an absolute path"),
+            format!("give {named} the file's full path"),
+        )]);
+    }
+    let strictest = kinds.first().copied().unwrap_or(Kind::Cert);
+    trust::check(path, Expect::File, &named).map_err(|e| {
+        vec![bad(
+            e.to_string(),
+            format!(
+                "chown root:root {}; {}",
+                path.display(),
+                mode_fix(path, strictest)
+            ),
+        )]
+    })?;
+    let mut bads = Vec::new();
+    if let Err(b) = closed(&named, path, strictest) {
+        bads.push(b);
+    }
+    let bytes = match cache.bytes(path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            bads.push(bad(format!("{named}: {e}"), write_pem(path, &kinds)));
+            return Err(bads);
+        }
+    };
+    let blocks = match pem_blocks(bytes) {
+        Ok(blocks) => blocks,
+        Err(why) => {
+            bads.push(bad(
+                format!("{} ({named}): {why}", path.display()),
+                write_pem(path, &kinds),
+            ));
+            return Err(bads);
+        }
+    };
+    let mut good = Good { first_expiry: None };
+    for kind in kinds {
+        let of_kind: Vec<(&str, Kind)> =
+            roles.iter().copied().filter(|(_, k)| *k == kind).collect();
+        let keys = label(&of_kind);
+        let judged = match kind {
+            Kind::Key => private_key(&keys, path, &blocks),
+            Kind::Cert => certificates(&keys, path, &blocks, now),
+        };
+        match judged {
+            Ok(g) => good.first_expiry = good.first_expiry.or(g.first_expiry),
+            Err(b) => bads.push(b),
+        }
+    }
+    if bads.is_empty() {
+        Ok(good)
+    } else {
+        Err(bads)
+    }
+}
+
+fn mode_fix(path: &Path, kind: Kind) -> String {
+    match kind {
         Kind::Key => format!("chmod 0600 {}", path.display()),
         Kind::Cert => format!("chmod 0640 {}", path.display()),
-    };
-    trust::check(path, Expect::File, key).map_err(|e| {
-        bad(
-            e.to_string(),
-            format!("chown root:root {}; {mode_fix}", path.display()),
-        )
-    })?;
+    }
+}
+
+/// Closed to others: a key also to its group.
+fn closed(named: &str, path: &Path, kind: Kind) -> Result<(), Bad> {
+    let fix = mode_fix(path, kind);
     let mode = std::fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o7777)
-        .map_err(|e| bad(format!("{key} {}: {e}", path.display()), mode_fix.clone()))?;
-    let (closed, who, why) = match kind {
+        .map_err(|e| bad(format!("{named} {}: {e}", path.display()), fix.clone()))?;
+    let (shut, who, why) = match kind {
         Kind::Key => (
             0o046,
             "its group or others",
@@ -102,24 +182,27 @@ fn private(key: &str, path: &Path, kind: Kind) -> Result<(), Bad> {
         ),
         Kind::Cert => (0o006, "others", ""),
     };
-    if mode & closed != 0 {
+    if mode & shut != 0 {
         return Err(bad(
             format!(
-                "{} ({key}) is open to {who} (mode {mode:04o}){why}",
+                "{} ({named}) is open to {who} (mode {mode:04o}){why}",
                 path.display()
             ),
-            mode_fix,
+            fix,
         ));
     }
     Ok(())
 }
 
-fn write_pem(path: &Path, kind: Kind) -> String {
-    let what = match kind {
-        Kind::Key => "the PEM private key (-----BEGIN PRIVATE KEY-----)",
-        Kind::Cert => "the PEM certificate(s) (-----BEGIN CERTIFICATE-----)",
-    };
-    format!("put {what} at {}", path.display())
+fn write_pem(path: &Path, kinds: &[Kind]) -> String {
+    let what: Vec<&str> = kinds
+        .iter()
+        .map(|k| match k {
+            Kind::Key => "the PEM private key (-----BEGIN PRIVATE KEY-----)",
+            Kind::Cert => "the PEM certificate(s) (-----BEGIN CERTIFICATE-----)",
+        })
+        .collect();
+    format!("put {} at {}", what.join(" and "), path.display())
 }
 
 /// Every PEM block, or why the file is not PEM.
@@ -148,7 +231,7 @@ fn private_key(key: &str, path: &Path, blocks: &[Pem]) -> Result<Good, Bad> {
             path.display(),
             labels.join(", ")
         ),
-        write_pem(path, Kind::Key),
+        write_pem(path, &[Kind::Key]),
     ))
 }
 
@@ -160,7 +243,7 @@ fn certificates(key: &str, path: &Path, blocks: &[Pem], now: i64) -> Result<Good
         let cert = block.parse_x509().map_err(|e| {
             bad(
                 format!("{where_}: not X.509 ({e})"),
-                write_pem(path, Kind::Cert),
+                write_pem(path, &[Kind::Cert]),
             )
         })?;
         let subject = cert.subject().to_string();
@@ -179,7 +262,7 @@ fn certificates(key: &str, path: &Path, blocks: &[Pem], now: i64) -> Result<Good
         }),
         None => Err(bad(
             format!("{} ({key}) holds no PEM certificate", path.display()),
-            write_pem(path, Kind::Cert),
+            write_pem(path, &[Kind::Cert]),
         )),
     }
 }
@@ -210,4 +293,35 @@ fn dates(what: &str, path: &Path, from: i64, until: i64, now: i64) -> Result<(),
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_named_by_several_keys_is_read_once() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = d.path().join("k.pem");
+        std::fs::write(
+            &path,
+            b"-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let mut cache = Cache::default();
+        let first = judge(&path, &[("IMEX_SERVER_CERT", Kind::Cert)], 0, &mut cache).unwrap_err();
+        assert!(first[0].found.contains("not X.509"), "{first:?}");
+        // Changed on disk since: the bytes read first are judged again.
+        std::fs::write(&path, b"nothing").unwrap();
+        let again = judge(&path, &[("IMEX_CLIENT_KEY", Kind::Key)], 0, &mut cache).unwrap_err();
+        assert!(
+            again[0]
+                .found
+                .contains("(IMEX_CLIENT_KEY) holds no PEM private key (it holds: CERTIFICATE)"),
+            "{again:?}"
+        );
+        assert_eq!(cache.read.len(), 1);
+    }
 }

@@ -1,7 +1,7 @@
 use super::*;
 use crate::check::Status;
 use rcgen::{date_time_ymd, CertificateParams, KeyPair};
-use slurm_imex_domain::imex::daemon_config::DaemonConfigFile;
+use slurm_imex_domain::imex::daemon_config::{DaemonConfigFile, Origin};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
@@ -78,9 +78,23 @@ fn effective(text: &str) -> Effective {
         base: DaemonCfg {
             path: "/etc/nvidia-imex/config.cfg".into(),
             file: DaemonConfigFile::parse(text),
+            origin: Origin::Base,
         },
         running: None,
+        running_refused: None,
     }
+}
+
+/// A config turning SSL_TLS on with each key naming the file given (a
+/// name in the TLS directory), none for the keys left out.
+fn naming(tls: &Tls, keys: &[(&str, &str)]) -> String {
+    let mut text =
+        "IMEX_ENABLE_AUTH_ENCRYPTION=1\nIMEX_AUTH_ENCRYPTION_MODE=SSL_TLS\nIMEX_AUTH_SOURCE=FILE\n"
+            .to_string();
+    for (key, name) in keys {
+        text.push_str(&format!("{key}={}\n", tls.path(name).display()));
+    }
+    text
 }
 
 /// The one line, asserting there is one.
@@ -389,6 +403,7 @@ fn a_running_copy_with_other_files_is_judged_too() {
     e.running = Some(DaemonCfg {
         path: "/run/slurm-imex/nvidia-imex.cfg".into(),
         file: tls.config("").base.file,
+        origin: Origin::Running,
     });
     let found = check(&e, day(2031, 6, 1));
     assert_eq!(found[0].verdict, Status::Pass);
@@ -397,4 +412,173 @@ fn a_running_copy_with_other_files_is_judged_too() {
         "{found:#?}"
     );
     assert!(found[1].found.contains("expired"), "{found:#?}");
+}
+
+#[test]
+fn one_file_named_as_key_and_certificate_is_judged_as_both() {
+    let tls = Tls::new();
+    // A key and its certificate in one PEM, the certificate expiring
+    // tomorrow: judged as the certificate it is named as, as two files are.
+    tls.cert("soon.crt", (2030, 1, 1), (2030, 6, 2));
+    let key = std::fs::read(tls.path("soon.crt.key")).unwrap();
+    let cert = std::fs::read(tls.path("soon.crt")).unwrap();
+    tls.write("both.pem", &[key, cert].concat(), 0o600);
+    let server = |key: &str, cert: &str| {
+        effective(&naming(
+            &tls,
+            &[
+                ("IMEX_SERVER_KEY", key),
+                ("IMEX_SERVER_CERT", cert),
+                ("IMEX_SERVER_CERT_AUTH", "ca.crt"),
+            ],
+        ))
+    };
+    let both = tls.path("both.pem").display().to_string();
+    for (e, file, case) in [
+        (server("both.pem", "both.pem"), both.as_str(), "one file"),
+        (
+            server("soon.crt.key", "soon.crt"),
+            &*tls.path("soon.crt").display().to_string(),
+            "two files",
+        ),
+    ] {
+        let f = one(check(&e, mid_2030()));
+        assert_eq!(f.verdict, Status::Fail, "{case}: {}", f.line());
+        assert!(
+            f.found
+                .starts_with(&format!("{file} (IMEX_SERVER_CERT), certificate 1"))
+                && f.found
+                    .contains("expires on 2030-06-02T00:00:00Z, in 1 days"),
+            "{case}: {}",
+            f.line()
+        );
+    }
+    // Valid for long: one file, both roles passed.
+    tls.write(
+        "both.pem",
+        &[
+            std::fs::read(tls.path("server.crt.key")).unwrap(),
+            std::fs::read(tls.path("server.crt")).unwrap(),
+        ]
+        .concat(),
+        0o600,
+    );
+    let f = one(check(&server("both.pem", "both.pem"), mid_2030()));
+    assert_eq!(f.verdict, Status::Pass, "{}", f.line());
+    assert!(f.found.contains("2 files"), "{}", f.line());
+    // A key and its certificate in one file: closed to the group, as a key.
+    std::fs::set_permissions(tls.path("both.pem"), std::fs::Permissions::from_mode(0o640)).unwrap();
+    let f = one(check(&server("both.pem", "both.pem"), mid_2030()));
+    assert!(
+        f.found
+            .contains("(IMEX_SERVER_KEY, IMEX_SERVER_CERT) is open to its group or others")
+            && f.remedy == format!("chmod 0600 {both}"),
+        "{}",
+        f.line()
+    );
+}
+
+/// A key, and the name of the file it names.
+type Named<'a> = (&'a str, &'a str);
+
+#[test]
+fn a_file_named_for_another_role_fails_for_that_role() {
+    let tls = Tls::new();
+    let crt = tls.path("client.crt").display().to_string();
+    let key = tls.path("client.crt.key").display().to_string();
+    let ca = tls.path("ca.crt").display().to_string();
+    let server = [
+        ("IMEX_SERVER_KEY", "server.crt.key"),
+        ("IMEX_SERVER_CERT", "server.crt"),
+        ("IMEX_SERVER_CERT_AUTH", "ca.crt"),
+    ];
+    // (the client's keys, the line each wrong role gives)
+    let cases: [(&[Named], &[String]); 4] = [
+        // A certificate also named as the client's key.
+        (
+            &[
+                ("IMEX_CLIENT_KEY", "client.crt"),
+                ("IMEX_CLIENT_CERT", "client.crt"),
+            ],
+            &[format!(
+                "{crt} (IMEX_CLIENT_KEY) holds no PEM private key (it holds: CERTIFICATE)"
+            )],
+        ),
+        // The server's certificate named as the client's key too.
+        (
+            &[("IMEX_CLIENT_KEY", "server.crt")],
+            &[format!(
+                "{} (IMEX_CLIENT_KEY) holds no PEM private key",
+                tls.path("server.crt").display()
+            )],
+        ),
+        // A key named as a certificate, and as a CA.
+        (
+            &[
+                ("IMEX_CLIENT_KEY", "client.crt.key"),
+                ("IMEX_CLIENT_CERT", "client.crt.key"),
+                ("IMEX_CLIENT_CERT_AUTH", "client.crt.key"),
+            ],
+            &[format!(
+                "{key} (IMEX_CLIENT_CERT, IMEX_CLIENT_CERT_AUTH) holds no PEM certificate"
+            )],
+        ),
+        // The CA named as the client's key.
+        (
+            &[
+                ("IMEX_CLIENT_KEY", "ca.crt"),
+                ("IMEX_CLIENT_CERT", "client.crt"),
+            ],
+            &[format!("{ca} (IMEX_CLIENT_KEY) holds no PEM private key")],
+        ),
+    ];
+    for (client, want) in cases {
+        let keys: Vec<(&str, &str)> = server.iter().chain(client).copied().collect();
+        let found = check(&effective(&naming(&tls, &keys)), mid_2030());
+        for w in want {
+            assert!(
+                found
+                    .iter()
+                    .any(|f| f.verdict == Status::Fail && f.found.starts_with(w.as_str())),
+                "{client:?}: want {w:?}: {found:#?}"
+            );
+        }
+        assert!(
+            found.iter().all(|f| f.verdict == Status::Fail),
+            "{client:?}: {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_role_the_running_copy_adds_to_a_file_is_judged() {
+    let tls = Tls::new();
+    let mut e = tls.config("");
+    // The running copy names the server's certificate as the client's key.
+    let mut text = String::new();
+    for (key, name) in [
+        ("IMEX_SERVER_KEY", "server.crt.key"),
+        ("IMEX_SERVER_CERT", "server.crt"),
+        ("IMEX_SERVER_CERT_AUTH", "ca.crt"),
+        ("IMEX_CLIENT_KEY", "server.crt"),
+        ("IMEX_CLIENT_CERT", "client.crt"),
+        ("IMEX_CLIENT_CERT_AUTH", "ca.crt"),
+    ] {
+        text.push_str(&format!("{key}={}\n", tls.path(name).display()));
+    }
+    e.running = Some(DaemonCfg {
+        path: "/run/slurm-imex/nvidia-imex.cfg".into(),
+        file: DaemonConfigFile::parse(&format!(
+            "IMEX_ENABLE_AUTH_ENCRYPTION=1\nIMEX_AUTH_ENCRYPTION_MODE=SSL_TLS\nIMEX_AUTH_SOURCE=FILE\n{text}"
+        )),
+        origin: Origin::Running,
+    });
+    let found = check(&e, mid_2030());
+    assert_eq!(found[0].verdict, Status::Pass, "{found:#?}");
+    assert!(
+        found[1..].iter().any(|f| f.verdict == Status::Fail
+            && f.found
+                .contains("server.crt (IMEX_CLIENT_KEY) holds no PEM private key")),
+        "{found:#?}"
+    );
 }

@@ -288,7 +288,11 @@ impl Ctl<'_> {
 
     /// The daemon's unix socket, when the config it runs on names one.
     fn unix_socket(&self) -> Option<String> {
-        let config = crate::imex::daemon_config::DaemonConfigFile::read(self.config).ok()?;
+        let config = crate::imex::daemon_config::DaemonConfigFile::read_as(
+            self.config,
+            crate::imex::daemon_config::Origin::Running,
+        )
+        .ok()?;
         let path = config.get("IMEX_CMD_UNIX_DOMAIN_PATH")?.trim();
         (!path.is_empty()).then(|| path.to_string())
     }

@@ -10,6 +10,87 @@
 use slurm_imex_core::error::{Error, Result};
 use std::path::Path;
 
+/// Most bytes of a daemon config read (NVIDIA's shipped one is ~10 KiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Which daemon config a file is: what it is called in a line, and what an
+/// admin does about a bad one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The admin's base config, from which every daemon config is rendered.
+    Base,
+    /// The copy the running daemon was started on (`[imex.daemon]
+    /// job_config`), which the watcher restarts a dead daemon on.
+    Running,
+}
+
+impl Origin {
+    pub fn key(self) -> &'static str {
+        match self {
+            Origin::Base => "[imex.daemon] base_config",
+            Origin::Running => "[imex.daemon] job_config",
+        }
+    }
+
+    pub fn what(self) -> &'static str {
+        match self {
+            Origin::Base => "the IMEX daemon base config",
+            Origin::Running => "the running IMEX daemon's config",
+        }
+    }
+
+    fn fix(self) -> String {
+        match self {
+            Origin::Base => "install NVIDIA's config.cfg there (KEY=VALUE lines), or set [imex.daemon] base_config".into(),
+            Origin::Running => "remove it while no job on this node uses IMEX: each --imex prolog renders it anew from [imex.daemon] base_config".into(),
+        }
+    }
+}
+
+/// A daemon config refused: what was found (naming the file), and the fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub found: String,
+    pub fix: String,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.found, self.fix)
+    }
+}
+
+/// A daemon config's text: UTF-8 with no control character but tab, CR
+/// and LF, as NVIDIA's `KEY=VALUE` file is. Err says where the first byte
+/// that is not lies (a binary or random bytes in the config's place).
+pub fn config_text(bytes: Vec<u8>) -> std::result::Result<String, String> {
+    let line_of = |bytes: &[u8], at: usize| 1 + bytes[..at].iter().filter(|b| **b == b'\n').count();
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        format!(
+            "byte {:#04x} on line {} is not UTF-8",
+            bytes[at],
+            line_of(bytes, at)
+        )
+    })?;
+    if let Some((at, c)) = text
+        .char_indices()
+        .find(|(_, c)| c.is_control() && !matches!(c, '\t' | '\r' | '\n'))
+    {
+        let what = match c {
+            '\0' => "a NUL byte".to_string(),
+            c if (c as u32) < 0x80 => format!("the control byte {:#04x}", c as u32),
+            c => format!("the control character U+{:04X}", c as u32),
+        };
+        return Err(format!(
+            "line {} holds {what}",
+            line_of(text.as_bytes(), at)
+        ));
+    }
+    Ok(text)
+}
+
 /// Defaults of NVIDIA's shipped config.cfg (docs/imex.md §1).
 pub const DEFAULT_CMD_PORT: u16 = 50005;
 pub const DEFAULT_LOG_FILE: &str = "/var/log/nvidia-imex.log";
@@ -36,14 +117,26 @@ impl DaemonConfigFile {
         }
     }
 
+    /// The admin's base config (`[imex.daemon] base_config`); Err is the
+    /// one line naming it, what is wrong and what to do.
     pub fn read(path: &Path) -> Result<DaemonConfigFile> {
-        // NVIDIA's file is a few KiB; a FIFO or a huge file is refused.
-        let text = slurm_imex_core::fsutil::read_bounded_text(path, 1 << 20).map_err(|e| {
-            Error::new(format!(
-                "cannot read the IMEX daemon base config {} ([imex.daemon] base_config): {e}",
-                path.display()
-            ))
-        })?;
+        Self::read_as(path, Origin::Base).map_err(|r| Error::invalid(r.to_string()))
+    }
+
+    /// The config at `path` in its `origin`'s role: read bounded (a FIFO or
+    /// a huge file is refused, NVIDIA's file is a few KiB) and refused
+    /// unless it is text ([`config_text`]), never read lossily: random
+    /// bytes must not become a job's daemon config.
+    pub fn read_as(path: &Path, origin: Origin) -> std::result::Result<DaemonConfigFile, Refused> {
+        let refused = |found: String| Refused {
+            found,
+            fix: origin.fix(),
+        };
+        let named = || format!("{} {} ({})", origin.what(), path.display(), origin.key());
+        let bytes = slurm_imex_core::fsutil::read_bounded(path, MAX_CONFIG_BYTES)
+            .map_err(|e| refused(format!("cannot read {}: {e}", named())))?;
+        let text =
+            config_text(bytes).map_err(|why| refused(format!("{} is not text: {why}", named())))?;
         Ok(DaemonConfigFile::parse(&text))
     }
 
@@ -168,6 +261,74 @@ mod tests {
         assert!(e
             .to_string()
             .contains("/etc/nvidia-imex/config.cfg: IMEX_CMD_PORT=abc"));
+    }
+
+    #[test]
+    fn a_config_that_is_not_text_is_refused_naming_the_file_line_and_fix() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("config.cfg");
+        let mut random = vec![0u8; 4096];
+        let mut x: u32 = 0x9e37_79b9;
+        for b in &mut random {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            *b = x as u8;
+        }
+        for (bytes, says) in [
+            (random, "is not text: "),
+            (
+                b"LOG_LEVEL=4\nIMEX_CMD_PORT=50005\0\n".to_vec(),
+                "is not text: line 2 holds a NUL byte",
+            ),
+            (
+                b"LOG_LEVEL=4\n# caf\xe9\n".to_vec(),
+                "is not text: byte 0xe9 on line 2 is not UTF-8",
+            ),
+            (
+                b"\x1b[2JLOG_LEVEL=4\n".to_vec(),
+                "is not text: line 1 holds the control byte 0x1b",
+            ),
+            (
+                "A=1\nB=\u{85}\n".as_bytes().to_vec(),
+                "is not text: line 2 holds the control character U+0085",
+            ),
+        ] {
+            std::fs::write(&path, &bytes).unwrap();
+            let e = DaemonConfigFile::read(&path).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "the IMEX daemon base config {} ([imex.daemon] base_config) {says}",
+                    path.display()
+                )) && e.ends_with(
+                    ": install NVIDIA's config.cfg there (KEY=VALUE lines), or set [imex.daemon] base_config"
+                ) && !e.contains('\n'),
+                "{says}: {e}"
+            );
+            let r = DaemonConfigFile::read_as(&path, Origin::Running).unwrap_err();
+            assert!(
+                r.found.starts_with(&format!(
+                    "the running IMEX daemon's config {} ([imex.daemon] job_config) is not text",
+                    path.display()
+                )) && r
+                    .fix
+                    .contains("remove it while no job on this node uses IMEX"),
+                "{r}"
+            );
+        }
+        // Tabs, CRs and LFs are text, and so is any other UTF-8.
+        std::fs::write(&path, "# café\r\nLOG_LEVEL =\t4\r\n").unwrap();
+        assert_eq!(
+            DaemonConfigFile::read(&path).unwrap().get("LOG_LEVEL"),
+            Some("4")
+        );
+        std::fs::remove_file(&path).unwrap();
+        let e = DaemonConfigFile::read(&path).unwrap_err().to_string();
+        assert!(
+            e.starts_with("cannot read the IMEX daemon base config")
+                && e.contains("install NVIDIA's config.cfg"),
+            "{e}"
+        );
     }
 
     #[test]

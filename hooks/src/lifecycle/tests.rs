@@ -20,7 +20,7 @@
 //!
 //! | docs/blame.md row | test | the decision it drives, from |
 //! |---|---|---|
-//! | this node's daemon cannot start, or is not READY; no channel device; bad local config | `row_this_nodes_daemon_or_channel_fails_the_prolog`, `row_bad_local_config_fails_the_prolog`, `row_bad_state_directory_fails_the_prolog` (and `row_this_node_cannot_write_the_job_record`) | `DomainPlan::wait_ready` (`poll_until_ready(…).node()?`), from a daemon that exits at start; `DomainPlan::start` in `job_domain::form`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING; `domain::form` (`channel_major(…).node()?`), from a /proc/devices without the channel device; `DomainPlan::render` and `DomainPlan::write` in `job_domain::form` and `rack_domain::join`, from a base config with IMEX_CMD_ENABLED=0 and a nodes config path whose directory does not exist; `state.lock()` in `job_domain::claim` and `rack_domain::join`, from a state directory whose lock is a directory; `state.owner` in `claim`, from an owner file that is not a job id |
+//! | this node's daemon cannot start, or is not READY; no channel device; bad local config | `row_this_nodes_daemon_or_channel_fails_the_prolog`, `row_bad_local_config_fails_the_prolog`, `row_bad_state_directory_fails_the_prolog` (and `row_this_node_cannot_write_the_job_record`) | `DomainPlan::wait_ready` (`poll_until_ready(…).node()?`), from a daemon that exits at start; `DomainPlan::start` in `job_domain::form`, from a daemon binary that is not there; `DomainPlan::blame_not_ready`, from a ctl that says n1 is INITIALIZING; `domain::form` (`channel_major(…).node()?`), from a /proc/devices without the channel device; `DomainPlan::render` and `DomainPlan::write` in `job_domain::form` and `rack_domain::join`, from a base config with IMEX_CMD_ENABLED=0, one that is not text (a NUL, an escape sequence: `DaemonConfigFile::read`) and a nodes config path whose directory does not exist; `state.lock()` in `job_domain::claim` and `rack_domain::join`, from a state directory whose lock is a directory; `state.owner` in `claim`, from an owner file that is not a job id |
 //! | (the prolog cannot write the job's record) | `row_this_node_cannot_write_the_job_record` | `domain::record_fault` in `setup_domain`, from a record path in the state directory that a directory holds |
 //! | a drain-class GPU health finding | `row_gpu_drain_finding_fails_the_prolog`, `row_gpu_drain_finding_tears_down_the_imex_domain` (and `gate_that_panics_is_a_drain_finding`) | `drain::act`, from a canned gate verdict |
 //! | a GPU still asks to restore its IMEX domain after the job's fresh domain is UP | `row_recovery_action_5_that_persists_after_the_fresh_domain_drains_this_node` (and `rack_domain_restart_that_fails_is_blamed_as_any_domain_failure`) | `recover_imex_domain`, from a gate whose GPU 1 reads RECOVER_IMEX_DOMAIN and a canned read again that still does; `drain::act` |
@@ -441,6 +441,25 @@ fn row_bad_local_config_fails_the_prolog() {
                 && line.contains("set IMEX_CMD_ENABLED=1"),
             "{line}"
         );
+        // The admin's daemon config is not text: nothing is rendered from it.
+        for (junk, says) in [
+            ("IMEX_CMD_ENABLED=1\0", "holds a NUL byte"),
+            (
+                "\u{1b}]0;owned\u{7}IMEX_CMD_ENABLED=1",
+                "holds the control byte 0x1b",
+            ),
+        ] {
+            let node = TestNode::in_scope(scope);
+            node.base_config(junk);
+            let line = node_fault_on(&node);
+            assert!(
+                line.contains("base.cfg ([imex.daemon] base_config) is not text: line 4")
+                    && line.contains(says)
+                    && line.contains("install NVIDIA's config.cfg there"),
+                "{line}"
+            );
+            assert!(!node.path("job.cfg").exists() && !node.daemon_started());
+        }
         // The daemon's nodes config has no directory to be written in.
         let mut node = TestNode::in_scope(scope);
         node.cfg.imex.daemon.nodes_config = node.path("no-such-dir/nodes_config.cfg");

@@ -152,20 +152,141 @@ fn tables_that_are_no_file_warn_and_never_block() {
     assert_eq!(node.command_line_as_is().verdict, Status::Warn);
 }
 
+/// What puts a bad running copy at a path.
+type Make = fn(&Path);
+
 #[test]
-fn a_daemon_config_that_is_no_file_is_one_warning_per_check() {
+fn a_running_copy_that_is_no_file_or_not_text_fails_each_check_naming_it() {
     let node = Node::new();
-    std::fs::create_dir(&node.config.imex.daemon.job_config).unwrap();
+    let running = &node.config.imex.daemon.job_config;
+    let noise = |p: &Path| {
+        let bytes: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        write_mode(p, &bytes, 0o644)
+    };
+    let cases: [(&str, Make, &str); 5] = [
+        (
+            "a directory",
+            |p| std::fs::create_dir(p).unwrap(),
+            "not a regular file",
+        ),
+        (
+            "a FIFO",
+            |p| nix::unistd::mkfifo(p, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap(),
+            "not a regular file",
+        ),
+        ("random bytes", noise, "is not text"),
+        (
+            "a NUL",
+            |p| write_mode(p, b"IMEX_CMD_ENABLED=1\0\n", 0o644),
+            "is not text: line 1 holds a NUL byte",
+        ),
+        (
+            "not UTF-8",
+            |p| write_mode(p, b"IMEX_CMD_BIND_INTERFACE_IP=\xff\n", 0o644),
+            "is not text: byte 0xff on line 1 is not UTF-8",
+        ),
+    ];
+    for (case, make, says) in cases {
+        let _ = std::fs::remove_dir(running);
+        let _ = std::fs::remove_file(running);
+        make(running);
+        let found = imex_exposure(&node.config, &node.net(), SystemTime::now());
+        for check in ["imex-command", "imex-tls"] {
+            let fails: Vec<&Check> = found
+                .iter()
+                .filter(|f| f.check == check && f.verdict == Status::Fail)
+                .collect();
+            assert_eq!(fails.len(), 1, "{case}: {found:#?}");
+            let f = fails[0];
+            assert!(
+                f.found.contains("[imex.daemon] job_config")
+                    && f.found.contains(&running.display().to_string())
+                    && f.found.contains(says)
+                    && f.remedy
+                        .contains("remove it while no job on this node uses IMEX"),
+                "{case}: {}",
+                f.line()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_base_config_that_is_not_text_is_one_warning_per_check() {
+    let node = Node::new();
+    write_mode(
+        &node.config.imex.daemon.base_config,
+        b"IMEX_CMD_ENABLED=1\n\0\0\n",
+        0o644,
+    );
     let found = imex_exposure(&node.config, &node.net(), SystemTime::now());
     assert_eq!(found.len(), 2, "{found:#?}");
     for f in found {
         assert_eq!(f.verdict, Status::Warn, "{}", f.line());
         assert!(
-            f.found.contains("job_config") && f.found.contains("absent.cfg"),
+            f.found.contains("base_config) is not text") && f.remedy.contains("imex-config"),
             "{}",
             f.line()
         );
     }
+}
+
+#[test]
+fn a_running_copy_still_open_after_the_base_was_fixed_fails_naming_it() {
+    let node = Node::new();
+    let running = &node.config.imex.daemon.job_config;
+    let loopback = tcp_line(Ipv4Addr::LOCALHOST, 50005, "0A") + "\n";
+    for (copy, says) in [
+        (
+            "IMEX_CMD_BIND_INTERFACE_IP=0.0.0.0\n",
+            "=0.0.0.0, which is every interface",
+        ),
+        (
+            "IMEX_CMD_BIND_INTERFACE_IP=\n",
+            " is empty, which is every interface",
+        ),
+        ("", " is empty, which is every interface"),
+        (
+            "IMEX_CMD_BIND_INTERFACE_IP=10.0.0.5\n",
+            "=10.0.0.5, not a loopback address",
+        ),
+    ] {
+        write_mode(
+            running,
+            format!("IMEX_CMD_ENABLED=1\nIMEX_CMD_PORT=50005\n{copy}").as_bytes(),
+            0o644,
+        );
+        // The daemon is dead (the watcher will restart it on the copy), or
+        // listens on loopback only.
+        for tcp in ["", loopback.as_str()] {
+            let f = node.command_line(tcp.as_bytes());
+            assert_eq!(f.verdict, Status::Fail, "{copy:?}: {}", f.line());
+            let named = running.display().to_string();
+            assert!(
+                f.found.starts_with(&format!(
+                    "{named} (the running daemon's copy, [imex.daemon] job_config): IMEX_CMD_BIND_INTERFACE_IP{says}"
+                )),
+                "{copy:?}: {}",
+                f.line()
+            );
+            assert!(
+                f.remedy.starts_with(&format!(
+                    "set IMEX_CMD_BIND_INTERFACE_IP=127.0.0.1 in {named} too"
+                )),
+                "{}",
+                f.line()
+            );
+        }
+    }
+    // The copy fixed too: a pass.
+    write_mode(
+        running,
+        b"IMEX_CMD_ENABLED=1\nIMEX_CMD_PORT=50005\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\n",
+        0o644,
+    );
+    assert_eq!(node.command_line(loopback.as_bytes()).verdict, Status::Pass);
 }
 
 fn config() -> ProptestConfig {
@@ -272,6 +393,17 @@ impl TlsNode {
     fn put(&self, name: &str, bytes: &[u8]) {
         let _ = std::fs::remove_file(self.path(name));
         write_mode(&self.path(name), bytes, 0o640);
+    }
+
+    /// Rewrite the base config with each key naming a file of the node.
+    fn name_files(&self, keys: &[(&str, &str)]) {
+        let mut cfg = "IMEX_CMD_ENABLED=1\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\nIMEX_ENABLE_AUTH_ENCRYPTION=1\n\
+             IMEX_AUTH_ENCRYPTION_MODE=SSL_TLS\nIMEX_AUTH_SOURCE=FILE\n"
+            .to_string();
+        for (key, name) in keys {
+            cfg.push_str(&format!("{key}={}\n", self.path(name).display()));
+        }
+        write_mode(&self.path("config.cfg"), cfg.as_bytes(), 0o644);
     }
 
     /// The doctor's imex-tls lines, after it ended in time without a panic.
@@ -384,4 +516,48 @@ fn garbage_truncated_and_expired_certificates_fail_naming_the_file() {
     node.fails_naming_the_cert("larger than", "a huge file");
     node.cert("server.crt", 2000, 2001);
     node.fails_naming_the_cert("expired on 2001-01-01", "expired");
+}
+
+#[test]
+fn one_file_named_by_several_keys_is_judged_for_each_through_the_real_binary() {
+    let node = TlsNode::new();
+    // A key and its certificate in one PEM, the certificate expired: it
+    // fails as the certificate it is named as, as it does in two files.
+    node.cert("old.crt", 2000, 2001);
+    let key = std::fs::read(node.path("old.crt.key")).unwrap();
+    let cert = std::fs::read(node.path("old.crt")).unwrap();
+    write_mode(&node.path("both.pem"), &[key, cert].concat(), 0o600);
+    node.name_files(&[
+        ("IMEX_SERVER_KEY", "both.pem"),
+        ("IMEX_SERVER_CERT", "both.pem"),
+        ("IMEX_SERVER_CERT_AUTH", "ca.crt"),
+    ]);
+    let lines = node.tls_lines();
+    let both = node.path("both.pem").display().to_string();
+    assert_eq!(lines.len(), 1, "{lines:#?}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "FAIL  imex-tls        {both} (IMEX_SERVER_CERT), certificate 1"
+        )) && lines[0].contains("expired on 2001-01-01"),
+        "{}",
+        lines[0]
+    );
+    // A certificate also named as the client's key fails as a key.
+    node.name_files(&[
+        ("IMEX_SERVER_KEY", "server.crt.key"),
+        ("IMEX_SERVER_CERT", "server.crt"),
+        ("IMEX_SERVER_CERT_AUTH", "ca.crt"),
+        ("IMEX_CLIENT_KEY", "ca.crt"),
+        ("IMEX_CLIENT_CERT", "server.crt"),
+    ]);
+    let lines = node.tls_lines();
+    let ca = node.path("ca.crt").display().to_string();
+    assert!(
+        lines.iter().any(|l| l.starts_with("FAIL")
+            && l.contains(&format!(
+                "{ca} (IMEX_CLIENT_KEY) holds no PEM private key (it holds: CERTIFICATE)"
+            ))),
+        "{lines:#?}"
+    );
+    assert!(lines.iter().all(|l| l.starts_with("FAIL")), "{lines:#?}");
 }
