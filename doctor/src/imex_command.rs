@@ -6,7 +6,7 @@
 //! [`crate::daemon_cfg`]) and on what listens now; a line at fault names
 //! the file.
 
-use crate::check::Check;
+use crate::check::{Check, CheckName};
 use crate::daemon_cfg::{DaemonCfg, Effective};
 use crate::listening::{describe, is_loopback, Listeners};
 use slurm_imex_core::trust::{self, Expect};
@@ -15,7 +15,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-const CHECK: &str = "imex-command";
+const CHECK: CheckName = CheckName::ImexCommand;
 
 /// Where one config puts the command service.
 struct Service<'a> {

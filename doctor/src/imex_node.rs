@@ -2,7 +2,7 @@
 //! config, the channel device in /proc/devices and the channel directory,
 //! the SERVER_PORT span against the ephemeral ports, and the systemd unit.
 
-use crate::check::Check;
+use crate::check::{Check, CheckName};
 use slurm_imex_core::config::{DaemonManager, DomainScope};
 use slurm_imex_core::trust::{self, Expect};
 use slurm_imex_domain::imex::daemon_config::{DaemonConfigFile, Origin};
@@ -12,8 +12,8 @@ use std::time::Duration;
 pub fn programs(config: &Config) -> Vec<Check> {
     let d = &config.imex.daemon;
     [
-        ("imex-daemon", "[imex.daemon] binary", &d.binary),
-        ("imex-ctl", "[imex.daemon] ctl", &d.ctl),
+        (CheckName::ImexDaemon, "[imex.daemon] binary", &d.binary),
+        (CheckName::ImexCtl, "[imex.daemon] ctl", &d.ctl),
     ]
     .into_iter()
     .map(
@@ -35,16 +35,16 @@ pub fn base_config(config: &Config) -> Check {
     let path = &config.imex.daemon.base_config;
     let file = match DaemonConfigFile::read_as(path, Origin::Base) {
         Ok(f) => f,
-        Err(refused) => return Check::fail("imex-config", refused.found, refused.fix),
+        Err(refused) => return Check::fail(CheckName::ImexConfig, refused.found, refused.fix),
     };
     if file.get("IMEX_CMD_ENABLED") != Some("1") {
-        return Check::fail("imex-config",
+        return Check::fail(CheckName::ImexConfig,
             format!("{}: IMEX_CMD_ENABLED is {}: the prolog cannot ask the daemon whether the domain is UP", path.display(), file.get("IMEX_CMD_ENABLED").unwrap_or("unset")),
             format!("set IMEX_CMD_ENABLED=1 in {}", path.display()));
     }
     match file.cmd_port(path) {
         Ok(port) => Check::pass(
-            "imex-config",
+            CheckName::ImexConfig,
             format!(
                 "{}: IMEX_CMD_ENABLED=1, IMEX_CMD_PORT={port}, SERVER_PORT={}",
                 path.display(),
@@ -52,7 +52,7 @@ pub fn base_config(config: &Config) -> Check {
             ),
         ),
         Err(e) => Check::fail(
-            "imex-config",
+            CheckName::ImexConfig,
             e.to_string(),
             format!("set IMEX_CMD_PORT in {}", path.display()),
         ),
@@ -61,8 +61,8 @@ pub fn base_config(config: &Config) -> Check {
 
 pub fn channel_device(config: &Config) -> Check {
     match slurm_imex_core::channel::channel_major(&config.imex.proc_devices) {
-        Ok(major) => Check::pass("channel-device", format!("nvidia-caps-imex-channels is major {major} ({})", config.imex.proc_devices.display())),
-        Err(e) => Check::fail("channel-device", e.to_string(),
+        Ok(major) => Check::pass(CheckName::ChannelDevice, format!("nvidia-caps-imex-channels is major {major} ({})", config.imex.proc_devices.display())),
+        Err(e) => Check::fail(CheckName::ChannelDevice, e.to_string(),
             "load the NVIDIA driver with IMEX channels (modprobe nvidia NVreg_ImexChannelCount=2048, the driver's default)"),
     }
 }
@@ -71,7 +71,7 @@ pub fn channel_dir(config: &Config) -> Check {
     let dir = &config.imex.channel_dir;
     if std::fs::symlink_metadata(dir).is_err() {
         return crate::node_state::made_on_first_use(
-            "channel-dir",
+            CheckName::ChannelDir,
             dir,
             "[imex] channel_dir's parent",
             "the prolog makes it",
@@ -80,11 +80,11 @@ pub fn channel_dir(config: &Config) -> Check {
     }
     match trust::check(dir, Expect::Dir, "[imex] channel_dir") {
         Ok(()) => Check::pass(
-            "channel-dir",
+            CheckName::ChannelDir,
             format!("{} is root's and only root can write it", dir.display()),
         ),
         Err(e) => Check::fail(
-            "channel-dir",
+            CheckName::ChannelDir,
             e.to_string(),
             format!("chown root:root {0}; chmod 0755 {0}", dir.display()),
         ),
@@ -96,7 +96,7 @@ pub fn channel_dir(config: &Config) -> Check {
 pub fn ports(config: &Config) -> Check {
     if config.imex.domain == DomainScope::Rack {
         return Check::pass(
-            "ports",
+            CheckName::Ports,
             "[imex] domain = \"rack\": one daemon on the base config's SERVER_PORT",
         );
     }
@@ -105,8 +105,8 @@ pub fn ports(config: &Config) -> Check {
     let hi = (u32::from(lo) + u32::from(span) - 1).min(65535) as u16;
     let exposed = slurm_imex_domain::imex::port::exposed_ports(lo, hi, &range, &reserved);
     match exposed.first() {
-        None => Check::pass("ports", format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
-        Some(first) => Check::fail("ports",
+        None => Check::pass(CheckName::Ports, format!("SERVER_PORT span {lo}-{hi} is reserved or outside the ephemeral range ({})", range.split_whitespace().collect::<Vec<_>>().join("-"))),
+        Some(first) => Check::fail(CheckName::Ports,
             format!("{} ports of the SERVER_PORT span {lo}-{hi} are ephemeral and not reserved (first {first}): any outgoing connection can take a job's port", exposed.len()),
             reserve_remedy(&reserved, lo, hi)),
     }
@@ -132,7 +132,7 @@ pub fn systemd_unit(config: &Config) -> Check {
     let d = &config.imex.daemon;
     if d.manager == DaemonManager::Process {
         return Check::pass(
-            "systemd",
+            CheckName::Systemd,
             "[imex.daemon] manager = \"process\": slurm-imex runs the daemon itself",
         );
     }
@@ -140,7 +140,7 @@ pub fn systemd_unit(config: &Config) -> Check {
         Ok(p) => p,
         Err(e) => {
             return Check::fail(
-                "systemd",
+                CheckName::Systemd,
                 e.to_string(),
                 "install systemd, or set [imex.daemon] manager = \"process\"",
             )
@@ -156,12 +156,18 @@ pub fn systemd_unit(config: &Config) -> Check {
         Ok(out) if out.success() => out.stdout,
         Ok(out) => {
             return Check::fail(
-                "systemd",
+                CheckName::Systemd,
                 format!("systemctl cat {unit}: {}", out.one_line()),
                 format!("install NVIDIA's {unit} (nvidia-imex package), or set [imex.daemon] unit"),
             )
         }
-        Err(e) => return Check::fail("systemd", e.to_string(), "check systemd on this node"),
+        Err(e) => {
+            return Check::fail(
+                CheckName::Systemd,
+                e.to_string(),
+                "check systemd on this node",
+            )
+        }
     };
     judge_unit_text(&unit, &text, &d.job_config.display().to_string())
 }
@@ -176,17 +182,17 @@ fn judge_unit_text(unit: &str, text: &str, job_config: &str) -> Check {
         .map(setting)
         .any(|l| l.starts_with("ExecStart=") && l.contains(job_config))
     {
-        return Check::fail("systemd", format!("{unit} does not start the daemon with -c {job_config}: it would serve the base config, not the job's domain"), drop_in);
+        return Check::fail(CheckName::Systemd, format!("{unit} does not start the daemon with -c {job_config}: it would serve the base config, not the job's domain"), drop_in);
     }
     if !text
         .lines()
         .map(setting)
         .any(|l| l == "StartLimitIntervalSec=0")
     {
-        return Check::warn("systemd", format!("{unit} keeps systemd's start limit (5 starts in 10 s): a 6th back-to-back restart is refused and fails that prolog"), drop_in);
+        return Check::warn(CheckName::Systemd, format!("{unit} keeps systemd's start limit (5 starts in 10 s): a 6th back-to-back restart is refused and fails that prolog"), drop_in);
     }
     Check::pass(
-        "systemd",
+        CheckName::Systemd,
         format!("{unit} starts the daemon with -c {job_config}, no start limit"),
     )
 }
@@ -232,7 +238,7 @@ mod tests {
         config.imex.daemon.manager = DaemonManager::Systemd;
         config.imex.daemon.systemctl = "/nonexistent/systemctl".into();
         let f = systemd_unit(&config);
-        assert_eq!((f.check, f.verdict), ("systemd", Status::Fail));
+        assert_eq!((f.check, f.verdict), (CheckName::Systemd, Status::Fail));
         config.imex.daemon.manager = DaemonManager::Process;
         assert_eq!(systemd_unit(&config).verdict, Status::Pass);
     }
@@ -245,7 +251,7 @@ mod tests {
         config.imex.daemon.base_config = "/nonexistent/config.cfg".into();
         let found = programs(&config);
         assert!(found.iter().all(|f| f.verdict == Status::Fail), "{found:?}");
-        assert_eq!(found[0].check, "imex-daemon");
+        assert_eq!(found[0].check, CheckName::ImexDaemon);
         assert_eq!(base_config(&config).verdict, Status::Fail);
     }
 

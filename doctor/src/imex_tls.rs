@@ -6,12 +6,12 @@
 //! three must be set. Kerberos (GSS modes) and keys taken from the
 //! daemon's environment (ENV_PATH, ENV_VAL) are named as not checkable.
 
-use crate::check::Check;
+use crate::check::{Check, CheckName};
 use crate::daemon_cfg::{DaemonCfg, Effective};
 use crate::tls_file::{self, Kind};
 use std::path::Path;
 
-const CHECK: &str = "imex-tls";
+const CHECK: CheckName = CheckName::ImexTls;
 
 /// The credential keys, what each holds, and whether SSL_TLS needs it.
 const FILES: [(&str, Kind, bool); 6] = [

@@ -20,7 +20,7 @@ mod slurm_view;
 mod slurm_wiring;
 mod tls_file;
 
-pub use check::{Check, Status};
+pub use check::{Check, CheckName, Status};
 pub use listening::{parse_listen_line, ProcNet};
 pub use slurm_view::SlurmView;
 
@@ -75,7 +75,7 @@ pub fn examine_within(
 fn bounded(rx: std::sync::mpsc::Receiver<Vec<Check>>, limit: std::time::Duration) -> Vec<Check> {
     rx.recv_timeout(limit).unwrap_or_else(|_| {
         vec![Check::fail(
-            "doctor",
+            CheckName::Doctor,
             format!("the checks did not finish within {limit:?}, so none is reported"),
             "find what it waits on (a slow controller, a stuck file system: `strace -f \
              slurm-imex doctor`), fix that, then run doctor again",
@@ -118,7 +118,7 @@ pub fn examine(p: &Patient) -> Vec<Check> {
 /// (`imex-tls`, certificates judged at `now`), on the effective daemon
 /// config. Public for the bad-input suite, which injects both.
 pub fn imex_exposure(config: &Config, proc_net: &ProcNet, now: SystemTime) -> Vec<Check> {
-    const CHECKS: [&str; 2] = ["imex-command", "imex-tls"];
+    const CHECKS: [CheckName; 2] = [CheckName::ImexCommand, CheckName::ImexTls];
     let effective = match daemon_cfg::Effective::read(config) {
         Ok(e) => e,
         Err(e) => {
@@ -220,7 +220,7 @@ fn slurm_view(p: &Patient) -> Result<SlurmView, Check> {
         .and_then(|path| slurm_imex_core::slurm::conf::SlurmConf::read(&path));
     match local {
         Ok(conf) => Ok(SlurmView::from_file(&conf, &scontrol)),
-        Err(e) => Err(Check::fail("slurm", format!("{controller_error}; and this node's slurm.conf: {e}"),
+        Err(e) => Err(Check::fail(CheckName::Slurm, format!("{controller_error}; and this node's slurm.conf: {e}"),
             "start slurmctld, or point [slurm] scontrol at this Slurm's scontrol (e.g. /opt/slurm/bin/scontrol) and [slurm] config at its slurm.conf; the Slurm checks were skipped")),
     }
 }
@@ -237,9 +237,9 @@ fn slurm_check(slurm: &SlurmView, p: &Patient) -> Check {
         &slurm.version
     };
     match &slurm.from_file {
-        None => Check::pass("slurm", format!("Slurm {version} (slurm.conf {conf})")),
+        None => Check::pass(CheckName::Slurm, format!("Slurm {version} (slurm.conf {conf})")),
         Some(file) => Check::warn(
-            "slurm",
+            CheckName::Slurm,
             format!(
                 "Slurm {version}: slurmctld did not answer `{} show config`, so the Slurm checks below read {}, the slurm.conf this node reads",
                 p.config.slurm.scontrol.display(),

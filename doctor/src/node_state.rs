@@ -3,7 +3,7 @@
 //! database, the metrics textfile directory, and the rack files (topology
 //! file, rack map) against each other and this node's GPUs.
 
-use crate::check::Check;
+use crate::check::{Check, CheckName};
 use crate::nvml_read::{Answer, Gpus, NvmlRead};
 use slurm_imex_core::error::Error;
 use slurm_imex_core::trust::{self, Expect};
@@ -15,14 +15,14 @@ use std::path::Path;
 pub fn config_file(path: &Path, loaded: &Result<(), Error>, config: &Config) -> Check {
     if let Err(e) = loaded {
         return Check::fail(
-            "config",
+            CheckName::Config,
             e.to_string(),
             "fix what it names (conf-examples/imex.toml documents every key)",
         );
     }
     if let Err(e) = config.check_trust() {
         return Check::fail(
-            "config",
+            CheckName::Config,
             e.to_string(),
             "make what it names root's and writable by root only",
         );
@@ -30,16 +30,19 @@ pub fn config_file(path: &Path, loaded: &Result<(), Error>, config: &Config) -> 
     // The address map: every --imex job fails on a bad one (docs/blame.md).
     if let Err(e) = slurm_imex_domain::addresses::Resolver::new(&config.imex.addresses) {
         return Check::fail(
-            "config",
+            CheckName::Config,
             e.to_string(),
             "fix the address map (root's, writable by root only, node = \"address\" lines): every --imex job fails until then",
         );
     }
     if std::fs::symlink_metadata(path).is_err() {
-        return Check::warn("config", format!("no {}: every key at its default", path.display()),
+        return Check::warn(CheckName::Config, format!("no {}: every key at its default", path.display()),
             "install imex.toml beside slurm.conf (or set $SLURM_IMEX_CONFIG) if this node needs other values");
     }
-    Check::pass("config", format!("{} read and trusted", path.display()))
+    Check::pass(
+        CheckName::Config,
+        format!("{} read and trusted", path.display()),
+    )
 }
 
 /// NVML loads and sees the GPUs this node must have, every call answering
@@ -48,19 +51,23 @@ pub fn nvml(config: &Config, read: &NvmlRead) -> Check {
     let expected = config.health.expected_gpus;
     match read.answer() {
         Answer::Read(gpus) => nvml_gpus(config, read, gpus),
-        Answer::Hung { .. } => Check::fail("nvml", read.hung().unwrap_or_default(), HUNG_REMEDY),
+        Answer::Hung { .. } => Check::fail(
+            CheckName::Nvml,
+            read.hung().unwrap_or_default(),
+            HUNG_REMEDY,
+        ),
         Answer::Untrusted(e) => Check::fail(
-            "nvml",
+            CheckName::Nvml,
             e.to_string(),
             "make the library root's and writable by root only",
         ),
         Answer::Failed(e) if expected > 0 => Check::fail(
-            "nvml",
+            CheckName::Nvml,
             e.to_string(),
             "install the NVIDIA driver's libnvidia-ml.so.1, or set [gpu] nvml_library",
         ),
         Answer::Failed(e) => Check::warn(
-            "nvml",
+            CheckName::Nvml,
             e.to_string(),
             "on a GPU node, install the driver's libnvidia-ml.so.1 (a CPU node needs nothing)",
         ),
@@ -76,11 +83,11 @@ fn nvml_gpus(config: &Config, read: &NvmlRead, gpus: &Gpus) -> Check {
     let expected = config.health.expected_gpus;
     let (count, driver) = (gpus.count, &gpus.driver);
     if let Some(hung) = read.hung() {
-        return Check::fail("nvml", hung, HUNG_REMEDY);
+        return Check::fail(CheckName::Nvml, hung, HUNG_REMEDY);
     }
     if expected > 0 && count != expected {
         return Check::fail(
-            "nvml",
+            CheckName::Nvml,
             format!(
                 "NVML sees {count} GPUs, [health] expected_gpus = {expected} (driver {driver})"
             ),
@@ -89,7 +96,7 @@ fn nvml_gpus(config: &Config, read: &NvmlRead, gpus: &Gpus) -> Check {
     }
     let library = config.gpu.nvml_library.display();
     Check::pass(
-        "nvml",
+        CheckName::Nvml,
         format!("{library} loads: driver {driver}, {count} GPUs"),
     )
 }
@@ -105,7 +112,7 @@ pub fn accounting(config: &Config, read: &NvmlRead) -> Option<Check> {
     use slurm_imex_gpu::config::Accounting;
     use slurm_imex_gpu::nvml::Reading;
     if let Some(hung) = read.hung() {
-        return Some(Check::fail("accounting", hung, HUNG_REMEDY));
+        return Some(Check::fail(CheckName::Accounting, hung, HUNG_REMEDY));
     }
     let gpus = read.snapshots()?;
     let which = |pick: &dyn Fn(&slurm_imex_gpu::nvml::GpuSnapshot) -> bool| -> Vec<String> {
@@ -119,18 +126,18 @@ pub fn accounting(config: &Config, read: &NvmlRead) -> Option<Check> {
     let on = gpus.len() - off.len();
     let turns_on = config.gpu.accounting == Accounting::On;
     Some(if !forgets.is_empty() && turns_on {
-        Check::warn("accounting", format!("persistence mode is off on {}: the driver forgets NVML accounting mode whenever no process holds the GPU, so jobs' utilization and peak memory go unrecorded", forgets.join(",")),
+        Check::warn(CheckName::Accounting, format!("persistence mode is off on {}: the driver forgets NVML accounting mode whenever no process holds the GPU, so jobs' utilization and peak memory go unrecorded", forgets.join(",")),
             "run nvidia-persistenced (or nvidia-smi -pm 1) on every GPU node")
     } else if !off.is_empty() && !turns_on {
-        Check::warn("accounting", format!("NVML accounting mode is off on {} and [gpu] accounting = \"leave\": jobs' utilization and peak memory are not recorded", off.join(",")),
+        Check::warn(CheckName::Accounting, format!("NVML accounting mode is off on {} and [gpu] accounting = \"leave\": jobs' utilization and peak memory are not recorded", off.join(",")),
             "set [gpu] accounting = \"on\", or turn it on at boot (nvidia-smi -am 1)")
     } else if off.is_empty() {
         Check::pass(
-            "accounting",
+            CheckName::Accounting,
             format!("NVML accounting mode on for {on} GPUs; persistence mode keeps it"),
         )
     } else {
-        Check::pass("accounting", format!("NVML accounting mode off on {} (as after every boot): the next GPU job's prolog turns it on ([gpu] accounting = \"on\"); persistence mode keeps it", off.join(",")))
+        Check::pass(CheckName::Accounting, format!("NVML accounting mode off on {} (as after every boot): the next GPU job's prolog turns it on ([gpu] accounting = \"on\"); persistence mode keeps it", off.join(",")))
     })
 }
 
@@ -138,14 +145,14 @@ pub fn database(config: &Config) -> Check {
     let path = &config.database.path;
     if let Some(problem) = slurm_imex_jobdb::storage_problem(path) {
         return Check::fail(
-            "database",
+            CheckName::Database,
             problem,
             "free space or remount read-write; epilogs keep running meanwhile",
         );
     }
     if std::fs::symlink_metadata(path).is_err() {
         return made_on_first_use(
-            "database",
+            CheckName::Database,
             path,
             "[database] path's directory",
             "the first epilog makes it",
@@ -154,11 +161,11 @@ pub fn database(config: &Config) -> Check {
     }
     match slurm_imex_jobdb::JobDb::open(path, config.database.busy_timeout.0) {
         Ok(_) => Check::pass(
-            "database",
+            CheckName::Database,
             format!("{} opens, schema current", path.display()),
         ),
         Err(e) => Check::fail(
-            "database",
+            CheckName::Database,
             e.to_string(),
             "fix what it names (the directory root's and not writable by others, the file 0600); a corrupt file: move it aside, the next epilog starts a new one",
         ),
@@ -168,7 +175,7 @@ pub fn database(config: &Config) -> Check {
 /// A path the hooks make on first use: fine while absent when the
 /// directory above it is root's and only root can write it.
 pub(crate) fn made_on_first_use(
-    check: &'static str,
+    check: CheckName,
     path: &Path,
     parent_what: &str,
     who_makes_it: &str,
@@ -194,13 +201,13 @@ pub(crate) fn made_on_first_use(
 pub fn textfile_dir(config: &Config) -> Check {
     let Some(dir) = config.metrics.textfile_dir() else {
         return Check::pass(
-            "textfile-dir",
+            CheckName::TextfileDir,
             "metrics export off ([metrics] textfile_dir)",
         );
     };
     match trust::check(&dir, Expect::Dir, "[metrics] textfile_dir") {
-        Ok(()) => Check::pass("textfile-dir", format!("{} (node_exporter's textfile collector)", dir.display())),
-        Err(e) => Check::fail("textfile-dir", e.to_string(), "make it root's, or point [metrics] textfile_dir at node_exporter's --collector.textfile.directory"),
+        Ok(()) => Check::pass(CheckName::TextfileDir, format!("{} (node_exporter's textfile collector)", dir.display())),
+        Err(e) => Check::fail(CheckName::TextfileDir, e.to_string(), "make it root's, or point [metrics] textfile_dir at node_exporter's --collector.textfile.directory"),
     }
 }
 
@@ -213,7 +220,7 @@ pub fn topology(config: &Config, nvml: Option<&NvmlRead>) -> Check {
     use slurm_imex_domain::rack::sources::RackSources;
     let racks = match RackSources::read(config) {
         Ok(r) => r,
-        Err(e) => return Check::fail("topology", e.to_string(),
+        Err(e) => return Check::fail(CheckName::Topology, e.to_string(),
             "fix the file (`slurm-imex topology` prints a topology.conf and `slurm-imex topology --map` a rack map from the fabric)"),
     };
     let topo = racks
@@ -222,7 +229,7 @@ pub fn topology(config: &Config, nvml: Option<&NvmlRead>) -> Check {
         .map(|b| b.source.display().to_string());
     let map = racks.map.as_ref().map(|m| m.describe());
     let sources = match (&topo, &map) {
-        (None, None) => return Check::warn("topology",
+        (None, None) => return Check::warn(CheckName::Topology,
             "no topology file and no rack map: an --imex job is one IMEX domain, whatever racks its nodes are in",
             "write a rack map (`slurm-imex topology --map -o imex-racks.d` where scontrol answers) and install it beside imex.toml on every node, or describe the racks in topology.conf/topology.yaml"),
         (Some(t), Some(m)) => format!("{t} and the rack map {m}"),
@@ -237,7 +244,7 @@ pub fn topology(config: &Config, nvml: Option<&NvmlRead>) -> Check {
         .and_then(NvmlRead::hung);
     if let Some(hung) = hung.filter(|_| found.is_empty()) {
         return Check::fail(
-            "topology",
+            CheckName::Topology,
             format!("{sources}: {node}'s clique is unknown: {hung}"),
             HUNG_REMEDY,
         );
@@ -248,9 +255,9 @@ pub fn topology(config: &Config, nvml: Option<&NvmlRead>) -> Check {
             .and_then(|r| r.name)
             .map(|r| format!("; {node} is in rack {r}"))
             .unwrap_or_default();
-        return Check::pass("topology", format!("{sources}{mine}"));
+        return Check::pass(CheckName::Topology, format!("{sources}{mine}"));
     }
-    Check::fail("topology", format!("{sources}: {}", slurm_imex_core::text::summarize_list(&found, 300)),
+    Check::fail(CheckName::Topology, format!("{sources}: {}", slurm_imex_core::text::summarize_list(&found, 300)),
         "fix the file that is wrong; `slurm-imex topology --check` compares both with the cliques every node publishes")
 }
 

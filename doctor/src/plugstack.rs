@@ -9,7 +9,7 @@
 //! guard against files that include each other; here each file is read once
 //! (a visited set), and the number of files and the time spent are bounded.
 
-use crate::check::Check;
+use crate::check::{Check, CheckName};
 use crate::pattern;
 use crate::slurm_view::{major_minor, SlurmView};
 use slurm_imex_core::fsutil::read_bounded_text;
@@ -128,7 +128,7 @@ pub fn resolve(line: &PluginLine, slurm: &SlurmView) -> Option<PathBuf> {
 pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> Vec<Check> {
     let Some(stack) = slurm.plugstack() else {
         return vec![Check::fail(
-            "plugstack",
+            CheckName::Plugstack,
             "Slurm names no plugstack.conf (no PlugStackConfig, no SLURM_CONF)",
             "set PlugStackConfig in slurm.conf",
         )];
@@ -141,14 +141,14 @@ pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> V
     let line = match find_line(&stack) {
         Err(e) => {
             return vec![Check::fail(
-                "plugstack",
+                CheckName::Plugstack,
                 format!("cannot read {}: {e}", stack.display()),
                 add_line,
             )]
         }
         Ok(None) => {
             return vec![Check::fail(
-                "plugstack",
+                CheckName::Plugstack,
                 format!(
                     "no line of {} (or what it includes) names {PLUGIN_FILE}",
                     stack.display()
@@ -165,14 +165,14 @@ pub fn check(slurm: &SlurmView, config_path: &Path, suggested_plugin: &str) -> V
 
 fn registration(line: &PluginLine, config_path: &Path) -> Check {
     if !line.required {
-        return Check::warn("plugstack", format!("{}: optional {}", line.origin, line.path),
+        return Check::warn(CheckName::Plugstack, format!("{}: optional {}", line.origin, line.path),
             "write `required`: with `optional`, a node where the plugin fails to load runs --imex jobs without their channel");
     }
     match &line.config {
-        Some(c) if !same_file(Path::new(c), config_path) => Check::warn("plugstack",
+        Some(c) if !same_file(Path::new(c), config_path) => Check::warn(CheckName::Plugstack,
             format!("{}: the plugin reads {c}, this node's prolog and CLI read {}", line.origin, config_path.display()),
             "point config= and the prolog at one file (imex.toml beside slurm.conf, or $SLURM_IMEX_CONFIG)"),
-        _ => Check::pass("plugstack", format!("{}: required {}", line.origin, line.path)),
+        _ => Check::pass(CheckName::Plugstack, format!("{}: required {}", line.origin, line.path)),
     }
 }
 
@@ -188,7 +188,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> Check {
     let Some(path) = resolve(line, slurm) else {
         return Check::fail(
-            "plugin",
+            CheckName::Plugin,
             format!(
                 "{} names {}, which is in no PluginDir ({})",
                 line.origin,
@@ -205,16 +205,16 @@ fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> 
     if let Err(e) =
         slurm_imex_core::trust::check(&path, slurm_imex_core::trust::Expect::File, "plugin")
     {
-        return Check::fail("plugin", e.to_string(), release_hint);
+        return Check::fail(CheckName::Plugin, e.to_string(), release_hint);
     }
     match crate::plugin_stamp::read(&path, &slurm.plugin_dirs()) {
         Err(e) => Check::fail(
-            "plugin",
+            CheckName::Plugin,
             format!("{} does not load: {e}", path.display()),
             release_hint,
         ),
         Ok(stamp) if major_minor(&stamp) != slurm.major_minor() => Check::fail(
-            "plugin",
+            CheckName::Plugin,
             format!(
                 "{} is stamped for Slurm {stamp}, this Slurm is {}: slurmd refuses to load it",
                 path.display(),
@@ -223,7 +223,7 @@ fn plugin_file(line: &PluginLine, slurm: &SlurmView, suggested_plugin: &str) -> 
             release_hint,
         ),
         Ok(stamp) => Check::pass(
-            "plugin",
+            CheckName::Plugin,
             format!(
                 "{} loads, stamped for Slurm {stamp} (running {})",
                 path.display(),
@@ -348,7 +348,7 @@ mod stamp_tests {
 
         std::fs::write(&stack, "required /x/pyxis.so\n").unwrap();
         let f = &check(&slurm, cfg, "/p/spank_imex.so")[0];
-        assert_eq!((f.check, f.verdict), ("plugstack", Status::Fail));
+        assert_eq!((f.check, f.verdict), (CheckName::Plugstack, Status::Fail));
         assert!(
             f.remedy
                 .contains("required /p/spank_imex.so config=/etc/slurm/imex.toml"),
@@ -365,7 +365,7 @@ mod stamp_tests {
         assert_eq!(found[0].verdict, Status::Pass);
         assert_eq!(
             (found[1].check, found[1].verdict),
-            ("plugin", Status::Fail),
+            (CheckName::Plugin, Status::Fail),
             "{}",
             found[1].line()
         );

@@ -4,7 +4,7 @@
 //! steer such jobs to whole nodes at submission. In per-job domains one node
 //! serves one job's domain; in rack-wide domains jobs may share nodes.
 
-use crate::check::Check;
+use crate::check::{Check, CheckName};
 use crate::slurm_view::SlurmView;
 use slurm_imex_core::config::{DomainScope, SharedNodes};
 use slurm_imex_settings::Config;
@@ -115,7 +115,7 @@ pub fn check(
 ) -> Check {
     if config.imex.domain == DomainScope::Rack {
         return Check::pass(
-            "shared-nodes",
+            CheckName::SharedNodes,
             "rack-wide IMEX domains: --imex jobs may share nodes, each with its own channel",
         );
     }
@@ -123,7 +123,7 @@ pub fn check(
         Ok(p) => p,
         Err(e) => {
             return Check::warn(
-                "shared-nodes",
+                CheckName::SharedNodes,
                 format!("partitions not read: {e}"),
                 "run doctor --cluster where slurmctld answers",
             )
@@ -137,13 +137,13 @@ pub fn check(
         .filter(|p| p.shares_nodes(linear))
         .collect();
     if sharing.is_empty() {
-        return Check::pass("shared-nodes", "every partition gives whole nodes (OverSubscribe=EXCLUSIVE): --imex jobs never share a node");
+        return Check::pass(CheckName::SharedNodes, "every partition gives whole nodes (OverSubscribe=EXCLUSIVE): --imex jobs never share a node");
     }
     let script = script_path(slurm);
     match guard_wired(slurm, &script) {
-        Ok(()) => Check::pass("shared-nodes", steered(config.imex.shared_nodes, &sharing)),
+        Ok(()) => Check::pass(CheckName::SharedNodes, steered(config.imex.shared_nodes, &sharing)),
         Err(missing) => Check::fail(
-            "shared-nodes",
+            CheckName::SharedNodes,
             format!(
                 "--imex jobs can start on a node another job shares in {} and then fail at their first task (one IMEX domain per node): nothing steers them at submission, {missing}",
                 named(&sharing)

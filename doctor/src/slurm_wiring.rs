@@ -2,7 +2,7 @@
 //! Epilog programs, HealthCheckProgram, Slurm's own IMEX switch beside our
 //! channels mode, and what keeps channels apart in rack-wide domains.
 
-use crate::check::Check;
+use crate::check::{Check, CheckName};
 use crate::slurm_view::SlurmView;
 use slurm_imex_core::config::{ChannelMode, DomainScope};
 use slurm_imex_domain::imex::rack_channels;
@@ -32,9 +32,9 @@ pub fn prolog_flags(slurm: &SlurmView) -> Check {
         .split(',')
         .any(|f| IMPLY_ALLOC.iter().any(|a| f.trim().eq_ignore_ascii_case(a)))
     {
-        Check::pass("prolog-flags", format!("PrologFlags={flags}"))
+        Check::pass(CheckName::PrologFlags, format!("PrologFlags={flags}"))
     } else {
-        Check::fail("prolog-flags",
+        Check::fail(CheckName::PrologFlags,
             format!("PrologFlags={} lacks Alloc: the prolog would run at the first step, after the batch script started", if flags.is_empty() { "(none)" } else { flags }),
             "add Alloc to PrologFlags in slurm.conf (keep the flags you have), then restart slurmctld and slurmd")
     }
@@ -88,17 +88,17 @@ pub fn hook(slurm: &SlurmView, which: &'static str, program: &str, suggested: &P
     )
 }
 
-fn which_check(which: &'static str) -> &'static str {
+fn which_check(which: &'static str) -> CheckName {
     if which == "Prolog" {
-        "prolog"
+        CheckName::Prolog
     } else {
-        "epilog"
+        CheckName::Epilog
     }
 }
 
 pub fn health_check(slurm: &SlurmView) -> Check {
     let Some(program) = slurm.get("HealthCheckProgram") else {
-        return Check::warn("healthcheck", "no HealthCheckProgram: an idle node's GPUs are checked only when a job starts",
+        return Check::warn(CheckName::Healthcheck, "no HealthCheckProgram: an idle node's GPUs are checked only when a job starts",
             "set HealthCheckProgram=<sbin>/slurm-imex-healthcheck and HealthCheckInterval=300 in slurm.conf");
     };
     let script = slurm_imex_core::fsutil::read_bounded_text(Path::new(program), MAX_WRAPPER_BYTES)
@@ -107,18 +107,18 @@ pub fn health_check(slurm: &SlurmView) -> Check {
         || (script.contains("slurm-imex") && script.contains("check"))
     {
         if !Path::new(program).exists() {
-            return Check::fail("healthcheck", format!("HealthCheckProgram={program} does not exist: slurmd drains nothing, checks nothing"),
+            return Check::fail(CheckName::Healthcheck, format!("HealthCheckProgram={program} does not exist: slurmd drains nothing, checks nothing"),
                 "install slurm-imex-healthcheck there or fix HealthCheckProgram");
         }
         return Check::pass(
-            "healthcheck",
+            CheckName::Healthcheck,
             format!(
                 "HealthCheckProgram={program} (every {}s)",
                 slurm.get("HealthCheckInterval").unwrap_or("0")
             ),
         );
     }
-    Check::warn("healthcheck", format!("HealthCheckProgram={program} does not run `slurm-imex check`"),
+    Check::warn(CheckName::Healthcheck, format!("HealthCheckProgram={program} does not run `slurm-imex check`"),
         "call `slurm-imex check --drain --undrain` from it (e.g. from NHC) so idle nodes are gated too")
 }
 
@@ -127,12 +127,12 @@ pub fn switch(slurm: &SlurmView, config: &Config) -> Check {
     let switch = slurm.get("SwitchType").unwrap_or("switch/none");
     let slurm_channels = switch.eq_ignore_ascii_case("switch/nvidia_imex");
     match (config.imex.channels, slurm_channels) {
-        (ChannelMode::Slurm, false) => Check::fail("switch",
+        (ChannelMode::Slurm, false) => Check::fail(CheckName::Switch,
             format!("[imex] channels = \"slurm\" but SwitchType={switch}: no job would get a channel"),
             "set SwitchType=switch/nvidia_imex in slurm.conf, or [imex] channels = \"auto\""),
-        (ChannelMode::Plugin, true) => Check::pass("switch",
+        (ChannelMode::Plugin, true) => Check::pass(CheckName::Switch,
             format!("SwitchType={switch}, [imex] channels = \"plugin\": slurm-imex replaces Slurm's channel in --imex jobs")),
-        (mode, _) => Check::pass("switch", format!("SwitchType={switch}, [imex] channels = \"{}\"{}", mode.as_str(),
+        (mode, _) => Check::pass(CheckName::Switch, format!("SwitchType={switch}, [imex] channels = \"{}\"{}", mode.as_str(),
             if mode == ChannelMode::Auto { if slurm_channels { " (Slurm's channels)" } else { " (slurm-imex's channels)" } } else { "" })),
     }
 }
@@ -158,7 +158,7 @@ pub fn adopted_processes(slurm: &SlurmView, pam_dir: &Path) -> Check {
         });
     if !adopts {
         return Check::pass(
-            "adopt",
+            CheckName::Adopt,
             format!(
                 "no pam_slurm_adopt in {}: every process of a job is a task of a step",
                 pam_dir.display()
@@ -171,9 +171,9 @@ pub fn adopted_processes(slurm: &SlurmView, pam_dir: &Path) -> Check {
         .flatten()
         .any(|t| t.to_ascii_lowercase().ends_with("/tmpfs"));
     if switch.eq_ignore_ascii_case("switch/nvidia_imex") && container {
-        return Check::pass("adopt", "pam_slurm_adopt joins the job container, where switch/nvidia_imex made the job's channel");
+        return Check::pass(CheckName::Adopt, "pam_slurm_adopt joins the job container, where switch/nvidia_imex made the job's channel");
     }
-    Check::warn("adopt",
+    Check::warn(CheckName::Adopt,
         format!("pam_slurm_adopt is configured in {}: a process that enters a job by ssh (pdsh, mpirun over ssh) is no task and gets no IMEX channel", pam_dir.display()),
         "launch every rank with srun (mpirun through Slurm's PMIx, DeepSpeed --launcher slurm), or use SwitchType=switch/nvidia_imex with a tmpfs job container (docs/guide.md)")
 }
@@ -188,11 +188,11 @@ pub fn private_data(slurm: &SlurmView) -> Check {
     let value = slurm.get("PrivateData").unwrap_or("none");
     if value.to_ascii_lowercase().contains("job") {
         return Check::pass(
-            "private-data",
+            CheckName::PrivateData,
             format!("PrivateData={value}: squeue and scontrol show a user only their own jobs; slurmdbd.conf's PrivateData must say jobs too for sacct and the slurm-imex summaries"),
         );
     }
-    Check::warn("private-data",
+    Check::warn(CheckName::PrivateData,
         format!("PrivateData={value}: any user can read any job's slurm-imex summary (sacct -o AdminComment) and so its nodes' GPU health"),
         "add jobs to PrivateData in slurm.conf and slurmdbd.conf, unless your users may see each other's jobs")
 }
@@ -202,18 +202,18 @@ pub fn private_data(slurm: &SlurmView) -> Check {
 pub fn rack_channels(config: &Config) -> Check {
     if config.imex.domain == DomainScope::Job {
         return Check::pass(
-            "rack-channels",
+            CheckName::RackChannels,
             "[imex] domain = \"job\": every --imex job has an IMEX domain of its own",
         );
     }
     let ctx = slurm_imex_domain::context::HookContext::new(config);
     match rack_channels::guarantee(&ctx) {
         Ok(g) => Check::pass(
-            "rack-channels",
+            CheckName::RackChannels,
             format!("[imex] domain = \"rack\": {}", g.describe()),
         ),
         Err(why) => Check::fail(
-            "rack-channels",
+            CheckName::RackChannels,
             why.to_string(),
             "every --imex job fails until then; doctor reads slurm.conf as this node does",
         ),
@@ -299,7 +299,10 @@ mod tests {
             "slurm-imex-prolog",
             suggested,
         );
-        assert_eq!((unset.check, unset.verdict), ("prolog", Status::Fail));
+        assert_eq!(
+            (unset.check, unset.verdict),
+            (CheckName::Prolog, Status::Fail)
+        );
         assert!(
             unset.remedy.contains("Prolog=/usr/sbin/slurm-imex-prolog"),
             "{}",

@@ -10,7 +10,7 @@
 mod common;
 use common::*;
 use proptest::prelude::*;
-use slurm_imex_doctor::{imex_exposure, parse_listen_line, Check, ProcNet, Status};
+use slurm_imex_doctor::{imex_exposure, parse_listen_line, Check, CheckName, ProcNet, Status};
 use slurm_imex_settings::Config;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
@@ -69,7 +69,7 @@ impl Node {
         );
         let line = found
             .into_iter()
-            .find(|c| c.check == "imex-command")
+            .find(|c| c.check == CheckName::ImexCommand)
             .unwrap();
         assert!(
             !line.line().contains('\n') && line.line().len() < 1200,
@@ -193,7 +193,7 @@ fn a_running_copy_that_is_no_file_or_not_text_fails_each_check_naming_it() {
         let _ = std::fs::remove_file(running);
         make(running);
         let found = imex_exposure(&node.config, &node.net(), SystemTime::now());
-        for check in ["imex-command", "imex-tls"] {
+        for check in [CheckName::ImexCommand, CheckName::ImexTls] {
             let fails: Vec<&Check> = found
                 .iter()
                 .filter(|f| f.check == check && f.verdict == Status::Fail)
