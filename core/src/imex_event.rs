@@ -11,50 +11,51 @@ use serde::{Deserialize, Serialize};
 /// Longest detail kept with an event (a member list is capped before it).
 pub const DETAIL_MAX: usize = 400;
 
-/// The kind of an event; `as_str` is its database and metric label value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ImexEventKind {
+/// The kinds, each written once, from which the enum, [`ImexEventKind::ALL`]
+/// and [`ImexEventKind::as_str`] are made: a kind cannot be added without
+/// being in `ALL` (which the database reads back and the metrics export),
+/// and the docs that list the kinds are tested against `ALL`.
+macro_rules! imex_event_kinds {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
+        /// The kind of an event; `as_str` is its database and metric label value.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+        pub enum ImexEventKind {
+            $($(#[$doc])* #[serde(rename = $name)] $variant,)*
+        }
+
+        impl ImexEventKind {
+            /// Every kind, in the order the metrics export them.
+            pub const ALL: [ImexEventKind; [$(ImexEventKind::$variant),*].len()] =
+                [$(ImexEventKind::$variant),*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ImexEventKind::$variant => $name,)*
+                }
+            }
+        }
+    };
+}
+
+imex_event_kinds! {
     /// This node's daemon is gone (detail: how, when known).
-    DaemonDied,
+    DaemonDied = "daemon-died",
     /// The watcher started it again on the job's config.
-    DaemonRestarted,
+    DaemonRestarted = "daemon-restarted",
     /// It died more often than `[imex.watch] max_restarts`: left down, and
     /// the node is drained after the job.
-    DaemonLeftDown,
+    DaemonLeftDown = "daemon-left-down",
     /// The domain left UP (detail: the state and who is not READY).
-    DomainDegraded,
+    DomainDegraded = "domain-degraded",
     /// The domain is UP with every member READY again.
-    DomainUp,
+    DomainUp = "domain-up",
     /// A member left READY or lost its connection (detail: the node).
-    MemberLost,
+    MemberLost = "member-lost",
     /// That member is READY and connected again.
-    MemberBack,
+    MemberBack = "member-back",
 }
 
 impl ImexEventKind {
-    pub const ALL: [ImexEventKind; 7] = [
-        ImexEventKind::DaemonDied,
-        ImexEventKind::DaemonRestarted,
-        ImexEventKind::DaemonLeftDown,
-        ImexEventKind::DomainDegraded,
-        ImexEventKind::DomainUp,
-        ImexEventKind::MemberLost,
-        ImexEventKind::MemberBack,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ImexEventKind::DaemonDied => "daemon-died",
-            ImexEventKind::DaemonRestarted => "daemon-restarted",
-            ImexEventKind::DaemonLeftDown => "daemon-left-down",
-            ImexEventKind::DomainDegraded => "domain-degraded",
-            ImexEventKind::DomainUp => "domain-up",
-            ImexEventKind::MemberLost => "member-lost",
-            ImexEventKind::MemberBack => "member-back",
-        }
-    }
-
     pub fn parse(text: &str) -> Option<ImexEventKind> {
         Self::ALL.into_iter().find(|k| k.as_str() == text)
     }
@@ -68,8 +69,9 @@ impl ImexEventKind {
         )
     }
 
-    /// The words an admin reads after the node's name.
-    fn words(self) -> &'static str {
+    /// The words an admin reads after the node's name (docs/guide.md's
+    /// table of the watcher's events names each).
+    pub fn words(self) -> &'static str {
         match self {
             ImexEventKind::DaemonDied => "IMEX daemon died",
             ImexEventKind::DaemonRestarted => "IMEX daemon restarted",
@@ -151,11 +153,119 @@ mod tests {
     fn kinds_round_trip_and_recoveries_do_not_interrupt() {
         for k in ImexEventKind::ALL {
             assert_eq!(ImexEventKind::parse(k.as_str()), Some(k));
+            let json = format!("\"{}\"", k.as_str());
+            assert_eq!(serde_json::to_string(&k).unwrap(), json);
+            assert_eq!(serde_json::from_str::<ImexEventKind>(&json).unwrap(), k);
         }
         assert_eq!(ImexEventKind::parse("nope"), None);
         assert!(ImexEventKind::DaemonDied.interrupts());
         assert!(ImexEventKind::MemberLost.interrupts());
         assert!(!ImexEventKind::DomainUp.interrupts());
+    }
+
+    fn doc(path: &str) -> String {
+        let at = format!("{}/../{path}", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&at).unwrap_or_else(|e| panic!("{at}: {e}"))
+    }
+
+    /// The text of `text` between `from` and the next `to` after it.
+    fn between<'a>(text: &'a str, from: &str, to: &str, what: &str) -> &'a str {
+        let start = text
+            .find(from)
+            .unwrap_or_else(|| panic!("{what}: no {from:?}"))
+            + from.len();
+        let len = text[start..]
+            .find(to)
+            .unwrap_or_else(|| panic!("{what}: no {to:?} after {from:?}"));
+        &text[start..start + len]
+    }
+
+    /// Every `x` in `text`, without the quotes of a `"x"`.
+    fn backticked(text: &str) -> Vec<&str> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|t| t.trim_matches('"'))
+            .collect()
+    }
+
+    fn names(kinds: impl IntoIterator<Item = ImexEventKind>) -> Vec<&'static str> {
+        kinds.into_iter().map(ImexEventKind::as_str).collect()
+    }
+
+    /// docs/json.md: `show`'s `imex_events` name every kind, in `ALL`'s
+    /// order; `history`'s `imex_interrupted` names the kinds that interrupt.
+    #[test]
+    fn json_md_names_exactly_the_event_kinds() {
+        let text = doc("docs/json.md");
+        let show = between(&text, "`imex_events` [{", "}]", "docs/json.md's show row");
+        let kinds = backticked(between(show, "`kind` (", ")", "`kind` in imex_events"));
+        assert_eq!(
+            kinds,
+            names(ImexEventKind::ALL),
+            "docs/json.md, show's imex_events"
+        );
+        let history = between(
+            &text,
+            "`imex_interrupted` bool (",
+            ")",
+            "docs/json.md's history row",
+        );
+        let interrupting = backticked(between(
+            history,
+            "recorded a ",
+            " event",
+            "the kinds that interrupt",
+        ));
+        let code = names(ImexEventKind::ALL.into_iter().filter(|k| k.interrupts()));
+        assert_eq!(
+            interrupting, code,
+            "docs/json.md, history's imex_interrupted"
+        );
+    }
+
+    /// docs/guide.md's table of the watcher's events has a row for every
+    /// kind (by the words `show` and `job` print), and no other; and says
+    /// how many kinds the counter has.
+    #[test]
+    fn guide_md_watcher_table_names_exactly_the_event_kinds() {
+        let text = doc("docs/guide.md");
+        let section = between(
+            &text,
+            "## While the job runs: the domain watcher",
+            "\n## ",
+            "docs/guide.md",
+        );
+        let rows = between(
+            section,
+            "| event | means | do |\n|---|---|---|\n",
+            "\n\n",
+            "the events table",
+        );
+        let mut listed: Vec<&str> = rows
+            .lines()
+            .flat_map(|row| backticked(row.split(" | ").next().unwrap_or_default()))
+            .collect();
+        let mut code: Vec<&str> = ImexEventKind::ALL
+            .into_iter()
+            .map(ImexEventKind::words)
+            .collect();
+        listed.sort_unstable();
+        code.sort_unstable();
+        assert_eq!(
+            listed, code,
+            "docs/guide.md's table of the watcher's events"
+        );
+        const COUNT: [&str; 13] = [
+            "no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+            "eleven", "twelve",
+        ];
+        let said = between(&text, "`slurm_imex_imex_events_total{kind}` (the domain watcher's events, one\n    series for each of its ", " kinds", "docs/guide.md's metrics list");
+        assert_eq!(
+            COUNT.iter().position(|w| *w == said),
+            Some(ImexEventKind::ALL.len()),
+            "docs/guide.md says {said} kinds"
+        );
     }
 
     #[test]

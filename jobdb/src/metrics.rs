@@ -265,6 +265,24 @@ pub fn render(boards: &[BoardCounters], node: &NodeState) -> String {
 mod tests {
     use super::*;
 
+    /// The events counter's HELP names every kind it has a series for, in
+    /// their order.
+    #[test]
+    fn the_event_counters_help_names_exactly_the_event_kinds() {
+        let help = METRICS
+            .iter()
+            .find(|m| m.name == "slurm_imex_imex_events_total")
+            .unwrap()
+            .help;
+        let listed = help
+            .split_once("by kind (")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(kinds, _)| kinds.split(", ").collect::<Vec<_>>())
+            .unwrap_or_else(|| panic!("no \"by kind (…)\" in {help:?}"));
+        let kinds: Vec<&str> = ImexEventKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(listed, kinds, "{help}");
+    }
+
     fn board() -> BoardCounters {
         BoardCounters {
             serial: "1650924060000".into(),
