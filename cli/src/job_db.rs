@@ -17,8 +17,8 @@ pub fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
     let problem = slurm_imex_jobdb::storage_problem(&path);
     if !path.exists() {
         match &problem {
-            Some(p) => eprintln!("slurm-imex: warning: {p}"),
-            None => eprintln!(
+            Some(p) => err!("slurm-imex: warning: {p}"),
+            None => err!(
                 "slurm-imex: note: no job database at {} yet: no GPU job has finished on this node \
                  (or set --db / [database] path)",
                 path.display()
@@ -34,7 +34,7 @@ pub fn open_db(cli: &Cli, config: &Config) -> Result<Option<JobDb>> {
     // by the same words as a warning.
     if let Some(p) = problem {
         if !matches!(&opened, Err(e) if e.to_string().contains(&p)) {
-            eprintln!("slurm-imex: warning: {p}");
+            err!("slurm-imex: warning: {p}");
         }
     }
     opened.map(Some)

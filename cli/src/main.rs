@@ -4,8 +4,9 @@
 //! Every command prints a table or, with --json, JSON; errors are one line.
 //!
 //! This file parses the command line (`args`) and dispatches to the
-//! subcommand's file (`commands`); what they share is `output` (printing),
-//! `table` and `cells` (table text), `job_db` and `this_node`.
+//! subcommand's file (`commands`); what they share is `output` (printing:
+//! the one writer to stdout and stderr, which makes outside text printable
+//! and bounded), `table` and `cells` (table text), `job_db` and `this_node`.
 
 #[macro_use]
 mod output;
@@ -18,7 +19,7 @@ mod this_node;
 
 use args::{Cli, Command};
 use clap::Parser;
-use slurm_imex_core::error::{Error, Result};
+use slurm_imex_core::error::Result;
 use slurm_imex_settings::Config;
 use std::process::ExitCode;
 
@@ -30,18 +31,11 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    let result = run(&cli).and_then(|code| {
-        use std::io::Write;
-        std::io::stdout()
-            .flush()
-            .map(|_| code)
-            .map_err(|e| Error::new(format!("cannot write output: {e}")))
-    });
+    let result = run(&cli).and_then(|code| output::flush().map(|_| code));
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "slurm-imex: {e}");
+            err!("slurm-imex: {e}");
             ExitCode::from(2)
         }
     }

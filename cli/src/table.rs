@@ -8,6 +8,7 @@
 //! up for that takes as many lines as this file, plus a dependency.
 
 use slurm_imex_core::error::Error;
+use slurm_imex_core::text;
 
 pub struct Table {
     header: Vec<String>,
@@ -22,8 +23,17 @@ impl Table {
         }
     }
 
+    /// A row. Each cell is made printable and cut at [`text::PIECE_MAX`]
+    /// ([`text::shown`]) here, the one way into a table: a cell holding
+    /// outside text (a node name, a cause, a serial) is one cell on one
+    /// line, whatever it holds (cli/src/output.rs).
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
+        self.rows.push(
+            cells
+                .iter()
+                .map(|c| text::shown(c, text::PIECE_MAX))
+                .collect(),
+        );
     }
 
     /// Keep only the columns named in `format` (`JobID,Node,Verdict`,
@@ -107,6 +117,32 @@ mod tests {
         let mut t = super::Table::new(&["A", "BB", "C"]);
         t.row(vec!["long".into(), "x".into(), "end".into()]);
         assert_eq!(t.render(), "A     BB  C\nlong  x   end\n");
+    }
+
+    #[test]
+    fn a_cell_is_one_printable_bounded_cell_whatever_it_holds() {
+        let mut t = super::Table::new(&["NODE", "CAUSE"]);
+        t.row(vec![
+            "n1\x1b[2J\x1b]0;title\x07".into(),
+            format!("bad\r\nn2  FORGED  {}", "x".repeat(1 << 20)),
+        ]);
+        let text = t.render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines.iter().all(|l| !l.chars().any(char::is_control)),
+            "{text}"
+        );
+        assert!(
+            lines[1].starts_with("n1\\x1b[2J\\x1b]0;title\\x07  bad\\x0d\\x0an2  FORGED  xx"),
+            "{}",
+            &lines[1][..100]
+        );
+        assert!(
+            lines[1].len() < 2 * slurm_imex_core::text::PIECE_MAX,
+            "{}",
+            lines[1].len()
+        );
     }
 
     #[test]

@@ -38,12 +38,25 @@ pub fn init(program: &'static str) {
 }
 
 /// Report a failure once: to journald (when there) and as one plain line
-/// on stderr.
+/// on stderr, the same printable, bounded line in both ([`stderr_line`]).
 pub fn report_error(line: &str) {
+    let line = crate::text::shown(line, crate::text::LINE_MAX);
     if TO_JOURNALD.get().copied().unwrap_or(false) {
         tracing::error!("{line}");
     }
-    eprintln!("{line}");
+    stderr_line(&line);
+}
+
+/// Write `line` to stderr as one printable line of at most
+/// [`LINE_MAX`](crate::text::LINE_MAX) bytes ([`crate::text::shown`]): the
+/// hooks' and the watcher's one way to stderr, which slurmd logs and an
+/// admin reads on a terminal. Whatever outside text the line carries (a
+/// state file's `left_down`, a daemon's answer, an argument) stays one
+/// line, with no control byte, whoever built it.
+pub fn stderr_line(line: &str) {
+    use std::io::Write;
+    let shown = crate::text::shown(line, crate::text::LINE_MAX);
+    let _ = writeln!(std::io::stderr().lock(), "{shown}");
 }
 
 /// A warning for the journal only: an admin's notice (a deprecated key)

@@ -2,11 +2,27 @@
 //! hostlists, node lists) before it goes into an error line, a log or a job
 //! record: a 10 MB answer or a 5000-node list must never become a 10 MB
 //! message.
+//!
+//! And showing it: outside text that reaches a terminal or stderr (a label
+//! a Prometheus answers with, a stored summary, a row of the job database,
+//! an NVML string, a ctl answer, a state file) is [`shown`], printable and
+//! bounded, so an ESC cannot rewrite the admin's screen, a BEL or an OSC
+//! cannot set its title, a newline cannot forge a line, and a megabyte
+//! stays a kilobyte. That rule is applied where text is *written*, not
+//! where each field is read: the CLI's one writer (`cli/src/output.rs`, its
+//! `out!` lines and its table cells) and the hooks' one stderr line
+//! ([`crate::logging::stderr_line`]) pass everything they write through
+//! [`shown`], and `cli/clippy.toml` and `hooks/clippy.toml` refuse any other
+//! print there, so a field added tomorrow cannot reach a terminal raw.
 
 /// Cap for one piece of outside text inside a message.
 pub const PIECE_MAX: usize = 1024;
 /// Cap for a whole error line.
 pub const LINE_MAX: usize = 4096;
+/// Cap for one line a command prints on a terminal (a job's note naming
+/// twenty nodes, a domain's member list); each table cell is cut at
+/// [`PIECE_MAX`] on its own.
+pub const SHOWN_LINE_MAX: usize = 16 * 1024;
 
 /// `s` cut to at most `max` bytes at a character boundary, saying how much
 /// was left out.
@@ -29,15 +45,37 @@ pub fn cap(s: &str, max: usize) -> String {
 /// a NUL makes an argument that no program can be started with, an escape
 /// sequence rewrites a terminal, a newline forges a second line.
 pub fn printable(s: &str) -> String {
-    if !s.chars().any(needs_escape) {
+    shown(s, usize::MAX)
+}
+
+/// `s` as it may be shown on a terminal or stderr: [`printable`], and at
+/// most `max` bytes in all: when it does not fit, cut at a character (never
+/// inside an escape) with `… (N more bytes)` saying how many bytes of `s`
+/// were left out. What it returns is returned unchanged by it again. It
+/// stops reading soon after the cut: a megabyte costs about `max`.
+pub fn shown(s: &str, max: usize) -> String {
+    if s.len() <= max && !s.chars().any(needs_escape) {
         return s.to_string();
     }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
+    // Room for the note of what was left out, whatever the cut.
+    let note = "… ( more bytes)".len() + s.len().to_string().len();
+    let keep = max.saturating_sub(note);
+    let mut out = String::new();
+    let mut cut = None;
+    for (at, c) in s.char_indices() {
+        let before = out.len();
         match c {
             c if !needs_escape(c) => out.push(c),
             c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
             c => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+        }
+        if cut.is_none() && out.len() > keep {
+            cut = Some((before, at));
+        }
+        if out.len() > max {
+            let (len, at) = cut.unwrap_or((before, at));
+            out.truncate(len);
+            return format!("{out}… ({} more bytes)", s.len() - at);
         }
     }
     out
@@ -94,6 +132,40 @@ mod tests {
         assert!(printable(&"\0".repeat(1000))
             .chars()
             .all(|c| !c.is_control()));
+    }
+
+    #[test]
+    fn shown_text_is_printable_and_cut_after_escaping() {
+        assert_eq!(shown("gb-r1-01", 100), "gb-r1-01");
+        assert_eq!(
+            shown("a\x1b[2J\x1b]0;t\x07\r\nNODE", 100),
+            "a\\x1b[2J\\x1b]0;t\\x07\\x0d\\x0aNODE"
+        );
+        // Cut after escaping, never inside an escape, the note included in
+        // `max`; what was left out is counted in bytes of the text.
+        assert_eq!(
+            shown(&format!("{}\0cd", "a".repeat(20)), 40),
+            format!("{}\\x00cd", "a".repeat(20))
+        );
+        assert_eq!(
+            shown(&format!("{}\0cd", "a".repeat(20)), 24),
+            "aaaaa… (18 more bytes)"
+        );
+        assert_eq!(
+            shown(&format!("ab{}", "\0".repeat(20)), 30),
+            "ab\\x00\\x00… (18 more bytes)"
+        );
+        let mib = format!("\x1b[2J{}", "\n".repeat(1 << 20));
+        let s = shown(&mib, PIECE_MAX);
+        assert!(s.len() <= PIECE_MAX, "{}", s.len());
+        assert!(!s.chars().any(char::is_control), "{s}");
+        assert!(s.ends_with(" more bytes)"), "{s}");
+        assert_eq!(shown(&s, PIECE_MAX), s);
+        let long = "é".repeat(1000);
+        assert!(shown(&long, 101).len() <= 101);
+        assert_eq!(shown(&shown(&long, 101), 101), shown(&long, 101));
+        assert_eq!(shown("é ✓", 100), "é ✓");
+        assert_eq!(shown("\u{202e}x", 100), "\\u{202e}x");
     }
 
     #[test]

@@ -155,8 +155,8 @@ pub fn run_from_args() -> u8 {
             // One line (clap's first), as every bad input gets.
             let text = e.render().to_string();
             let first = text.lines().next().unwrap_or_default();
-            let line = slurm_imex_core::text::printable(first.trim_start_matches("error: "));
-            eprintln!("{PROGRAM}: {}", slurm_imex_core::text::cap(&line, 1024));
+            let first = slurm_imex_core::text::cap(first.trim_start_matches("error: "), 1024);
+            slurm_imex_core::logging::stderr_line(&format!("{PROGRAM}: {first}"));
             return 2;
         }
     };

@@ -3,7 +3,7 @@
 //! file checks `--node` and prints the report. Exit 1 on a drain verdict.
 
 use crate::args::Cli;
-use crate::output::print_json;
+use crate::output::{self, print_json};
 use crate::table::Table;
 use crate::this_node::this_node;
 use slurm_imex_core::error::{Error, Result};
@@ -36,7 +36,7 @@ pub fn check(
     }
     let report = hooks::check::check(config, this_node(node), flags)?;
     for w in &report.warnings {
-        eprintln!("slurm-imex: warning: {w}");
+        err!("slurm-imex: warning: {w}");
     }
     if cli.json {
         print_json(&report)?;
@@ -71,7 +71,7 @@ fn print_check_report(report: &CheckReport) -> Result<()> {
         ]);
     }
     if !report.findings.is_empty() {
-        out_raw!("{}", t.render());
+        output::table(&t)?;
     }
     if let Some(a) = &report.action {
         out!("{a}");

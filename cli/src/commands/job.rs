@@ -5,11 +5,10 @@
 
 use crate::args::Cli;
 use crate::cells::or_dash;
-use crate::output::print_json;
+use crate::output::{self, print_json};
 use crate::table::Table;
 use serde::Serialize;
 use slurm_imex_core::error::{Error, Result};
-use slurm_imex_core::text;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_gpu::stats::counts_as_throttled;
 use slurm_imex_jobsummary::report::{
@@ -67,7 +66,7 @@ pub fn job(cli: &Cli, job_id: Option<u32>, store: bool) -> Result<u8> {
 
 /// Say why in one line, as every failure is said, and exit with `code`.
 fn failed(code: u8, why: &dyn std::fmt::Display) -> Result<u8> {
-    eprintln!("slurm-imex: {why}");
+    err!("slurm-imex: {why}");
     Ok(code)
 }
 
@@ -98,7 +97,7 @@ fn show(cli: &Cli, config: &Config, job_id: u32, now: i64) -> Result<u8> {
         Err(f) => return failed(exit_status(f.why), &f),
     };
     for p in &view.problems {
-        eprintln!("slurm-imex: note: {p}");
+        err!("slurm-imex: note: {p}");
     }
     if cli.json {
         let json = JobJson {
@@ -181,9 +180,9 @@ fn print_view(view: &JobView) -> Result<()> {
     if big {
         print_big(s)?;
     } else {
-        out_raw!("{}", node_table(s.nodes.iter()).render());
+        output::table(&node_table(s.nodes.iter()))?;
         print_imex_events(&s.nodes)?;
-        out_raw!("{}", gpu_table(s.gpus()).render());
+        output::table(&gpu_table(s.gpus()))?;
     }
     let notes = s.notes();
     if !notes.is_empty() {
@@ -225,19 +224,15 @@ fn print_big(s: &JobSummary) -> Result<()> {
         thousands(s.reported_nodes() as u64),
         thousands(passed as u64)
     );
-    out_raw!("{}", node_table(flagged.iter().copied()).render());
+    output::table(&node_table(flagged.iter().copied()))?;
     for line in imex_events_lines(flagged.iter().copied()) {
         out!("{line}");
     }
-    out_raw!(
-        "{}",
-        gpu_table(
-            flagged
-                .iter()
-                .flat_map(|n| n.gpus.iter().map(move |g| (*n, g)))
-        )
-        .render()
-    );
+    output::table(&gpu_table(
+        flagged
+            .iter()
+            .flat_map(|n| n.gpus.iter().map(move |g| (*n, g))),
+    ))?;
     Ok(())
 }
 
@@ -248,13 +243,13 @@ fn print_big(s: &JobSummary) -> Result<()> {
 fn short_hostlist(list: &str, summary: Option<&JobSummary>) -> String {
     const WHOLE: usize = 120;
     if list.len() <= WHOLE {
-        return text::cap(list, text::PIECE_MAX);
+        return list.to_string();
     }
     let (head, more) = hostlist_head(list, 100);
     // The list is longer than the cut, so at least one piece is left out.
     let shown = match head {
         "" => "…".to_string(),
-        head => format!("{},…", text::printable(head)),
+        head => format!("{head},…"),
     };
     let more = thousands(more as u64);
     match summary {
@@ -312,9 +307,8 @@ fn domains_line(s: &JobSummary) -> Option<String> {
         thousands(domains.len() as u64),
         channels.join(","),
         slowest.map_or("- (not ready)".into(), |(ms, d)| format!(
-            "{:.2} s ({})",
-            ms as f64 / 1000.0,
-            text::printable(d)
+            "{:.2} s ({d})",
+            ms as f64 / 1000.0
         ))
     ))
 }
@@ -333,7 +327,7 @@ fn rollup_lines(racks: &[RackCount]) -> Vec<String> {
             continue;
         }
         t.row(vec![
-            text::printable(&r.rack),
+            r.rack.clone(),
             r.nodes.to_string(),
             r.pass.to_string(),
             r.warn.to_string(),
@@ -369,18 +363,14 @@ fn print_imex_events<'a>(nodes: impl IntoIterator<Item = &'a NodeReport>) -> Res
 }
 
 /// The lines of [`print_imex_events`]: a heading, then one per node with
-/// events (outside text: made printable, so it stays one line); none when
-/// no node had any.
+/// events (outside text, which `out!` keeps on its one line); none when no
+/// node had any.
 fn imex_events_lines<'a>(nodes: impl IntoIterator<Item = &'a NodeReport>) -> Vec<String> {
     let per_node: Vec<String> = nodes
         .into_iter()
         .filter_map(|n| {
             let events = n.imex_events.as_deref()?;
-            Some(format!(
-                "  {}: {}",
-                text::printable(&n.node),
-                text::printable(events)
-            ))
+            Some(format!("  {}: {events}", n.node))
         })
         .collect();
     if per_node.is_empty() {
@@ -653,8 +643,13 @@ mod tests {
             [
                 "IMEX events:",
                 "  n3: IMEX daemon died at 12:03:04 (killed by signal 9); IMEX daemon restarted at 12:03:04; IMEX domain UP again at 12:03:21",
-                "  n4: IMEX peer lost at 12:03:05 (n3)\\x0aforged line",
+                "  n4: IMEX peer lost at 12:03:05 (n3)\nforged line",
             ]
+        );
+        // As it is written: one line.
+        assert_eq!(
+            crate::output::as_line(&lines[2]),
+            "  n4: IMEX peer lost at 12:03:05 (n3)\\x0aforged line"
         );
     }
 }

@@ -22,7 +22,7 @@ pub fn show(cli: &Cli, config: &Config, job_id: u32) -> Result<u8> {
         None => Vec::new(),
     };
     if jobs.is_empty() {
-        eprintln!("slurm-imex: note: no record of job {job_id} in this node's database");
+        err!("slurm-imex: note: no record of job {job_id} in this node's database");
     }
     if cli.json {
         print_json(&jobs)?;

@@ -42,7 +42,7 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
     match (&corrupt_map, args.map) {
         (Some(e), false) => return Err(e.clone()),
         (Some(e), true) if args.output.is_none() => {
-            eprintln!("slurm-imex topology: the installed map does not load ({e}); write a new one")
+            err!("slurm-imex topology: the installed map does not load ({e}); write a new one")
         }
         _ => {}
     }
@@ -78,7 +78,13 @@ pub fn topology(cli: &Cli, config: &Config, args: &TopologyArgs) -> Result<u8> {
             }
             slurm_imex_core::fsutil::write_atomic(path, text.as_bytes(), 0o644)?
         }
-        (None, _) => out_raw!("{text}"),
+        (None, _) if cli.json => crate::output::print_json(&report)?,
+        (None, _) if args.check => {
+            for line in check_lines(&report) {
+                out!("{line}");
+            }
+        }
+        (None, _) => crate::output::lines(&text)?,
     }
     Ok(u8::from(!report.disagreements.is_empty()))
 }
@@ -95,7 +101,7 @@ fn write_indexed(path: &Path, map: &RackMap, text: &str, blocks: Option<&Blocks>
     let same = blocks.filter(|b| b.same_racks_as(racks()));
     rack_index::write(path, map, text, same.map(|b| b.digest.as_str()))?;
     if let Some(blocks) = same {
-        eprintln!(
+        err!(
             "slurm-imex topology: {} has exactly these racks: a prolog that has it and this map \
              hashes it instead of parsing it",
             blocks.source.display()
@@ -186,7 +192,7 @@ fn keep_a_corrupt_map_beside(path: &Path, config: &Config) -> Result<()> {
             kept.display()
         ))
     })?;
-    eprintln!(
+    err!(
         "slurm-imex topology: replacing a map that does not load ({why}); the old one is kept as {}",
         kept.display()
     );
@@ -241,6 +247,12 @@ fn unpublished_text(report: &Report) -> String {
 }
 
 fn check_text(report: &Report) -> String {
+    check_lines(report).into_iter().map(|l| l + "\n").collect()
+}
+
+/// What `--check` says, a line each: one per disagreement (which may
+/// quote what a node published), or that the files agree.
+fn check_lines(report: &Report) -> Vec<String> {
     let files: Vec<&str> = [report.topology_file.as_deref(), report.rack_map.as_deref()]
         .into_iter()
         .flatten()
@@ -248,14 +260,14 @@ fn check_text(report: &Report) -> String {
     let verb = if files.len() > 1 { "agree" } else { "agrees" };
     let files = files.join(" and ");
     if report.disagreements.is_empty() {
-        return format!(
-            "{files} {verb} with the NVLink cliques of {} rack(s)\n",
+        return vec![format!(
+            "{files} {verb} with the NVLink cliques of {} rack(s)",
             report.racks.len()
-        );
+        )];
     }
-    let mut t = String::new();
-    for d in &report.disagreements {
-        let _ = writeln!(t, "{files}: {d}");
-    }
-    t
+    report
+        .disagreements
+        .iter()
+        .map(|d| format!("{files}: {d}"))
+        .collect()
 }

@@ -24,7 +24,7 @@ pub fn undrain(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
     })?;
     let (outcomes, warning) = hooks::check::undrain(config, &hostlist, &names, &here)?;
     if let Some(w) = warning {
-        eprintln!("slurm-imex: warning: {w}");
+        err!("slurm-imex: warning: {w}");
     }
     let mut code = 0;
     let mut objects = Vec::new();
@@ -42,7 +42,7 @@ pub fn undrain(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
             }
             Err(e) => {
                 code = 2;
-                eprintln!("slurm-imex: {e}");
+                err!("slurm-imex: {e}");
                 objects.push(serde_json::json!({"node": name, "error": e.to_string()}));
             }
         }

@@ -1,11 +1,13 @@
 //! `slurm-imex job JOBID` on hostile answers from outside: a fake `sacct`
 //! beside `[slurm] scontrol` plays Slurm's accounting, and a tiny HTTP
 //! server on 127.0.0.1 plays Prometheus. A stored summary is shown only for
-//! the job it names, every piece of outside text is cut to 1 KiB, and the
+//! the job it names, every piece of outside text is cut to 1 KiB (and,
+//! in every field at once, shown printable, forging no line), and the
 //! exit status tells "not found" and "not reported yet" from a bad config
 //! and a service that could not be asked.
 
 mod common;
+use common::hostile::{assert_same_shape, fill_strings, maps_of, unreplaceable, Fill};
 use common::*;
 use slurm_imex_jobsummary::comment;
 use slurm_imex_jobsummary::report::{Blame, GpuReport, JobSummary, NodeReport};
@@ -399,4 +401,339 @@ fn a_stored_summary_with_huge_counters_is_shown_without_overflow() {
     r.ended_without_panic("huge counters");
     assert_eq!(r.code, Some(0), "huge counters: {}", r.stderr);
     assert!(r.stdout.contains("4,294,967,295"), "{}", r.stdout);
+}
+
+// Every string of the job view hostile: what Prometheus answers with (each
+// text label), what an operator may have stored in AdminComment (each
+// string of the summary), what sacct says (the user, the state). The same
+// run with the same strings made benign prints the same lines.
+
+/// A node of a job as its epilog reports it, every field set (a field
+/// left unset would not be made hostile; `every_field_of_the_example_is_set`
+/// keeps it so).
+fn full_node(i: usize) -> NodeReport {
+    use slurm_imex_jobsummary::report::XidCount;
+    let gpu = |g: u32| GpuReport {
+        index: g,
+        serial: format!("S{i}-{g}"),
+        name: "NVIDIA GB200".into(),
+        verdict: if g == 0 { "WARN" } else { "DRAIN" }.into(),
+        energy_j: Some(123_000.0),
+        processes: Some(g),
+        gpu_util_pct: Some(17.0),
+        mem_util_pct: Some(9.0),
+        peak_memory_bytes: Some(7 << 30),
+        busy_s: Some(30.0),
+        xids: vec![
+            XidCount {
+                xid: 13,
+                class: "RESTART_APP".into(),
+                count: 2,
+            },
+            XidCount {
+                xid: 79,
+                class: "REBOOT".into(),
+                count: 1,
+            },
+        ],
+        ecc_sbe: Some(1),
+        ecc_dbe: Some(2),
+        remapped_rows: Some(3),
+        remap_pending: true,
+        recovery_action: Some(5),
+        throttle_s: [("hw_slowdown".to_string(), 2.5)].into(),
+        nvlink_errors: [("replay".to_string(), 4)].into(),
+    };
+    NodeReport {
+        node: format!("n{i}"),
+        user: Some("alice".into()),
+        start_ts: 1_790_000_000,
+        end_ts: Some(1_790_000_600),
+        imex: true,
+        domain: Some(format!("block{}", i / 18)),
+        channel: Some(5),
+        imex_ready_ms: Some(1_200),
+        prolog: Some("PASS".into()),
+        epilog: Some("DRAIN".into()),
+        blame: Blame::Node,
+        cause: Some(format!("GPU fell off the bus on n{i}")),
+        prolog_ms: Some(900),
+        epilog_ms: Some(1_100),
+        gpus: vec![gpu(0), gpu(1)],
+        imex_events: Some(format!("IMEX daemon died at 12:03:04 on n{i}")),
+    }
+}
+
+/// A summary of `nodes` nodes, every field set.
+fn full_summary(nodes: usize) -> JobSummary {
+    use slurm_imex_jobsummary::report::{RackCount, Totals};
+    JobSummary {
+        job_id: JOB,
+        nodes: (1..=nodes).map(full_node).collect(),
+        missing: vec!["m1".into(), "m2".into()],
+        missing_hostlist: "m[3-9]".into(),
+        missing_count: 7,
+        trimmed_gpus: 1,
+        trimmed_imex_events: 1,
+        trimmed_pass_nodes: 1,
+        trimmed_other_nodes: 1,
+        racks: vec![RackCount {
+            rack: "block0".into(),
+            nodes: 18,
+            pass: 1,
+            warn: 2,
+            fail: 15,
+        }],
+        stored_totals: Some(Totals {
+            gpus: 4,
+            gpu_util_pct: Some(12.0),
+            peak_memory_bytes: Some(7 << 30),
+            energy_j: Some(4.0e5),
+            idle_gpus: 1,
+        }),
+        pass_nodes_aggregated: true,
+    }
+}
+
+#[test]
+fn every_field_of_the_example_is_set() {
+    use common::hostile::assert_every_field_set;
+    use slurm_imex_jobsummary::report::{RackCount, Totals, XidCount};
+    let v = serde_json::to_value(full_summary(1)).unwrap();
+    assert_every_field_set::<JobSummary>(&v);
+    assert_every_field_set::<NodeReport>(&v["nodes"][0]);
+    assert_every_field_set::<GpuReport>(&v["nodes"][0]["gpus"][0]);
+    assert_every_field_set::<XidCount>(&v["nodes"][0]["gpus"][0]["xids"][0]);
+    assert_every_field_set::<RackCount>(&v["racks"][0]);
+    assert_every_field_set::<Totals>(&v["stored_totals"]);
+}
+
+/// `summary` with every string `fill`ed, stored as an operator could have
+/// (base32 of deflated JSON, whatever `comment::encode` would keep).
+fn stored(summary: &JobSummary, fill: Fill) -> String {
+    use std::io::Write as _;
+    let mut v = serde_json::to_value(summary).unwrap();
+    let keep = unreplaceable::<JobSummary>(&v);
+    let maps = maps_of::<JobSummary>(&v);
+    fill_strings(&mut v, &keep, &maps, fill);
+    let filled: JobSummary = serde_json::from_value(v.clone()).unwrap();
+    assert_eq!(filled.job_id, JOB);
+    let mut z = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    z.write_all(v.to_string().as_bytes()).unwrap();
+    let packed = z.finish().unwrap();
+    format!(
+        "{}{}",
+        comment::PREFIX,
+        data_encoding::BASE32_NOPAD.encode(&packed)
+    )
+}
+
+/// The exposition lines back as samples, label values unescaped as
+/// Prometheus does (`\\`, `\"`, `\n`).
+fn parse_exposition(text: &str) -> Vec<serde_json::Value> {
+    let mut samples = Vec::new();
+    for l in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let (series, value) = l.rsplit_once(' ').unwrap();
+        let (name, rest) = series.split_once('{').unwrap();
+        let mut metric = serde_json::Map::new();
+        metric.insert("__name__".into(), name.into());
+        let mut chars = rest.chars().peekable();
+        loop {
+            let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
+            let key = key.trim_start_matches(',');
+            if key.is_empty() || key == "}" {
+                break;
+            }
+            assert_eq!(chars.next(), Some('"'), "{l}");
+            let mut v = String::new();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => break,
+                    '\\' => match chars.next() {
+                        Some('n') => v.push('\n'),
+                        Some(c) => v.push(c),
+                        None => break,
+                    },
+                    c => v.push(c),
+                }
+            }
+            metric.insert(key.into(), v.into());
+        }
+        samples.push(serde_json::json!({"metric": metric, "value": [1790000600.0, value]}));
+    }
+    samples
+}
+
+/// Prometheus's answer holding every series of `summary`'s nodes, each
+/// text label `fill`ed (a number a label must parse as stays).
+fn prometheus_answer(summary: &JobSummary, fill: Fill) -> String {
+    let reports: Vec<(u32, NodeReport)> = summary.nodes.iter().map(|n| (JOB, n.clone())).collect();
+    let samples = parse_exposition(&slurm_imex_jobsummary::series::render(&reports));
+    let mut answer = serde_json::json!({
+        "status": "success",
+        "data": {"resultType": "vector", "result": samples}
+    });
+    let keep: Vec<String> = [
+        "status",
+        "resultType",
+        "value",
+        "__name__",
+        "jobid",
+        "gpu",
+        "xid",
+        "type",
+        "imex",
+        "channel",
+        "blame",
+    ]
+    .map(String::from)
+    .to_vec();
+    fill_strings(&mut answer, &keep, &[], fill);
+    answer.to_string()
+}
+
+/// sacct's line for the job on `node_list`, its user and state `fill`ed,
+/// with `comment`.
+fn sacct_line(node_list: &str, fill: Fill, comment: &str) -> String {
+    let mut who = serde_json::json!({"user": "alice", "state": "COMPLETED"});
+    fill_strings(&mut who, &[], &[], fill);
+    // sacct's lines are lines: a newline there is the next job, not text.
+    let field = |k: &str| who[k].as_str().unwrap().replace(['\n', '|'], " ");
+    format!(
+        "{JOB}|{}|0|{}|1790000000|1790000600|{node_list}|{comment}\n",
+        field("user"),
+        field("state")
+    )
+}
+
+#[test]
+fn outside_text_in_every_field_shows_no_control_byte_and_forges_no_line() {
+    if !is_root() {
+        eprintln!("skipped: the fake sacct must pass the trust check (CI runs as root)");
+        return;
+    }
+    let site = Site::new();
+    let small = full_summary(3);
+    // More nodes than `slurm-imex job` lists one by one (64), of a job
+    // read from Prometheus in aggregate (more than 2,048 nodes).
+    let big = full_summary(70);
+    let hostile_and_benign =
+        |case: &str, node_list: &str, answer: &dyn Fn(Fill) -> (String, String)| {
+            let mut runs = Vec::new();
+            for fill in [Fill::hostile(6), Fill::benign(6)] {
+                let (comment, prometheus_body) = answer(fill);
+                site.sacct(0, &sacct_line(node_list, fill, &comment), "");
+                // Its megabyte label is read 20 times by a debug build:
+                // time enough on a loaded machine, within the 20 s bound.
+                let url = prometheus(200, prometheus_body);
+                let cfg = site.config(&format!(
+                    "prometheus_url = \"{url}\"\nquery_timeout = \"19s\"\n"
+                ));
+                runs.push(site.job_with(&cfg));
+            }
+            let (hostile, benign) = (&runs[0], &runs[1]);
+            assert_eq!(hostile.code, Some(0), "{case}: {}", hostile.stderr);
+            assert_same_shape(case, hostile, benign);
+            assert!(
+                hostile
+                    .stdout
+                    .contains("\\x1b[2J\\x1b]0;pwned\\x07\\x07\\x00\\x0d\\x0aFORGED"),
+                "{case}: the hostile text is shown, escaped: {}",
+                hostile.stdout
+            );
+            eprintln!(
+                "{case}: {} lines, {} bytes, none forged",
+                hostile.stdout.lines().count(),
+                hostile.stdout.len()
+            );
+            runs.swap_remove(0)
+        };
+    let prometheus_only = |s: &JobSummary| {
+        let s = s.clone();
+        move |fill: Fill| {
+            (
+                String::new(),
+                prometheus_answer(
+                    &s,
+                    Fill {
+                        megabytes: 1,
+                        ..fill
+                    },
+                ),
+            )
+        }
+    };
+    let stored_only = |s: &JobSummary| {
+        let s = s.clone();
+        move |fill: Fill| (stored(&s, fill), NOTHING.to_string())
+    };
+    let r = hostile_and_benign(
+        "a small job from Prometheus",
+        "n[1-4]",
+        &prometheus_only(&small),
+    );
+    assert!(r.stdout.contains("source: Prometheus"), "{}", r.stdout);
+    let r = hostile_and_benign(
+        "a big job from Prometheus, in aggregate",
+        "n[1-3000]",
+        &prometheus_only(&big),
+    );
+    assert!(
+        r.stdout.contains("nodes that did not pass (70 of 70;"),
+        "{}",
+        r.stdout
+    );
+    let r = hostile_and_benign(
+        "a small job's stored summary",
+        "n[1-4]",
+        &stored_only(&small),
+    );
+    assert!(
+        r.stdout.contains("source: stored summary (AdminComment)"),
+        "{}",
+        r.stdout
+    );
+    hostile_and_benign(
+        "a big job's stored summary",
+        "n[1-3000]",
+        &stored_only(&big),
+    );
+    // --json carries the text as it is, escaped by JSON.
+    site.sacct(
+        0,
+        &sacct_line(
+            "n[1-4]",
+            Fill::hostile(0),
+            &stored(&small, Fill::hostile(0)),
+        ),
+        "",
+    );
+    let cfg = site.config(&format!("prometheus_url = \"{}\"\n", nobody()));
+    let json = run(
+        &bin("slurm-imex"),
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--json",
+            "job",
+            &JOB.to_string(),
+        ],
+        &[],
+    );
+    assert_eq!(json.code, Some(0), "{}", json.stderr);
+    // (JSON escapes the C0 controls; DEL, C1 and the bidi overrides it
+    // carries as they are, as every JSON encoder does.)
+    assert!(
+        !json.stdout.chars().any(|c| c < ' ' && c != '\n'),
+        "--json: a raw control character"
+    );
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let node = v["summary"]["nodes"][0]["node"].as_str().unwrap();
+    assert!(
+        node.contains("\u{1b}[2J") && node.contains("\r\nFORGED"),
+        "{node:?}"
+    );
 }

@@ -98,3 +98,52 @@ fn a_corrupt_or_hostile_watch_state_drains_nothing_and_never_panics() {
         );
     }
 }
+
+/// What the watcher wrote as `left_down` is outside text to the epilog (a
+/// state file on the node's disk): three lines, a NUL, escapes and a
+/// megabyte there still make one printable, bounded line on the epilog's
+/// stderr (slurmd's log, an admin's terminal), which drains the node.
+#[test]
+fn a_hostile_left_down_line_is_one_printable_bounded_line_on_the_epilogs_stderr() {
+    let node = ImexNode::new();
+    let config = node.config("", "[imex.daemon]\nmanager = \"process\"\n");
+    std::fs::create_dir_all(node.path("state")).unwrap();
+    let hostile = format!(
+        "IMEX daemon died 4 times\nslurm-imex-epilog on n2: FORGED second line\r\
+         \u{0}third\u{1b}[2J\u{1b}]0;title\u{7} {}",
+        "x".repeat(1 << 20)
+    );
+    let state = serde_json::json!({"job_id": 7, "deaths": 4, "left_down": hostile});
+    write_mode(
+        &node.path("state/watch.json"),
+        state.to_string().as_bytes(),
+        0o644,
+    );
+    let ran = node.epilog(&config);
+    ran.ended_without_panic("hostile left_down");
+    assert_eq!(ran.code, Some(1), "the node is drained: {}", ran.stderr);
+    let lines: Vec<&str> = ran.stderr.lines().collect();
+    let left_down: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.contains("IMEX daemon died 4 times"))
+        .collect();
+    assert_eq!(left_down.len(), 1, "one line says it: {lines:?}");
+    assert!(
+        left_down[0].starts_with("slurm-imex-epilog on n1: ")
+            && left_down[0].contains(
+                "4 times\\x0aslurm-imex-epilog on n2: FORGED second line\\x0d\\x00third\\x1b[2J\\x1b]0;title\\x07 xxx"
+            )
+            && left_down[0].ends_with(" more bytes)"),
+        "{}",
+        left_down[0]
+    );
+    for l in &lines {
+        assert!(!l.chars().any(char::is_control), "a control byte: {l:?}");
+        assert!(l.len() <= 4096, "a line of {} bytes", l.len());
+        assert!(
+            !l.contains("FORGED") || l == left_down[0],
+            "a forged line: {l}"
+        );
+    }
+    assert!(ran.stderr.ends_with('\n') && !ran.stderr.contains('\r'));
+}

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
