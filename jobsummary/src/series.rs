@@ -376,41 +376,17 @@ fn apply_gpu(g: &mut GpuReport, s: &Sample) {
 mod tests {
     use super::*;
 
-    /// The exposition lines back as samples, label values unescaped as
-    /// Prometheus does (`\\`, `\"`, `\n`).
+    /// The exposition lines back as samples, as a Prometheus that scraped
+    /// them answers them (label values unescaped: `\\`, `\"`, `\n`; any
+    /// other escape fails the scrape).
     fn parse(text: &str) -> Vec<Sample> {
-        text.lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .map(|l| {
-                let (series, value) = l.rsplit_once(' ').unwrap();
-                let (name, rest) = series.split_once('{').unwrap();
-                let mut labels = BTreeMap::new();
-                let mut chars = rest.chars();
-                loop {
-                    let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
-                    if key.is_empty() || key == "}" {
-                        break;
-                    }
-                    assert_eq!(chars.next(), Some('"'), "{l}");
-                    let mut v = String::new();
-                    while let Some(c) = chars.next() {
-                        match c {
-                            '"' => break,
-                            '\\' => match chars.next() {
-                                Some('n') => v.push('\n'),
-                                Some(c @ ('\\' | '"')) => v.push(c),
-                                other => panic!("bad escape {other:?} in {l}"),
-                            },
-                            c => v.push(c),
-                        }
-                    }
-                    labels.insert(key.trim_start_matches(',').to_string(), v);
-                }
-                Sample {
-                    name: name.into(),
-                    labels,
-                    value: value.parse().unwrap(),
-                }
+        fake_prometheus::scrape(text)
+            .unwrap()
+            .into_iter()
+            .map(|mut s| Sample {
+                name: s.labels.remove("__name__").unwrap(),
+                labels: s.labels,
+                value: s.value.parse().unwrap(),
             })
             .collect()
     }

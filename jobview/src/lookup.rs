@@ -343,9 +343,7 @@ mod tests {
         let f = from_prometheus(&cfg, &job, 1_790_001_000, &mut problems).unwrap_err();
         assert_eq!(f.why, Unanswered::Config, "{f}");
 
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        cfg.job.prometheus_url = format!("http://{}", closed.local_addr().unwrap());
-        drop(closed);
+        cfg.job.prometheus_url = fake_prometheus::refused_url("http");
         let f = from_prometheus(&cfg, &job, 1_790_001_000, &mut problems).unwrap_err();
         assert_eq!(f.why, Unanswered::Service, "{f}");
         assert!(

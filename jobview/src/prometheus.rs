@@ -372,106 +372,33 @@ fn samples_of(answer: Answer, base: &str) -> Result<Vec<Sample>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read as _, Write as _};
-    use std::sync::{Arc, Mutex};
+    use fake_prometheus::{self as fake, ErrorType, FakePrometheus, Reply};
 
-    /// `%XX` and `+` of a query string, decoded.
-    fn unescape(q: &str) -> String {
-        let b = q.as_bytes();
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < b.len() {
-            match b[i] {
-                b'%' if i + 2 < b.len() + 1 => {
-                    out.push(u8::from_str_radix(&q[i + 1..i + 3], 16).unwrap());
-                    i += 3;
-                }
-                b'+' => {
-                    out.push(b' ');
-                    i += 1;
-                }
-                c => {
-                    out.push(c);
-                    i += 1;
-                }
-            }
-        }
-        String::from_utf8(out).unwrap()
-    }
-
-    /// A request's form: its POST body (read to its Content-Length), or
-    /// `GET's` marker when it came any other way (which no query should).
-    fn read_form(conn: &mut std::net::TcpStream) -> String {
-        let mut request = Vec::new();
-        let mut buf = [0u8; 65536];
-        let end = loop {
-            if let Some(i) = request.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            match conn.read(&mut buf) {
-                Ok(0) | Err(_) => return String::new(),
-                Ok(n) => request.extend_from_slice(&buf[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
-        if !head.starts_with("post /api/v1/query ")
-            || !head.contains("content-type: application/x-www-form-urlencoded")
-        {
-            return "not a POST of a form".into();
-        }
-        let length: usize = head
-            .split("content-length:")
-            .nth(1)
-            .and_then(|r| r.lines().next())
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0);
-        while request.len() < end + length {
-            match conn.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => request.extend_from_slice(&buf[..n]),
-            }
-        }
-        String::from_utf8_lossy(&request[end..]).into_owned()
-    }
-
-    /// Prometheus played on 127.0.0.1: each request's query is recorded,
-    /// and answered by `answer` (given the whole query) after `delay`. Its
-    /// URL and the queries asked.
+    /// Prometheus played on 127.0.0.1 (the tests' fake): each query is
+    /// answered by `answer` (given the whole query) after `delay`. A query
+    /// sent any other way than in a POST form body is refused: none
+    /// should be.
     fn serve(
         delay: Duration,
-        answer: impl Fn(&str) -> String + Send + 'static,
-    ) -> (String, Arc<Mutex<Vec<String>>>) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let asked = Arc::new(Mutex::new(Vec::new()));
-        let log = asked.clone();
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { continue };
-                let form = read_form(&mut conn);
-                let query = form
-                    .split_once("query=")
-                    .map(|(_, q)| unescape(q.split('&').next().unwrap_or_default()))
-                    .unwrap_or_default();
-                log.lock().unwrap().push(query.clone());
-                std::thread::sleep(delay);
-                let body = answer(&query);
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = conn.write_all(head.as_bytes());
-                let _ = conn.write_all(body.as_bytes());
-            }
-        });
-        (url, asked)
+        answer: impl Fn(&str) -> Reply + Send + Sync + 'static,
+    ) -> FakePrometheus {
+        FakePrometheus::builder()
+            .delay(delay)
+            .answer(move |r| {
+                if r.is_form_post() {
+                    answer(r.query())
+                } else {
+                    Reply::error(ErrorType::BadData, "not a POST of a form")
+                }
+            })
+            .start()
     }
 
     /// [`serve`], answering by the family a query asks (`__name__=`).
     fn fake(
         delay: Duration,
-        answer: impl Fn(&str) -> String + Send + 'static,
-    ) -> (String, Arc<Mutex<Vec<String>>>) {
+        answer: impl Fn(&str) -> Reply + Send + Sync + 'static,
+    ) -> FakePrometheus {
         serve(delay, move |query| {
             let family = query
                 .split_once("__name__=\"")
@@ -485,47 +412,73 @@ mod tests {
     /// One family's answer for job 7 on `nodes` nodes of 4 GPUs, plus one
     /// XID series of another family whatever was asked (as a proxy that
     /// ignores the selector would).
-    fn answer(family: &str, nodes: usize) -> String {
+    fn answer(family: &str, nodes: usize) -> Reply {
         let mut series = Vec::new();
         for n in 0..nodes {
             let node = format!("gb-r{}-{:02}", n / 18 + 1, n % 18 + 1);
             if family.contains("_gpu_") {
                 for g in 0..4 {
-                    series.push(format!(
-                        r#"{{"metric":{{"__name__":"{family}","jobid":"7","node":"{node}","gpu":"{g}","serial":"S{n}-{g}","name":"GB200","verdict":"PASS"}},"value":[1,"{}"]}}"#,
-                        if family.ends_with("_processes") { 1 } else { 2 }
+                    let (gpu, serial) = (g.to_string(), format!("S{n}-{g}"));
+                    series.push(fake::Sample::new(
+                        [
+                            ("__name__", family),
+                            ("jobid", "7"),
+                            ("node", &node),
+                            ("gpu", &gpu),
+                            ("serial", &serial),
+                            ("name", "GB200"),
+                            ("verdict", "PASS"),
+                        ],
+                        if family.ends_with("_processes") {
+                            1.0
+                        } else {
+                            2.0
+                        },
                     ));
                 }
             } else {
-                series.push(format!(
-                    r#"{{"metric":{{"__name__":"{family}","jobid":"7","node":"{node}","blame":"none","prolog":"PASS","epilog":"PASS"}},"value":[1,"1790000000"]}}"#
+                series.push(fake::Sample::new(
+                    [
+                        ("__name__", family),
+                        ("jobid", "7"),
+                        ("node", &node),
+                        ("blame", "none"),
+                        ("prolog", "PASS"),
+                        ("epilog", "PASS"),
+                    ],
+                    1_790_000_000.0,
                 ));
             }
         }
-        series.push(
-            r#"{"metric":{"__name__":"slurm_imex_job_gpu_xids","jobid":"7","node":"gb-r1-01","gpu":"0","xid":"13","class":"RESTART_APP"},"value":[1,"1"]}"#
-                .into(),
-        );
-        format!(
-            r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
-            series.join(",")
-        )
+        series.push(fake::Sample::new(
+            [
+                ("__name__", "slurm_imex_job_gpu_xids"),
+                ("jobid", "7"),
+                ("node", "gb-r1-01"),
+                ("gpu", "0"),
+                ("xid", "13"),
+                ("class", "RESTART_APP"),
+            ],
+            1.0,
+        ));
+        Reply::vector(series)
     }
 
     #[test]
     fn a_job_is_asked_one_family_at_a_time_and_folded() {
-        let (url, asked) = fake(Duration::ZERO, |f| answer(f, 40));
+        let prom = fake(Duration::ZERO, |f| answer(f, 40));
         let server = Server {
-            url: &url,
+            url: prom.url(),
             timeout: Duration::from_secs(20),
             client: &Client::default(),
         };
         let mut reports = job_reports(&server, &[7], 600).unwrap();
-        let asked = asked.lock().unwrap().clone();
+        let asked = prom.queries();
         assert_eq!(asked.len(), FAMILIES.len(), "{asked:?}");
         for ((family, _), q) in FAMILIES.iter().zip(&asked) {
             assert_eq!(q, &query_text(family, &[7], 600));
         }
+        assert!(prom.requests().iter().all(|r| r.is_form_post()));
         let nodes = reports.remove(&7).unwrap();
         assert!(reports.is_empty());
         assert_eq!(nodes.len(), 40);
@@ -551,9 +504,10 @@ mod tests {
     #[test]
     fn a_slow_prometheus_is_one_line_naming_it_and_the_fix() {
         // Each part quick, together past the budget.
-        let (url, asked) = fake(Duration::from_millis(60), |f| answer(f, 1));
+        let prom = fake(Duration::from_millis(60), |f| answer(f, 1));
+        let url = prom.url();
         let server = Server {
-            url: &url,
+            url,
             timeout: Duration::from_millis(400),
             client: &Client::default(),
         };
@@ -569,11 +523,11 @@ mod tests {
             line.contains("raise [job] query_timeout in imex.toml"),
             "{line}"
         );
-        assert!(asked.lock().unwrap().len() < FAMILIES.len());
+        assert!(prom.queries().len() < FAMILIES.len());
         // One part that never ends.
-        let (url, _) = fake(Duration::from_secs(5), |f| answer(f, 1));
+        let prom = fake(Duration::from_secs(5), |f| answer(f, 1));
         let server = Server {
-            url: &url,
+            url: prom.url(),
             timeout: Duration::from_millis(300),
             client: &Client::default(),
         };
@@ -595,8 +549,8 @@ mod tests {
         let node = |n: usize| format!("gb-r{}-{:02}", n / 18 + 1, n % 18 + 1);
         // Answers by what the query asks (the family-keyed fake above reads
         // only `__name__=`): 40 nodes, node 3 drained, node 5's gpu1 WARN.
-        let (url, asked) = serve(Duration::ZERO, move |q| {
-            let series: Vec<String> = if q.contains("label_replace") {
+        let prom = serve(Duration::ZERO, move |q| {
+            let series: Vec<fake::Sample> = if q.contains("label_replace") {
                 [
                     ("gpus", 160.0),
                     ("energy", 3200.5),
@@ -606,53 +560,82 @@ mod tests {
                     ("used_count", 96.0),
                 ]
                 .iter()
-                .map(|(t, v)| format!(r#"{{"metric":{{"t":"{t}"}},"value":[1,"{v}"]}}"#))
+                .map(|(t, v)| fake::Sample::new([("t", *t)], *v))
                 .collect()
             } else if q.contains("node_info{") {
                 (0..40)
-                        .map(|n| {
-                            let blame = if n == 3 { "node" } else { "none" };
-                            format!(
-                                r#"{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"7","node":"{}","blame":"{blame}","prolog":"PASS","epilog":"PASS","imex":"true","domain":"rack{}"}},"value":[1,"1"]}}"#,
-                                node(n),
-                                n / 18 + 1
-                            )
-                        })
-                        .collect()
+                    .map(|n| {
+                        let blame = if n == 3 { "node" } else { "none" };
+                        let (name, rack) = (node(n), format!("rack{}", n / 18 + 1));
+                        fake::Sample::new(
+                            [
+                                ("__name__", "slurm_imex_job_node_info"),
+                                ("jobid", "7"),
+                                ("node", &name),
+                                ("blame", blame),
+                                ("prolog", "PASS"),
+                                ("epilog", "PASS"),
+                                ("imex", "true"),
+                                ("domain", &rack),
+                            ],
+                            1.0,
+                        )
+                    })
+                    .collect()
             } else if q.contains("gpu_info{") {
-                vec![format!(
-                    r#"{{"metric":{{"__name__":"slurm_imex_job_gpu_info","jobid":"7","node":"{}","gpu":"1","serial":"S5-1","verdict":"WARN"}},"value":[1,"1"]}}"#,
-                    node(5)
+                vec![fake::Sample::new(
+                    [
+                        ("__name__", "slurm_imex_job_gpu_info"),
+                        ("jobid", "7"),
+                        ("node", &node(5)),
+                        ("gpu", "1"),
+                        ("serial", "S5-1"),
+                        ("verdict", "WARN"),
+                    ],
+                    1.0,
                 )]
             } else if q.contains("node=~") {
                 [3, 5]
-                        .iter()
-                        .flat_map(|n| {
-                            (0..4).map(move |g| {
-                                format!(
-                                    r#"{{"metric":{{"__name__":"slurm_imex_job_gpu_info","jobid":"7","node":"{}","gpu":"{g}","serial":"S{n}-{g}","verdict":"{}"}},"value":[1,"1"]}},{{"metric":{{"__name__":"slurm_imex_job_node_start_timestamp_seconds","jobid":"7","node":"{}"}},"value":[1,"1790000000"]}}"#,
-                                    node(*n),
-                                    if *n == 5 && g == 1 { "WARN" } else { "PASS" },
-                                    node(*n)
-                                )
-                            })
-                        })
-                        .collect()
+                    .iter()
+                    .flat_map(|n| (0..4).map(move |g| (*n, g)))
+                    .flat_map(|(n, g)| {
+                        let (name, gpu, serial) = (node(n), g.to_string(), format!("S{n}-{g}"));
+                        let verdict = if n == 5 && g == 1 { "WARN" } else { "PASS" };
+                        [
+                            fake::Sample::new(
+                                [
+                                    ("__name__", "slurm_imex_job_gpu_info"),
+                                    ("jobid", "7"),
+                                    ("node", &name),
+                                    ("gpu", &gpu),
+                                    ("serial", &serial),
+                                    ("verdict", verdict),
+                                ],
+                                1.0,
+                            ),
+                            fake::Sample::new(
+                                [
+                                    ("__name__", "slurm_imex_job_node_start_timestamp_seconds"),
+                                    ("jobid", "7"),
+                                    ("node", &name),
+                                ],
+                                1_790_000_000.0,
+                            ),
+                        ]
+                    })
+                    .collect()
             } else {
                 Vec::new()
             };
-            format!(
-                r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#,
-                series.join(",")
-            )
+            Reply::vector(series)
         });
         let server = Server {
-            url: &url,
+            url: prom.url(),
             timeout: Duration::from_secs(20),
             client: &Client::default(),
         };
         let big = big_job(&server, 7, 600).unwrap();
-        let asked = asked.lock().unwrap().clone();
+        let asked = prom.queries();
         assert_eq!(asked.len(), 4, "{asked:#?}");
         assert!(
             asked[2].contains(r#"node=~"gb-r1-04|gb-r1-06""#),
@@ -703,25 +686,29 @@ mod tests {
     #[test]
     fn a_bad_answer_in_any_part_is_one_line() {
         for (bad, says) in [
-            ("not json", "not its API's JSON"),
+            (Reply::json(200, "not json"), "not its API's JSON"),
             (
-                r#"{"status":"error","error":"query too large"}"#,
+                Reply::error(ErrorType::Execution, "query too large"),
                 "query too large",
             ),
             (
-                r#"{"status":"success","data":{"result":[{"metric":{}}]}}"#,
+                Reply::json(
+                    200,
+                    r#"{"status":"success","data":{"result":[{"metric":{}}]}}"#,
+                ),
                 "not its API's JSON",
             ),
         ] {
-            let (url, _) = fake(Duration::ZERO, move |f| {
+            let prom = fake(Duration::ZERO, move |f| {
                 if f.ends_with("_gpu_info") {
-                    bad.to_string()
+                    bad.clone()
                 } else {
                     answer(f, 2)
                 }
             });
+            let url = prom.url();
             let server = Server {
-                url: &url,
+                url,
                 timeout: Duration::from_secs(20),
                 client: &Client::default(),
             };

@@ -1,106 +1,29 @@
-//! The client against a store served over TLS in-process (rustls, with a
-//! CA and a certificate made by rcgen): trusted through the CA file or
-//! not, credentials sent or refused, and a store that is down.
+//! The client against a store served over TLS in-process (the tests' fake
+//! Prometheus, with a test CA): trusted through the CA file or not,
+//! credentials sent or refused, and a store that is down.
 
 use super::*;
 use crate::config::TestConfig as Config;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::PrivateKeyDer;
-use std::io::Write as _;
-use std::net::TcpListener;
+use fake_prometheus::{refused_url, FakePrometheus, TestCa};
 use std::os::unix::fs::PermissionsExt;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
+/// What the store answers `up` with once the request is let in.
 const ANSWER: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
 
-/// A CA's PEM and a server certificate for 127.0.0.1 it signed, with the
-/// key; each CA of its own name.
-fn ca_and_server_cert() -> (String, CertificateDer<'static>, PrivateKeyDer<'static>) {
-    static CAS: AtomicUsize = AtomicUsize::new(0);
-    named_ca_and_server_cert(&format!("test CA {}", CAS.fetch_add(1, Ordering::Relaxed)))
-}
-
-/// [`ca_and_server_cert`] from a CA named `name` (a new key whatever the name).
-fn named_ca_and_server_cert(
-    name: &str,
-) -> (String, CertificateDer<'static>, PrivateKeyDer<'static>) {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name.push(rcgen::DnType::CommonName, name);
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    let key = PrivateKeyDer::try_from(key.serialize_der()).unwrap();
-    (ca_cert.pem(), cert.der().clone(), key)
-}
-
-/// A store on 127.0.0.1 over TLS: each request's head is recorded, and
-/// answered 401 unless its Authorization is `wanted`. Its URL, the heads,
-/// and the PEM of the CA that signed its certificate.
-fn tls_store(wanted: &'static str) -> (String, Arc<Mutex<Vec<String>>>, String) {
-    tls_store_of(wanted, ca_and_server_cert())
-}
-
-/// [`tls_store`] with this CA's PEM, certificate and key.
-fn tls_store_of(
-    wanted: &'static str,
-    (ca_pem, cert, key): (String, CertificateDer<'static>, PrivateKeyDer<'static>),
-) -> (String, Arc<Mutex<Vec<String>>>, String) {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![cert], key)
-        .unwrap();
-    let config = Arc::new(config);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("https://{}", listener.local_addr().unwrap());
-    let heads = Arc::new(Mutex::new(Vec::new()));
-    let log = heads.clone();
-    std::thread::spawn(move || {
-        for tcp in listener.incoming().flatten() {
-            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
-            let mut tls = rustls::StreamOwned::new(conn, tcp);
-            let Some(head) = read_head(&mut tls) else {
-                continue; // the handshake failed: the client refused us
-            };
-            let ok = head
-                .lines()
-                .any(|l| l.eq_ignore_ascii_case(&format!("authorization: {wanted}")));
-            log.lock().unwrap().push(head);
-            let reply = if ok {
-                format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{ANSWER}",
-                    ANSWER.len()
-                )
-            } else {
-                "HTTP/1.1 401 Unauthorized\r\nContent-Length: 13\r\nConnection: close\r\n\r\nUnauthorized\n".into()
-            };
-            let _ = tls.write_all(reply.as_bytes());
-            let _ = tls.flush();
-            tls.conn.send_close_notify();
-            let _ = tls.flush();
-        }
-    });
-    (url, heads, ca_pem)
-}
-
-/// A request's head (up to its blank line); None when the stream failed.
-fn read_head(stream: &mut impl std::io::Read) -> Option<String> {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    Some(String::from_utf8_lossy(&got).into_owned())
+/// A store over TLS with a certificate `signer` signed, asked by a client
+/// trusting `trusted` (`[job] prometheus_ca_file`): the store, the line the
+/// ask failed with, and the config's directory.
+fn ask_trusting(signer: &TestCa, trusted: &TestCa) -> (FakePrometheus, String, tempfile::TempDir) {
+    let store = FakePrometheus::builder().tls(signer).start();
+    let toml = format!(
+        "[job]\nprometheus_url = \"{}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n",
+        store.url()
+    );
+    let (dir, cfg) = setup(&[("ca.pem", trusted.pem(), 0o644)], &toml);
+    let line = ask(&Client::from_config(&cfg).unwrap(), store.url())
+        .unwrap_err()
+        .to_string();
+    (store, line, dir)
 }
 
 /// A root-owned (the caller's) directory holding `files` with their modes,
@@ -128,33 +51,44 @@ fn ask(client: &Client, url: &str) -> Result<String> {
     Ok(r.into_string().unwrap())
 }
 
-/// `[job]` for `url` trusted through `{dir}/ca.pem`, as user "imex" with
-/// the password in `{dir}/pass`.
-fn basic_auth_toml(url: &str) -> String {
-    format!(
-        "[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n\
-         prometheus_user = \"imex\"\nprometheus_password_file = \"{{dir}}/pass\"\n"
-    )
+/// A store over TLS answering only basic auth as imex:pw, its CA, and the
+/// config trusting that CA as user "imex" with `password` in `{dir}/pass`.
+fn basic_auth(password: &str) -> (FakePrometheus, TestCa, tempfile::TempDir, Config) {
+    let ca = TestCa::new();
+    let store = FakePrometheus::builder()
+        .tls(&ca)
+        .basic_auth("imex", "pw")
+        .start();
+    let toml = format!(
+        "[job]\nprometheus_url = \"{}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n\
+         prometheus_user = \"imex\"\nprometheus_password_file = \"{{dir}}/pass\"\n",
+        store.url()
+    );
+    let (dir, cfg) = setup(
+        &[("ca.pem", ca.pem(), 0o644), ("pass", password, 0o600)],
+        &toml,
+    );
+    (store, ca, dir, cfg)
 }
 
 #[test]
 fn basic_auth_over_tls_trusted_through_the_ca_file() {
-    // imex:pw, base64.
-    let (url, heads, ca) = tls_store("Basic aW1leDpwdw==");
-    let toml = basic_auth_toml(&url);
-    let (_d, cfg) = setup(&[("ca.pem", &ca, 0o644), ("pass", "pw\n", 0o600)], &toml);
+    let (store, _ca, _d, cfg) = basic_auth("pw\n");
+    let url = store.url();
     let client = Client::from_config(&cfg).unwrap();
-    assert_eq!(ask(&client, &url).unwrap(), ANSWER);
+    assert_eq!(ask(&client, url).unwrap(), ANSWER);
+    // imex:pw, base64.
     assert!(!format!("{client:?}").contains("aW1leDpwdw"), "{client:?}");
-    assert_eq!(heads.lock().unwrap().len(), 1);
+    let asked = store.requests();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].header("authorization"), Some("Basic aW1leDpwdw=="));
 }
 
 #[test]
 fn a_wrong_password_is_one_line_naming_the_keys() {
-    let (url, _, ca) = tls_store("Basic aW1leDpwdw==");
-    let toml = basic_auth_toml(&url);
-    let (d, cfg) = setup(&[("ca.pem", &ca, 0o644), ("pass", "wrong\n", 0o600)], &toml);
-    let line = ask(&Client::from_config(&cfg).unwrap(), &url)
+    let (store, ca, d, cfg) = basic_auth("wrong\n");
+    let url = store.url();
+    let line = ask(&Client::from_config(&cfg).unwrap(), url)
         .unwrap_err()
         .to_string();
     assert_eq!(
@@ -169,8 +103,8 @@ fn a_wrong_password_is_one_line_naming_the_keys() {
     // No credentials at all: the line says which keys to set.
     let toml =
         format!("[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n");
-    let (_d, cfg) = setup(&[("ca.pem", &ca, 0o644)], &toml);
-    let line = ask(&Client::from_config(&cfg).unwrap(), &url).unwrap_err();
+    let (_d, cfg) = setup(&[("ca.pem", ca.pem(), 0o644)], &toml);
+    let line = ask(&Client::from_config(&cfg).unwrap(), url).unwrap_err();
     assert_eq!(
         line.to_string(),
         format!("Prometheus at {url}: 401 Unauthorized: {NO_CREDENTIALS}")
@@ -179,37 +113,36 @@ fn a_wrong_password_is_one_line_naming_the_keys() {
 
 #[test]
 fn a_bearer_token_is_sent_from_its_file() {
-    let (url, heads, ca) = tls_store("Bearer tok.en-1");
+    let ca = TestCa::new();
+    let store = FakePrometheus::builder()
+        .tls(&ca)
+        .bearer_token("tok.en-1")
+        .start();
+    let url = store.url();
     let toml = format!(
         "[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n\
          prometheus_bearer_token_file = \"{{dir}}/token\"\n"
     );
     let (_d, cfg) = setup(
-        &[("ca.pem", &ca, 0o644), ("token", "tok.en-1\n", 0o400)],
+        &[("ca.pem", ca.pem(), 0o644), ("token", "tok.en-1\n", 0o400)],
         &toml,
     );
     assert_eq!(
-        ask(&Client::from_config(&cfg).unwrap(), &url).unwrap(),
+        ask(&Client::from_config(&cfg).unwrap(), url).unwrap(),
         ANSWER
     );
-    let head = heads.lock().unwrap()[0].clone();
-    assert!(
-        head.contains("authorization: Bearer tok.en-1")
-            || head.contains("Authorization: Bearer tok.en-1"),
-        "{head}"
+    let head = store.requests()[0].clone();
+    assert_eq!(
+        head.header("authorization"),
+        Some("Bearer tok.en-1"),
+        "{head:?}"
     );
 }
 
 #[test]
 fn an_untrusted_certificate_is_one_line_naming_the_fix() {
-    let (url, heads, _) = tls_store("none");
-    let (other_ca, _, _) = ca_and_server_cert();
-    let toml =
-        format!("[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n");
-    let (d, cfg) = setup(&[("ca.pem", &other_ca, 0o644)], &toml);
-    let line = ask(&Client::from_config(&cfg).unwrap(), &url)
-        .unwrap_err()
-        .to_string();
+    let (store, line, d) = ask_trusting(&TestCa::new(), &TestCa::new());
+    let url = store.url();
     assert_eq!(
         line,
         format!(
@@ -222,7 +155,7 @@ fn an_untrusted_certificate_is_one_line_naming_the_fix() {
     let (_d, cfg) = setup(&[], &format!("[job]\nprometheus_url = \"{url}\"\n"));
     match Client::from_config(&cfg) {
         Ok(client) => assert_eq!(
-            ask(&client, &url).unwrap_err().to_string(),
+            ask(&client, url).unwrap_err().to_string(),
             format!(
                 "Prometheus at {url}: certificate not trusted (unknown issuer): set [job] \
                  prometheus_ca_file to the CA that signed it"
@@ -230,21 +163,14 @@ fn an_untrusted_certificate_is_one_line_naming_the_fix() {
         ),
         Err(e) => assert!(e.to_string().contains("install the ca-certificates"), "{e}"),
     }
-    assert!(heads.lock().unwrap().is_empty(), "no request crossed");
+    assert!(store.requests().is_empty(), "no request crossed");
 }
 
 #[test]
 fn a_ca_of_the_same_name_but_another_key_is_not_trusted_either() {
     // A CA file of the store CA's name made anew (a rotated CA): the
     // certificate's signature does not verify.
-    let (url, heads, _) = tls_store_of("none", named_ca_and_server_cert("site CA"));
-    let (impostor, _, _) = named_ca_and_server_cert("site CA");
-    let toml =
-        format!("[job]\nprometheus_url = \"{url}\"\nprometheus_ca_file = \"{{dir}}/ca.pem\"\n");
-    let (_d, cfg) = setup(&[("ca.pem", &impostor, 0o644)], &toml);
-    let line = ask(&Client::from_config(&cfg).unwrap(), &url)
-        .unwrap_err()
-        .to_string();
+    let (store, line, _d) = ask_trusting(&TestCa::named("site CA"), &TestCa::named("site CA"));
     assert!(
         line.contains(": certificate not trusted (not signed by the CA of that name"),
         "{line}"
@@ -253,14 +179,12 @@ fn a_ca_of_the_same_name_but_another_key_is_not_trusted_either() {
         line.ends_with("did not sign it: give the CA that did"),
         "{line}"
     );
-    assert!(heads.lock().unwrap().is_empty(), "no request crossed");
+    assert!(store.requests().is_empty(), "no request crossed");
 }
 
 #[test]
 fn a_store_that_is_down_is_one_line() {
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("https://{}", closed.local_addr().unwrap());
-    drop(closed);
+    let url = refused_url("https");
     let (_d, cfg) = setup(&[], &format!("[job]\nprometheus_url = \"{url}\"\n"));
     if let Ok(client) = Client::from_config(&cfg) {
         assert_eq!(

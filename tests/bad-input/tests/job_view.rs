@@ -1,6 +1,6 @@
 //! `slurm-imex job JOBID` on hostile answers from outside: a fake `sacct`
-//! beside `[slurm] scontrol` plays Slurm's accounting, and a tiny HTTP
-//! server on 127.0.0.1 plays Prometheus. A stored summary is shown only for
+//! beside `[slurm] scontrol` plays Slurm's accounting, and the tests' fake
+//! Prometheus (tests/fake-prometheus) plays Prometheus. A stored summary is shown only for
 //! the job it names, every piece of outside text is cut to 1 KiB (and,
 //! in every field at once, shown printable, forging no line), and the
 //! exit status tells "not found" and "not reported yet" from a bad config
@@ -9,10 +9,9 @@
 mod common;
 use common::hostile::{assert_same_shape, fill_strings, maps_of, unreplaceable, Fill};
 use common::*;
+use fake_prometheus::{refused_url, ErrorType, FakePrometheus, Reply, Sample};
 use slurm_imex_jobsummary::comment;
 use slurm_imex_jobsummary::report::{Blame, GpuReport, JobSummary, NodeReport};
-use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::PathBuf;
 
 /// The job every case asks for.
@@ -20,8 +19,6 @@ const JOB: u32 = 4242;
 /// One piece of outside text may come out this long: 1 KiB, and the few
 /// bytes saying how much was left out.
 const PIECE_OUT: usize = 1024 + 40;
-/// An empty, successful Prometheus answer: no node reported the job.
-const NOTHING: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
 
 /// A scratch site: imex.toml, a fake sacct printing `sacct.out` (and
 /// `sacct.err`, exiting `sacct.rc`), and Prometheus's URL when one runs.
@@ -94,61 +91,20 @@ impl Site {
     }
 }
 
-/// Prometheus played on 127.0.0.1: every request is answered with
-/// `status` and `body`, for as long as the test runs. Its URL.
-fn prometheus(status: u16, body: String) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { continue };
-            read_request(&mut conn);
-            let head = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = conn.write_all(head.as_bytes());
-            let _ = conn.write_all(body.as_bytes());
-        }
-    });
-    url
+/// Prometheus played on 127.0.0.1, answering every query with `reply`,
+/// for as long as it is kept.
+fn prometheus(reply: Reply) -> FakePrometheus {
+    FakePrometheus::answering(reply)
 }
 
-/// A request read whole: its head, then its body (a query is a POST form)
-/// to its Content-Length, so closing the connection does not reset it.
-fn read_request(conn: &mut std::net::TcpStream) {
-    let mut request = Vec::new();
-    let mut buf = [0u8; 65536];
-    let end = loop {
-        if let Some(i) = request.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => request.extend_from_slice(&buf[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&request[..end]).to_ascii_lowercase();
-    let length: usize = head
-        .split("content-length:")
-        .nth(1)
-        .and_then(|r| r.lines().next())
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    while request.len() < end + length {
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => request.extend_from_slice(&buf[..n]),
-        }
-    }
+/// Prometheus with nothing to say: no node reported the job.
+fn nothing() -> FakePrometheus {
+    prometheus(Reply::empty())
 }
 
 /// A URL where nothing listens.
 fn nobody() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    drop(listener);
-    url
+    refused_url("http")
 }
 
 /// A one-node summary of job `job_id` on `node`, one GPU `serial`; the node
@@ -189,10 +145,11 @@ fn a_stored_summary_is_shown_only_for_the_job_it_names() {
         return;
     }
     let site = Site::new();
-    let url = prometheus(200, NOTHING.into());
+    let prom = nothing();
+    let url = prom.url();
     // Its own summary is shown.
     site.accounted("root", &summary(JOB, "n1", "SERIAL-OF-4242", None));
-    let own = site.job(&url);
+    let own = site.job(url);
     own.ended_without_panic("own summary");
     assert_eq!(own.code, Some(0), "own summary: {}", own.stderr);
     assert!(
@@ -205,7 +162,7 @@ fn a_stored_summary_is_shown_only_for_the_job_it_names() {
     // started again): never shown as this job's; one line says whose it
     // is, and the answer is Prometheus's (here: nothing yet).
     site.accounted("root", &summary(17, "other-node", "SERIAL-OF-17", None));
-    let other = site.job(&url);
+    let other = site.job(url);
     other.ended_without_panic("another job's summary");
     for shown in [
         "SERIAL-OF-17",
@@ -241,29 +198,36 @@ fn outside_text_is_cut_to_one_kib_a_piece() {
     let mut cases: Vec<(&str, Ran)> = Vec::new();
     // Prometheus's own error, 1 MiB of it.
     site.accounted("root", "");
-    let body = format!(r#"{{"status":"error","errorType":"bad_data","error":"{mib}"}}"#);
-    cases.push(("a 1 MiB Prometheus error", site.job(&prometheus(400, body))));
+    let error = prometheus(Reply::error(ErrorType::BadData, &mib));
+    cases.push(("a 1 MiB Prometheus error", site.job(error.url())));
     // A series whose cause label is 1 MiB: its note and its table cell.
-    let sample = format!(
-        r#"{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"{JOB}","node":"n1","blame":"job","cause":"{mib}"}},"value":[1790000000,"1"]}}"#
-    );
-    let body =
-        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{sample}]}}}}"#);
-    cases.push(("a 1 MiB label", site.job(&prometheus(200, body))));
+    let job = JOB.to_string();
+    let info = [
+        ("__name__", "slurm_imex_job_node_info"),
+        ("jobid", job.as_str()),
+        ("node", "n1"),
+    ];
+    let cause = [("blame", "job"), ("cause", mib.as_str())];
+    let label = prometheus(Reply::vector(vec![Sample::new(
+        info.into_iter().chain(cause),
+        1.0,
+    )]));
+    cases.push(("a 1 MiB label", site.job(label.url())));
     // A node's IMEX events line of 1 MiB with escapes and a newline: one
     // line for the node, cut, printable.
-    let sample = format!(
-        r#"{{"metric":{{"__name__":"slurm_imex_job_node_info","jobid":"{JOB}","node":"n1","imex_events":"IMEX daemon died\u001b[2J\nforged {mib}"}},"value":[1790000000,"1"]}}"#
-    );
-    let body =
-        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{sample}]}}}}"#);
-    let events = site.job(&prometheus(200, body));
+    let line = format!("IMEX daemon died\u{1b}[2J\nforged {mib}");
+    let events = prometheus(Reply::vector(vec![Sample::new(
+        info.into_iter().chain([("imex_events", line.as_str())]),
+        1.0,
+    )]));
+    let events = site.job(events.url());
     assert!(
         events
             .stdout
             .contains("\n  n1: IMEX daemon died\\x1b[2J\\x0aforged xxx"),
-        "{}",
-        events.stdout
+        "{}{}",
+        events.stdout,
+        events.stderr
     );
     assert!(!events.stdout.chars().any(|c| c.is_control() && c != '\n'));
     cases.push(("a 1 MiB IMEX events label", events));
@@ -272,7 +236,7 @@ fn outside_text_is_cut_to_one_kib_a_piece() {
     cases.push(("a 1 MiB stored cause", site.job(&nobody())));
     // sacct: a 1 MiB user name, and a 1 MiB error.
     site.accounted(&"u".repeat(1 << 20), "");
-    cases.push(("a 1 MiB user", site.job(&prometheus(200, NOTHING.into()))));
+    cases.push(("a 1 MiB user", site.job(nothing().url())));
     site.sacct(1, "", &mib);
     cases.push(("a 1 MiB sacct error", site.job(&nobody())));
     for (case, r) in &cases {
@@ -303,7 +267,7 @@ fn job_exit_status_tells_not_found_from_bad_config_and_unreachable_services() {
     let site = Site::new();
     // 1: the job is known, no node has reported it yet.
     site.accounted("root", "");
-    let r = site.job(&prometheus(200, NOTHING.into()));
+    let r = site.job(nothing().url());
     r.ended_without_panic("not reported yet");
     assert_eq!(
         r.code,
@@ -342,18 +306,15 @@ fn job_exit_status_tells_not_found_from_bad_config_and_unreachable_services() {
         &["Prometheus at", "connection refused: is it running"],
         "Prometheus down",
     );
-    let bad = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
-    site.job(&prometheus(400, bad.into())).one_line_error(
+    let bad = prometheus(Reply::error(ErrorType::BadData, "parse error"));
+    site.job(bad.url())
+        .one_line_error(4, &["Prometheus at", "parse error"], "Prometheus refuses");
+    let proxy = prometheus(Reply::raw(200, "text/html", "<html>proxy login</html>"));
+    site.job(proxy.url()).one_line_error(
         4,
-        &["Prometheus at", "parse error"],
-        "Prometheus refuses",
+        &["Prometheus at", "not its API's JSON"],
+        "not Prometheus",
     );
-    site.job(&prometheus(200, "<html>proxy login</html>".into()))
-        .one_line_error(
-            4,
-            &["Prometheus at", "not its API's JSON"],
-            "not Prometheus",
-        );
     site.sacct(
         1,
         "",
@@ -395,9 +356,9 @@ fn a_stored_summary_with_huge_counters_is_shown_without_overflow() {
         ..Default::default()
     };
     let site = Site::new();
-    let url = prometheus(200, NOTHING.into());
+    let prom = nothing();
     site.accounted("root", &comment::encode(&s).unwrap());
-    let r = site.job(&url);
+    let r = site.job(prom.url());
     r.ended_without_panic("huge counters");
     assert_eq!(r.code, Some(0), "huge counters: {}", r.stderr);
     assert!(r.stdout.contains("4,294,967,295"), "{}", r.stdout);
@@ -528,50 +489,16 @@ fn stored(summary: &JobSummary, fill: Fill) -> String {
     )
 }
 
-/// The exposition lines back as samples, label values unescaped as
-/// Prometheus does (`\\`, `\"`, `\n`).
-fn parse_exposition(text: &str) -> Vec<serde_json::Value> {
-    let mut samples = Vec::new();
-    for l in text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-    {
-        let (series, value) = l.rsplit_once(' ').unwrap();
-        let (name, rest) = series.split_once('{').unwrap();
-        let mut metric = serde_json::Map::new();
-        metric.insert("__name__".into(), name.into());
-        let mut chars = rest.chars().peekable();
-        loop {
-            let key: String = chars.by_ref().take_while(|c| *c != '=').collect();
-            let key = key.trim_start_matches(',');
-            if key.is_empty() || key == "}" {
-                break;
-            }
-            assert_eq!(chars.next(), Some('"'), "{l}");
-            let mut v = String::new();
-            while let Some(c) = chars.next() {
-                match c {
-                    '"' => break,
-                    '\\' => match chars.next() {
-                        Some('n') => v.push('\n'),
-                        Some(c) => v.push(c),
-                        None => break,
-                    },
-                    c => v.push(c),
-                }
-            }
-            metric.insert(key.into(), v.into());
-        }
-        samples.push(serde_json::json!({"metric": metric, "value": [1790000600.0, value]}));
-    }
-    samples
-}
-
 /// Prometheus's answer holding every series of `summary`'s nodes, each
 /// text label `fill`ed (a number a label must parse as stays).
 fn prometheus_answer(summary: &JobSummary, fill: Fill) -> String {
     let reports: Vec<(u32, NodeReport)> = summary.nodes.iter().map(|n| (JOB, n.clone())).collect();
-    let samples = parse_exposition(&slurm_imex_jobsummary::series::render(&reports));
+    let scraped = fake_prometheus::scrape(&slurm_imex_jobsummary::series::render(&reports));
+    let samples: Vec<serde_json::Value> = scraped
+        .unwrap()
+        .iter()
+        .map(|s| serde_json::json!({"metric": s.labels, "value": [1790000600.0, s.value]}))
+        .collect();
     let mut answer = serde_json::json!({
         "status": "success",
         "data": {"resultType": "vector", "result": samples}
@@ -621,16 +548,17 @@ fn outside_text_in_every_field_shows_no_control_byte_and_forges_no_line() {
     // read from Prometheus in aggregate (more than 2,048 nodes).
     let big = full_summary(70);
     let hostile_and_benign =
-        |case: &str, node_list: &str, answer: &dyn Fn(Fill) -> (String, String)| {
+        |case: &str, node_list: &str, answer: &dyn Fn(Fill) -> (String, Reply)| {
             let mut runs = Vec::new();
             for fill in [Fill::hostile(6), Fill::benign(6)] {
-                let (comment, prometheus_body) = answer(fill);
+                let (comment, prometheus_reply) = answer(fill);
                 site.sacct(0, &sacct_line(node_list, fill, &comment), "");
                 // Its megabyte label is read 20 times by a debug build:
                 // time enough on a loaded machine, within the 20 s bound.
-                let url = prometheus(200, prometheus_body);
+                let prom = prometheus(prometheus_reply);
                 let cfg = site.config(&format!(
-                    "prometheus_url = \"{url}\"\nquery_timeout = \"19s\"\n"
+                    "prometheus_url = \"{}\"\nquery_timeout = \"19s\"\n",
+                    prom.url()
                 ));
                 runs.push(site.job_with(&cfg));
             }
@@ -654,21 +582,19 @@ fn outside_text_in_every_field_shows_no_control_byte_and_forges_no_line() {
     let prometheus_only = |s: &JobSummary| {
         let s = s.clone();
         move |fill: Fill| {
+            let fill = Fill {
+                megabytes: 1,
+                ..fill
+            };
             (
                 String::new(),
-                prometheus_answer(
-                    &s,
-                    Fill {
-                        megabytes: 1,
-                        ..fill
-                    },
-                ),
+                Reply::json(200, &prometheus_answer(&s, fill)),
             )
         }
     };
     let stored_only = |s: &JobSummary| {
         let s = s.clone();
-        move |fill: Fill| (stored(&s, fill), NOTHING.to_string())
+        move |fill: Fill| (stored(&s, fill), Reply::empty())
     };
     let r = hostile_and_benign(
         "a small job from Prometheus",
