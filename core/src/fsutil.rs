@@ -22,7 +22,7 @@ fn random_suffix() -> String {
             .unwrap_or(0);
         bytes = (t ^ (std::process::id() as u64).rotate_left(32)).to_le_bytes();
     }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&bytes)
 }
 
 /// Write `contents` to `path` atomically: its directory (which must exist)

@@ -17,7 +17,8 @@
 //! - the node's own files: `state` (the state directory and the job records
 //!   kept there), `fsutil`
 //! - plumbing: `process` (bounded helpers), `poll` (waiting with a
-//!   deadline), `text`, `timespec`, `logging`,
+//!   deadline), `text`, `hex` (the one hex spelling of bytes), `timespec`,
+//!   `logging`,
 //!   `error`, `hook` (prolog, epilog or check)
 
 pub mod blame;
@@ -26,6 +27,7 @@ pub mod clique;
 pub mod config;
 pub mod error;
 pub mod fsutil;
+pub mod hex;
 pub mod hook;
 pub mod imex_event;
 pub mod logging;

@@ -7,8 +7,10 @@
 //! - racks and NVLink cliques, in one place: `rack`
 //! - node names to the addresses in nodes_config.cfg: `addresses`
 //! - what one hook run reads of the cluster, once: `context`
+//! - SHA-256, the one digest (the rack map's, its pieces' seals): `digest`
 
 pub mod addresses;
 pub mod context;
+pub mod digest;
 pub mod imex;
 pub mod rack;

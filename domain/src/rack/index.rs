@@ -24,9 +24,9 @@
 //!
 //! The pieces are TOML, read with the toml crate like the whole map.
 
+use crate::digest::{sha256, sha256_hex};
 use crate::rack::map::{self, Rack, RackMap};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::hostlist;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -89,7 +89,7 @@ pub fn holds_index(dir: &Path) -> bool {
 
 /// The bucket `node` is in, of `buckets`.
 fn bucket_of(node: &str, buckets: u32) -> u32 {
-    let hash = Sha256::digest(node.as_bytes());
+    let hash = sha256(node.as_bytes());
     let mut first = [0u8; 8];
     first.copy_from_slice(&hash[..8]);
     (u64::from_be_bytes(first) % u64::from(buckets.max(1))) as u32
@@ -105,7 +105,7 @@ fn rack_file_name(rack: &str) -> String {
 
 /// `body` with its seal line appended.
 fn sealed(body: String) -> String {
-    let digest = hex(&Sha256::digest(body.as_bytes()));
+    let digest = sha256_hex(body.as_bytes());
     format!("{body}{SEAL}{digest}\n")
 }
 
@@ -390,7 +390,7 @@ fn unseal(text: &str) -> Option<&str> {
     let body_end = text.strip_suffix('\n')?.rfind('\n').map_or(0, |i| i + 1);
     let (body, seal) = text.split_at(body_end);
     let digest = seal.strip_prefix(SEAL)?.strip_suffix('\n')?;
-    (hex(&Sha256::digest(body.as_bytes())) == digest).then_some(body)
+    (sha256_hex(body.as_bytes()) == digest).then_some(body)
 }
 
 fn is_digest(s: &str) -> bool {
@@ -404,10 +404,6 @@ fn short(digest: &str) -> &str {
         .char_indices()
         .nth(12)
         .map_or(digest, |(end, _)| &digest[..end])
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The files of the indexed form of `whole`, whose text is `map_text`, with

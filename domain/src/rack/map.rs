@@ -18,7 +18,6 @@
 
 use crate::rack::nvlink_domain::NvlinkDomain;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::hostlist;
 use std::collections::HashMap;
@@ -148,7 +147,7 @@ impl RackMap {
     /// one check every map passes, whether a prolog loads it or
     /// `slurm-imex topology --map` is about to write it.
     pub fn parse(path: &Path, bytes: Vec<u8>, max_nodes: usize) -> Result<RackMap> {
-        let digest = hex(&Sha256::digest(&bytes));
+        let digest = crate::digest::sha256_hex(&bytes);
         let fail = |why: String| {
             Error::new(format!(
                 "bad rack map {}: {why} (`slurm-imex topology --map` writes one)",
@@ -312,10 +311,6 @@ pub fn is_rack_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "._:-".contains(c))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

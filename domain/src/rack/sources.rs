@@ -242,7 +242,7 @@ fn topology_is(cfg: &Config, digest: Option<&str>) -> bool {
     let slurm_conf = slurm_imex_core::slurm::conf::locate(&cfg.slurm);
     topology::locate(&cfg.slurm, slurm_conf.as_deref()).is_none_or(|path| {
         slurm_imex_core::fsutil::read_bounded(&path, topology::MAX_FILE_BYTES)
-            .is_ok_and(|bytes| digest == Some(topology::digest_of(&bytes).as_str()))
+            .is_ok_and(|bytes| digest == Some(crate::digest::sha256_hex(&bytes).as_str()))
     })
 }
 

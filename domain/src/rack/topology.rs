@@ -63,7 +63,7 @@ impl Blocks {
         parsed
             .map(|topologies| Blocks {
                 source: path.to_path_buf(),
-                digest: digest_of(text.as_bytes()),
+                digest: crate::digest::sha256_hex(text.as_bytes()),
                 topologies,
             })
             .map_err(|e| e.context(path.display()))
@@ -137,15 +137,6 @@ impl Blocks {
             source: Some(self.source.display().to_string()),
         }
     }
-}
-
-/// SHA-256 of `bytes`, hex: a topology file's digest.
-pub fn digest_of(bytes: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl Blocks {
