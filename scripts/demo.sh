@@ -39,20 +39,30 @@ ports_are_free() {
   done < <(e2e_listeners $E2E_HOST_PORTS)
 }
 
+# One line before each step that takes more than a few seconds.
+step() { echo "demo: $*" >&2; }
+
 preflight
 # Before anything is installed or stopped (install-deps.sh disables the
 # packages' own slurmctld, slurmd and munge): a stranger on our ports.
 source tests/e2e/wait.sh
 source tests/e2e/reap.sh
 ports_are_free
-bash scripts/install-deps.sh
-cargo build --release --workspace --quiet
+# Only what the demo uses: Slurm 22.05, munge and the build's needs (the
+# tests install the rest: scripts/install-deps.sh test).
+bash scripts/install-deps.sh demo
+# Only what the demo runs: the prolog, epilog, watcher and CLI, the plugin,
+# and the fake IMEX daemons and NVML, in a debug build (it builds in less
+# than half the time of a release build; the packages are release builds).
+step "building slurm-imex (debug: the hooks, the CLI, the plugin and the fakes; about 2 min on 2 cores the first time)..."
+cargo build --quiet -p slurm-imex-hooks -p slurm-imex-cli -p spank_imex -p fake-imex -p fake-nvml
 E2E_NODES=3
 source tests/e2e/cluster.sh
 # What an earlier run left: its cluster, namespaces, munged and processes.
 cluster_down >/dev/null 2>&1 || true
 trap 'cluster_down >/dev/null 2>&1 || true' EXIT
-cluster_install "$REPO/target/release"
+step "starting a 3-node Slurm 22.05 (slurmctld, and a slurmd per node in its own namespaces)..."
+cluster_install "$REPO/target/debug"
 cluster_up
 job_state_of() { scontrol show job -o "$1" | grep -o 'JobState=[A-Z]*' | cut -d= -f2; }
 job_is_in() { # id state...
@@ -75,6 +85,7 @@ sed -i "s#DEMO_BIN#$C/bin#" "$C/out/demo-job.sh"
 chmod 755 "$C/out/demo-job.sh"
 echo "\$ sbatch $C/out/demo-job.sh   (as $TEST_USER)"
 id=$(as_user sbatch --parsable -o "$C/out/demo-%j.out" "$C/out/demo-job.sh")
+step "job $id: its prologs form the IMEX domain on its 3 nodes, then its step runs..."
 job_has_ended() { ! job_is_in "$1" PENDING CONFIGURING RUNNING COMPLETING SUSPENDED ""; }
 wait_until 60 "job $id to end" job_has_ended "$id"
 state=$(job_state_of "$id")

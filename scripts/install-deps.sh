@@ -1,38 +1,58 @@
 #!/bin/bash
-# Installs what building and testing slurm-imex needs on Debian 12 (root).
-# Idempotent: skips apt when everything is already there.
+# Installs what slurm-imex needs on Debian 12 (root), by purpose:
+#   scripts/install-deps.sh demo   what the README's demo uses (scripts/demo.sh)
+#   scripts/install-deps.sh test   what every test uses (tests/run-all.sh):
+#                                  the demo's set, the test set and the
+#                                  packaging set
+# Idempotent: says nothing and skips apt when everything is already there.
 set -euo pipefail
-# Slurm 22.05 and munge for the host cluster; debootstrap for the 24.11/26.05
-# root filesystems; libclang-dev for slurm-spank's bindgen (Slurm >= 23.11);
-# libslurm-dev for 22.05's headers; dpkg-dev and lintian for the packages.
+purpose=${1:-test}
+
+# The demo: Slurm 22.05 and munge for the host cluster (iproute2, procps,
+# util-linux and passwd for its namespaced nodes and its test user);
+# libslurm-dev for the headers the plugin is stamped from; gcc (and
+# pkg-config) for the crates that build C (SQLite, ring).
+demo=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
+      libslurm-dev gcc pkg-config)
+# The tests beside it: debootstrap for the Slurm 24.11 and 26.05 root
+# filesystems; libclang-dev for slurm-spank's bindgen (Slurm >= 23.11);
 # strace (kill -9 at each state change), sqlite3 (integrity_check) and
-# python3 (open(2) probes) for the fault tests; prometheus-node-exporter
-# and prometheus (promtool) for the metrics export tests; victoria-metrics
-# (a long-term store with Prometheus's query API) and python3-bcrypt (the
-# bcrypt hash of Prometheus's web.config basic auth) for the metrics-store
-# test (tests/e2e/metrics-store.sh); equivs for the
-# stand-in slurm-smd packages; systemd-container (systemd-nspawn) for the
-# nodes booted with real systemd; libmunge-dev, libjson-c-dev, libyaml-dev, gcc and make for Slurm built
-# from SchedMD's sources (scripts/slurm-prefix.sh; xz-utils unpacks them);
-# rpm (rpmbuild) and rpmlint for the RPMs (scripts/package-rpm.sh), and
+# python3 (open(2) probes) for the fault tests; openssl for the TLS tests;
+# prometheus-node-exporter and prometheus (promtool) for the metrics export
+# tests; victoria-metrics (a long-term store with Prometheus's query API)
+# and python3-bcrypt (the bcrypt hash of Prometheus's web.config basic auth)
+# for the metrics-store test (tests/e2e/metrics-store.sh); systemd-container
+# (systemd-nspawn) for the nodes booted with real systemd; libmunge-dev,
+# libjson-c-dev, libyaml-dev, make and xz-utils for Slurm built from
+# SchedMD's sources (scripts/slurm-prefix.sh), liblua5.3-dev for its
+# job_submit/lua (the shared-node tests); lua5.1 and lua5.3 for
+# job_submit.lua's unit tests (tests/lua/); qemu-user-static and
+# binfmt-support to run the arm64 root filesystem's programs (Slurm, our
+# arm64 build) under emulation; file and binutils (readelf) to check each
+# artifact's architecture and glibc floor; shellcheck for every shell file
+# (tests/lint/shell.sh).
+test=(debootstrap libclang-dev strace sqlite3 python3 openssl
+      prometheus-node-exporter prometheus victoria-metrics python3-bcrypt
+      systemd-container libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev
+      lua5.1 lua5.3 make xz-utils qemu-user-static binfmt-support file binutils
+      shellcheck)
+# The packages: dpkg-dev and lintian for the .debs (and cargo-deb, below),
+# equivs for the stand-in slurm-smd packages they install beside, rpm
+# (rpmbuild) and rpmlint for the RPMs (scripts/package-rpm.sh), and
 # binutils-aarch64-linux-gnu for its aarch64-linux-gnu-strip.
-# qemu-user-static and binfmt-support run the arm64 root filesystem's
-# programs (Slurm, our arm64 build) under emulation; file and binutils
-# (readelf) check each artifact's architecture and glibc floor; shellcheck
-# checks every shell file (tests/lint/shell.sh); lua5.1 and lua5.3 run
-# job_submit.lua's unit tests (tests/lua/) and liblua5.3-dev gives the source builds
-# job_submit/lua (the shared-node tests).
-need=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
-      debootstrap libclang-dev libslurm-dev dpkg-dev lintian binutils
-      strace sqlite3 python3 openssl prometheus-node-exporter prometheus
-      victoria-metrics python3-bcrypt equivs systemd-container libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev lua5.1 lua5.3 gcc make pkg-config xz-utils
-      rpm rpmlint binutils-aarch64-linux-gnu qemu-user-static binfmt-support file shellcheck)
+package=(dpkg-dev lintian equivs rpm rpmlint binutils-aarch64-linux-gnu)
+
+case $purpose in
+  demo) need=("${demo[@]}");;
+  test) need=("${demo[@]}" "${test[@]}" "${package[@]}");;
+  *) echo "usage: scripts/install-deps.sh demo|test" >&2; exit 2;;
+esac
 missing=()
 for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
+  echo "installing (apt, for the $purpose): ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -42,4 +62,7 @@ for s in slurmctld slurmd munge prometheus prometheus-node-exporter victoria-met
   systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }
-command -v cargo-deb >/dev/null || cargo install --quiet --locked cargo-deb
+if [ "$purpose" = test ] && ! command -v cargo-deb >/dev/null; then
+  echo "installing cargo-deb (cargo install, for the packages)"
+  cargo install --quiet --locked cargo-deb
+fi

@@ -6,18 +6,33 @@
 #   scripts/slurm-builds.sh start        # start the queue (returns at once)
 #   scripts/slurm-builds.sh wait NAME    # wait for one build; prints its tree
 #   scripts/slurm-builds.sh run NAME     # build one now, in the foreground
+#   scripts/slurm-builds.sh queue-order  # the source releases, in build order
 #
-# NAME is RELEASE or RELEASE-rhel (slurm.spec's layout), as in QUEUE below;
-# each is scripts/slurm-prefix.sh RELEASE [--layout rhel], cached by release.
-# The previous slurm-imex release's .deb (tests/e2e/previous-release.sh) is
-# in the queue too: it is the other long build. `wait` exits 3 when a
-# build had nothing to build from (no source snapshot, no earlier release),
-# and 1 when it failed (its log is named).
+# NAME is RELEASE or RELEASE-rhel (slurm.spec's layout): every release of
+# scripts/slurm-releases built from source (from = source:prefix or
+# source:rhel); each is scripts/slurm-prefix.sh RELEASE [--layout rhel],
+# cached by release. The previous slurm-imex release's .deb
+# (tests/e2e/previous-release.sh) is in the queue too: it is the other long
+# build. `wait` exits 3 when a build had nothing to build from (no source
+# snapshot, no earlier release), and 1 when it failed (its log is named).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 state=$REPO/target/slurm-builds
-# Most needed first: the releases with the most phases.
-QUEUE=(25.11 25.11-rhel previous 24.05 23.11 25.05 23.02)
+source "$REPO/scripts/releases.sh"
+
+# The queue, most needed first: the previous release's .deb (the upgrade
+# phase, early in the matrix, waits for it), then the source releases with
+# the most phases (the newest first among equals).
+build_queue() {
+  local rel name
+  echo previous
+  for rel in $(releases_from source); do
+    name=$rel
+    [ "$(release_field "$rel" from)" = source:rhel ] && name=$rel-rhel
+    echo "$(release_field "$rel" phases | wc -w) $name"
+  done | sort -k1,1nr -k2,2r | cut -d' ' -f2
+}
+mapfile -t QUEUE < <(build_queue)
 
 # A process and every process below it, at normal priority (root may).
 renice_tree() { # pid
@@ -90,5 +105,8 @@ case ${1:-} in
       *) echo "slurm-builds: $name failed:" >&2; tail -5 "$state/$name.err" >&2; exit 1;;
     esac;;
   run) build_one "${2:?run NAME}";;
-  *) echo "usage: slurm-builds.sh start | wait NAME | run NAME" >&2; exit 2;;
+  # The source releases in the order the queue builds them (their names
+  # without -rhel), for whoever runs their phases as they are done.
+  queue-order) for name in "${QUEUE[@]}"; do [ "$name" = previous ] || echo "${name%-rhel}"; done;;
+  *) echo "usage: slurm-builds.sh start | wait NAME | run NAME | queue-order" >&2; exit 2;;
 esac

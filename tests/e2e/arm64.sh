@@ -9,6 +9,8 @@
 ARM64_TARGET=aarch64-unknown-linux-gnu
 ARM64_BIN=$REPO/target/cross/$ARM64_TARGET/release
 ARM64_ROOT=   # the arm64 rootfs, once made: the later arm64 steps need it
+# The release with arm64 phases (scripts/slurm-releases): Debian 13's 24.11.
+ARM64_RELEASE=24.11
 
 # The arm64 rootfs, binaries, fakes, the shim and the plugins of Debian's
 # Slurms (22.05 from this machine's headers, 24.11 from the arm64 rootfs',
@@ -55,19 +57,25 @@ arm64_artifacts() { # plugin-source...
   echo "   arm64 packages and tarball: $((SECONDS - t)) s"
 }
 
-# The base phase on the arm64 rootfs, from the arm64 .deb, every program
-# under qemu: the harness too (it runs inside the rootfs). The shim is for
-# slurmd's fexecve under emulation only (tests/e2e/fexecve-shim.c).
-# One test is left out, by name: 64 epilogs at once is a load test, and 64
-# emulated processes on CI's 2 cores run past the epilog's own bounds (NVML
-# init within 2 s, SQLite's busy timeout), so it would measure qemu, not
-# slurm-imex; it runs on every x86_64 release.
-ARM64_SKIP=test_64_concurrent_epilogs_lose_no_rows
-arm64_base_phase() { # arm64-rootfs deb
-  local root=$1 deb=$2
+# The arm64 phases of the release whose rootfs is Debian 13's
+# (scripts/slurm-releases: `arm64:PHASE`, the native phase: base less what
+# only Slurm and our shared code decide, which its x86_64 base phase runs),
+# on the arm64 rootfs, from the arm64 .deb, every program under qemu: the
+# harness too (it runs inside the rootfs). The shim is for slurmd's fexecve
+# under emulation only (tests/e2e/fexecve-shim.c). The phase leaves out 64
+# epilogs at once: a load test, whose 64 emulated processes on CI's 2 cores
+# run past the epilog's own bounds (NVML init within 2 s, SQLite's busy
+# timeout), so it would measure qemu, not slurm-imex; it runs on every
+# x86_64 release.
+arm64_release_phases() { # arm64-rootfs deb
+  local root=$1 deb=$2 phase
   tests/e2e/in-rootfs.sh "$root" dpkg -i "$deb" >/dev/null || { echo "versions: dpkg -i $deb in the arm64 rootfs failed" >&2; return 1; }
-  run_phase "$root" package base BIN="$ARM64_BIN" LD_PRELOAD="$REPO/target/cross/fexecve-shim.so" \
-    E2E_READY_TIMEOUT="${E2E_ARM64_READY_TIMEOUT:-20s}" E2E_SKIP="$ARM64_SKIP"
+  for phase in $(release_field "$ARM64_RELEASE" phases); do
+    case $phase in
+      arm64:*) run_phase "$root" package "${phase#arm64:}" BIN="$ARM64_BIN" LD_PRELOAD="$REPO/target/cross/fexecve-shim.so" \
+        E2E_READY_TIMEOUT="${E2E_ARM64_READY_TIMEOUT:-20s}";;
+    esac
+  done
   tests/e2e/in-rootfs.sh "$root" dpkg --purge slurm-imex >/dev/null
 }
 
@@ -79,11 +87,11 @@ arm64_phases() {
   echo "== arm64: cross toolchain, rootfs, binaries, plugins (tests/e2e/arm64.sh; $LOGS/arm64-build.log)"
   if arm64_wait && step=rootfs && ARM64_ROOT=$(scripts/slurm-rootfs.sh --arch=arm64 trixie) &&
      step=package && arm64_artifacts; then
-    arm64_base_phase "$ARM64_ROOT" "$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_arm64.deb)" && return
-    step=base
+    arm64_release_phases "$ARM64_ROOT" "$(ls "$REPO"/target/debian/slurm-imex_*+slurm"$ARM64_RELEASE"_arm64.deb)" && return
+    step=phases
   fi
   ARM64_ROOT=
-  TOTAL_FAILED=$((TOTAL_FAILED + 1)); row 24.11 arm64 "$step" package 0 1 failed
+  TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$ARM64_RELEASE" arm64 "$step" package 0 1 failed
 }
 
 # lintian on every arm64 .deb; the 24.11 one installs where arm64 Slurm

@@ -1,25 +1,15 @@
 #!/bin/bash
 # The end-to-end suite on every Slurm release a GB200 site runs, 22.05 to
 # 26.05 (docs/test-cluster.md), with the packages, and a table of release x
-# phase x tests x wall time. Each release, and how it is installed:
-#   22.05  Debian 12's own packages (this machine): systemd (nodes booted by
-#          systemd-nspawn, systemd 252 as PID 1), base, faults (needs strace,
-#          sqlite3, python3), fleet (node_exporter, promtool), accounting
-#          (MariaDB, slurmdbd, Prometheus, a node_exporter per node), rack (one
-#          18-node --imex job), from the build tree
-#   24.11  Debian 13's packages (a debootstrap rootfs): upgrade (the previous
-#          release's .deb, then this one over it with an --imex job running),
-#          then base, switch, topology (topology.conf) and containers (pyxis +
-#          enroot from ../shared/vendor) from the installed .deb
-#   26.05  Debian unstable's packages (a rootfs): base, switch, topology
-#          (topology.yaml), segments (a channel per segment), build tree
-#   source builds (scripts/slurm-prefix.sh, in /opt/slurm; slurm-imex from
-#          the release tarball's install.sh): 23.02 base; 23.11 base,
-#          topology; 24.05 base, topology, switch; 25.05 base,
-#          topology, switch; 25.11 base, topology, switch, segments; and 25.11
-#          built with slurm.spec's layout (/usr, /usr/lib64, /etc/slurm;
-#          slurm-imex from its RPM, scripts/package-rpm.sh, installed with
-#          rpm and erased with rpm -e at the end): base
+# phase x tests x wall time. The releases, where each comes from and the
+# phases each runs are one table, scripts/slurm-releases (read through
+# scripts/releases.sh): Debian 12's own Slurm on this machine, Debian root
+# filesystems' (from the build tree, or from our .deb with the previous
+# release's upgraded under a running job, pyxis + enroot for containers, and
+# the arm64 rootfs under qemu), and SchedMD's tarballs built from source
+# (scripts/slurm-prefix.sh: in /opt/slurm with slurm-imex from the release
+# tarball's install.sh, or in slurm.spec's layout with install.sh
+# --slurm-prefix /usr or our RPM, erased with rpm -e at the end).
 # The source builds (and the previous release's .deb) compile in the
 # background at the lowest priority (scripts/slurm-builds.sh) while the
 # phases that need none run; each release's phases start when its build is
@@ -43,6 +33,7 @@ source tests/e2e/arm64.sh
 source tests/e2e/wait.sh
 source tests/e2e/reap.sh
 source tests/e2e/listed.sh
+source scripts/releases.sh
 trap 'e2e_teardown "versions (at exit)" || true' EXIT
 trap 'exit 130' INT TERM HUP
 LOGS=$REPO/target/e2e-logs
@@ -121,6 +112,32 @@ run_phase() { # tree install phase [env...]
   echo "   $passed passed, $failed failed in $((SECONDS - start)) s"
   TOTAL_PASSED=$((TOTAL_PASSED + passed)); TOTAL_FAILED=$((TOTAL_FAILED + failed))
   row "$version" "$arch" "$phase" "$from" "$passed" "$failed" "$((SECONDS - start)) s"
+  stage_row "e2e $version $arch $phase ($from)" "$((SECONDS - start))"
+}
+
+# One line of tests/run-all.sh's stage table: NAME and its wall seconds.
+stage_row() { # name seconds
+  echo "$1|$2" >> "$LOGS/stages"
+}
+
+# The background builds' wall times, from their logs, for the stage table.
+build_rows() {
+  local f name secs
+  for f in target/slurm-builds/*.err; do
+    [ -f "$f" ] || continue
+    name=$(basename "$f" .err)
+    secs=$(sed -n 's/.*built\( Slurm [0-9.]*\)\{0,1\} in \([0-9][0-9]*\) s.*/\2/p' "$f" | tail -n 1)
+    [ -n "$secs" ] || continue
+    case $name in
+      previous) stage_row "background: the previous release's .deb build" "$secs";;
+      *-rhel) stage_row "background: Slurm ${name%-rhel} rhel build" "$secs";;
+      *) stage_row "background: Slurm $name build" "$secs";;
+    esac
+  done
+  if [ -f "$LOGS/arm64-build.log" ]; then
+    sed -n 's/^\(cross toolchain\|arm64 rootfs\|cross build\|arm64 plugins\)[^:]*: \([0-9][0-9]*\) s$/\1|\2/p' "$LOGS/arm64-build.log" |
+      while IFS="|" read -r what secs; do stage_row "background: arm64 ${what#arm64 }" "$secs"; done
+  fi
 }
 
 # A package test, counted like the e2e tests; one that changed this
@@ -144,34 +161,108 @@ refresh_release() { # plugin-source...
 }
 
 # A source build's phases, once the background queue has built it:
-# NAME (scripts/slurm-builds.sh), then the phases. Installed from the RPM
-# (rpm), its RPM is built first, alone (target/rpm-e2e).
-source_release() { # name install phase...
-  local name=$1 install=$2 tree rc=0; shift 2
-  selected "${name%-rhel}" || return 0
+# NAME (scripts/slurm-builds.sh), then the phases (PHASE@rpm: slurm-imex
+# from its RPM, built first, alone, in target/rpm-e2e; else from the
+# release tarball's install.sh, into /opt/slurm or, in slurm.spec's layout,
+# with --slurm-prefix /usr).
+source_release() { # release
+  local rel=$1 name=$1 layout install tree rc=0 phase
+  selected "$rel" || return 0
+  layout=$(release_field "$rel" from); layout=${layout#source:}
+  install=prefix; [ "$layout" = rhel ] && { name=$rel-rhel; install=rhel; }
+  read -ra phases <<<"$(release_field "$rel" phases)"
   echo "== Slurm $name from source (scripts/slurm-builds.sh wait $name)"
   tree=$(scripts/slurm-builds.sh wait "$name") || rc=$?
   if [ $rc = 3 ]; then
-    local phase; for phase in "$@"; do row "${name%-rhel}" "$NATIVE_ARCH" "$phase" "$install" - - skipped; done
+    for phase in "${phases[@]}"; do row "$rel" "$NATIVE_ARCH" "${phase%@*}" "$install" - - skipped; done
     return
   fi
-  if [ $rc != 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" build "$install" 0 1 failed; return; fi
+  if [ $rc != 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$rel" "$NATIVE_ARCH" build "$install" 0 1 failed; return; fi
   local headers=$tree; [ "$install" = prefix ] || headers=$tree/usr
-  refresh_release "prefix=$headers" || { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" plugin "$install" 0 1 failed; return; }
+  refresh_release "prefix=$headers" || { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$rel" "$NATIVE_ARCH" plugin "$install" 0 1 failed; return; }
   # Its arm64 plugin too, built with the others at the end (arm64_artifacts).
   [ "$install" != prefix ] || ARM64_SOURCES+=("prefix=$headers")
-  local env=() rpm
-  if [ "$install" = rpm ]; then
-    rpm=$(RPM_ONLY="${name%-rhel}" RPM_OUT=target/rpm-e2e scripts/package-rpm.sh | awk '{ print $1 }') && [ -f "$rpm" ] ||
-      { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "${name%-rhel}" "$NATIVE_ARCH" rpm "$install" 0 1 failed; return; }
-    env=(E2E_RPM="$REPO/$rpm")
-  fi
-  local phase; for phase in "$@"; do
+  local rpm=
+  for phase in "${phases[@]}"; do
+    if [ "${phase#*@}" = rpm ] && [ -z "$rpm" ]; then
+      rpm=$(RPM_ONLY="$rel" RPM_OUT=target/rpm-e2e scripts/package-rpm.sh | awk '{ print $1 }') && [ -f "$rpm" ] ||
+        { TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$rel" "$NATIVE_ARCH" rpm rpm 0 1 failed; rpm=; continue; }
+    fi
     case $phase in
-      topology:*) run_phase "$tree" "$install" topology E2E_TOPOLOGY="${phase#topology:}" "${env[@]}";;
-      *) run_phase "$tree" "$install" "$phase" "${env[@]}";;
+      *@rpm) run_e2e_phase "$tree" rpm "${phase%@rpm}" E2E_RPM="$REPO/$rpm";;
+      *) run_e2e_phase "$tree" "$install" "$phase";;
     esac
   done
+}
+
+# One phase of the table (topology:conf and topology:yaml say how Slurm
+# learns the racks) on TREE from INSTALL.
+run_e2e_phase() { # tree install phase [env...]
+  local tree=$1 install=$2 phase=$3; shift 3
+  case $phase in
+    topology:*) run_phase "$tree" "$install" topology E2E_TOPOLOGY="${phase#topology:}" "$@";;
+    *) run_phase "$tree" "$install" "$phase" "$@";;
+  esac
+}
+
+# The root filesystem of each release that has one (scripts/slurm-rootfs.sh).
+declare -A ROOTFS
+
+# A release that needs no source build: Debian 12's own Slurm on this
+# machine (from the build tree), a rootfs's (from the build tree), or a
+# rootfs's with our .deb installed (rootfs-deb; its upgrade phase installs
+# the previous release's .deb first, then upgrades to this one under a
+# running job). Its phases in the table's order; an arm64:PHASE runs after
+# every x86_64 phase (arm64_phases).
+native_release() { # release
+  local rel=$1 from tree=/ install=target phase deb=
+  selected "$rel" || return 0
+  from=$(release_field "$rel" from)
+  [ "$from" = host ] || tree=${ROOTFS[$rel]}
+  if [ "${from%%:*}" = rootfs-deb ]; then
+    install=package
+    deb=$(ls "$REPO"/target/debian/slurm-imex_*+slurm"$rel"_"$NATIVE_ARCH".deb)
+    tests/e2e/in-rootfs.sh "$tree" dpkg -i "$deb" >/dev/null || { echo "versions: dpkg -i $deb failed" >&2; exit 1; }
+  fi
+  for phase in $(release_field "$rel" phases); do
+    case $phase in
+      arm64:*) ;;
+      systemd) local sysroot; sysroot=$(scripts/slurm-rootfs.sh bookworm systemd) || exit 1
+        run_e2e_phase "$tree" "$install" systemd E2E_SYSTEMD_ROOTFS="$sysroot";;
+      containers) containers_phase "$rel" "$tree" "$install";;
+      upgrade) upgrade_phase "$rel" "$tree" "$deb";;
+      *) run_e2e_phase "$tree" "$install" "$phase";;
+    esac
+  done
+  [ -z "$deb" ] || tests/e2e/in-rootfs.sh "$tree" dpkg --purge slurm-imex >/dev/null
+}
+
+# pyxis + enroot in the release's rootfs (tests/e2e/containers-build.sh,
+# from ../shared/vendor), then the phase; enroot needs user namespaces, so
+# the phase enters the rootfs with pivot_root.
+containers_phase() { # release tree install
+  local rc=0
+  echo "== enroot and pyxis in the Slurm $(upstream_version "$2") rootfs (tests/e2e/containers-build.sh)"
+  tests/e2e/containers-build.sh "$2" || rc=$?
+  case $rc in
+    0) IN_ROOTFS_PIVOT=1 run_phase "$2" "$3" containers;;
+    3) row "$(upstream_version "$2")" "$NATIVE_ARCH" containers "$3" - - skipped;;   # no source snapshots on this machine
+    *) TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$(upstream_version "$2")" "$NATIVE_ARCH" containers "$3" 0 1 failed;;
+  esac
+}
+
+# The previous release's .deb (scripts/slurm-builds.sh's `previous`), then
+# this one (DEB) over it with a job running; our .deb goes back after.
+upgrade_phase() { # release tree deb
+  local previous rc=0
+  previous=$(scripts/slurm-builds.sh wait previous) || rc=$?
+  case $rc in
+    0) tests/e2e/in-rootfs.sh "$2" dpkg --purge slurm-imex >/dev/null
+       tests/e2e/in-rootfs.sh "$2" dpkg -i "$previous" >/dev/null || { echo "versions: dpkg -i $previous failed" >&2; exit 1; }
+       run_phase "$2" package upgrade E2E_UPGRADE_TO="$3";;
+    3) row "$(upstream_version "$2")" "$NATIVE_ARCH" upgrade package - - skipped;;
+    *) TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$(upstream_version "$2")" "$NATIVE_ARCH" upgrade package 0 1 failed;;
+  esac
 }
 
 lintian_clean() { # deb
@@ -195,9 +286,11 @@ package_tests() { # trixie sid
   run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$d2411" 24.11.5-1
   run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$d2411" 25.05.3-1
   local mm next deb
-  for mm in 23.11 24.05 25.05 25.11; do
+  # Every release built from source with a package beside SchedMD's.
+  for mm in $(releases_from source); do
+    [ "$(release_field "$mm" deb)" = both ] || continue
     deb=$(ls "$REPO"/target/debian/*+slurm"$mm"_"$NATIVE_ARCH".deb 2>/dev/null) || { echo "    (no package for Slurm $mm: its plugin was not built)"; continue; }
-    next=$(printf '%s\n' 23.11 24.05 24.11 25.05 25.11 26.05 | grep -A1 -x "$mm" | tail -1)
+    next=$(release_next "$mm")
     run_package_test test_package_installs_beside_schedmd_packages "$trixie" "$deb" "$mm.1-1"
     run_package_test test_package_for_another_schedmd_slurm_is_refused "$trixie" "$deb" "$next.1-1"
   done
@@ -207,72 +300,37 @@ package_tests() { # trixie sid
 
 main() {
   [ "$(id -u)" = 0 ] || { echo "versions: must run as root" >&2; exit 1; }
-  local t0=$SECONDS trixie sid bookworm_systemd
+  local t0=$SECONDS trixie sid
   echo "== every e2e test is run by some phase (tests/e2e/listed.sh)"
   run_package_test test_every_e2e_test_is_listed_in_a_phase
-  # (the build queue only when a selected release needs one of its builds)
-  local r; for r in 23.02 23.11 24.05 24.11 25.05 25.11; do selected $r && { scripts/slurm-builds.sh start; break; }; done
-  trixie=$(scripts/slurm-rootfs.sh trixie) || exit 1
-  sid=$(scripts/slurm-rootfs.sh sid) || exit 1
+  # (the build queue only when a selected release needs one of its builds:
+  # a source build, or the previous release's .deb for an upgrade phase)
+  local r; for r in $(releases_from source) $(releases_from rootfs-deb); do selected "$r" && { scripts/slurm-builds.sh start; break; }; done
+  # Every Debian root filesystem of the table, made now (or reused).
+  for r in $(releases_from rootfs) $(releases_from rootfs-deb); do
+    ROOTFS[$r]=$(scripts/slurm-rootfs.sh "$(release_field "$r" from | cut -d: -f2)") || exit 1
+  done
+  # The rootfs our .deb installs in (Debian 13's), and the newest (sid).
+  trixie=${ROOTFS[$(releases_from rootfs-deb | sed -n 1p)]}
+  sid=${ROOTFS[$(releases_from rootfs | tail -n 1)]}
   # The arm64 toolchain, rootfs, binaries and plugins build in the background too.
   arm64_start "$sid"
-  bookworm_systemd=$(scripts/slurm-rootfs.sh bookworm systemd) || exit 1
-  echo "== enroot and pyxis in the Slurm $(upstream_version "$trixie") rootfs (tests/e2e/containers-build.sh)"
-  local containers=yes rc=0
-  tests/e2e/containers-build.sh "$trixie" || rc=$?
-  case $rc in
-    0) ;;
-    3) containers=no;;   # no source snapshots on this machine: said above, shown in the table
-    *) exit 1;;
-  esac
   echo "== plugins for Debian's Slurms (each stamped from its own headers), packages, the release tarball"
-  scripts/build-plugins.sh host "$trixie" "$sid" || exit 1
+  local trees=()
+  for r in $(releases_from rootfs) $(releases_from rootfs-deb); do trees+=("${ROOTFS[$r]}"); done
+  scripts/build-plugins.sh host "${trees[@]}" || exit 1
   scripts/package.sh || exit 1
   refresh_release || exit 1
-  local deb2411; deb2411=$(ls "$REPO"/target/debian/slurm-imex_*+slurm24.11_"$NATIVE_ARCH".deb)
 
-  # What needs no source build, while the builds run.
-  run_phase / target base
-  run_phase / target faults
-  run_phase / target fleet
-  run_phase / target accounting
-  run_phase / target rack
-  run_phase / target systemd E2E_SYSTEMD_ROOTFS="$bookworm_systemd"
-  run_phase "$sid" target base
-  run_phase "$sid" target switch
-  run_phase "$sid" target topology E2E_TOPOLOGY=yaml
-  run_phase "$sid" target segments
-  tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$deb2411" >/dev/null || { echo "versions: dpkg -i $deb2411 failed" >&2; exit 1; }
-  run_phase "$trixie" package base
-  run_phase "$trixie" package switch
-  run_phase "$trixie" package topology E2E_TOPOLOGY=conf
-  # enroot needs user namespaces: this phase enters the rootfs with pivot_root.
-  if [ "$containers" = yes ]; then IN_ROOTFS_PIVOT=1 run_phase "$trixie" package containers
-  else row "$(upstream_version "$trixie")" "$NATIVE_ARCH" containers package - - skipped
-  fi
-  tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
-  # The previous release's package, then the current one over it with a job running.
-  local previous prc=0
-  if selected 24.11; then previous=$(scripts/slurm-builds.sh wait previous) || prc=$?; else prc=4; fi
-  if [ $prc = 0 ]; then
-    tests/e2e/in-rootfs.sh "$trixie" dpkg -i "$previous" >/dev/null || { echo "versions: dpkg -i $previous failed" >&2; exit 1; }
-    run_phase "$trixie" package upgrade E2E_UPGRADE_TO="$deb2411"
-    tests/e2e/in-rootfs.sh "$trixie" dpkg --purge slurm-imex >/dev/null
-  elif [ $prc = 4 ]; then :
-  elif [ $prc = 3 ]; then row "$(upstream_version "$trixie")" "$NATIVE_ARCH" upgrade package - - skipped
-  else TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "$(upstream_version "$trixie")" "$NATIVE_ARCH" upgrade package 0 1 failed
-  fi
+  # What needs no source build, while the builds run: this machine's Slurm,
+  # then each rootfs's.
+  for r in $(releases_from host) $(releases_from rootfs) $(releases_from rootfs-deb); do native_release "$r"; done
 
   # arm64: Debian 13's arm64 Slurm 24.11 under qemu, from the arm64 .deb.
   arm64_phases
 
   # Releases built from source, as their builds finish (slurm-builds.sh's order).
-  source_release 25.11 prefix base topology:yaml switch segments
-  source_release 25.11-rhel rpm base
-  source_release 24.05 prefix base topology:conf switch
-  source_release 23.11 prefix base topology:conf
-  source_release 25.05 prefix base topology:yaml switch
-  source_release 23.02 prefix base
+  for r in $(scripts/slurm-builds.sh queue-order); do source_release "$r"; done
 
   if [ -z "${E2E_RELEASES:-}" ]; then
     scripts/package.sh >/dev/null || { echo "versions: packaging every plugin failed" >&2; exit 1; }
@@ -306,6 +364,7 @@ main() {
   echo "plugins: $(ls target/slurm-plugins | paste -sd ' '); packages: $(ls target/debian | sed -n "s/.*+slurm\(.*\)_$NATIVE_ARCH.deb/\1/p" | paste -sd ' '); RPMs: $(ls target/rpm | sed -n 's/.*\.slurm\(.*\)\.rpm/\1/p' | paste -sd ' ')"
   echo "arm64 plugins: $(ls "target/cross/$ARM64_TARGET/slurm-plugins" | paste -sd ' '); packages: $(ls target/debian | sed -n 's/.*+slurm\(.*\)_arm64.deb/\1/p' | paste -sd ' ')"
   echo "all Slurm versions: $((SECONDS - t0)) s"
+  build_rows
   echo "e2e: $TOTAL_PASSED passed, $TOTAL_FAILED failed"
   [ "$TOTAL_FAILED" = 0 ]
 }

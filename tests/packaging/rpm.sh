@@ -191,8 +191,7 @@ rpm_package_tests() { # rpm...
     local arch; arch=$(rpm -qp --qf '%{ARCH}' "$rpm")
     mm=$(rpm_slurm_mm "$rpm")
     # The next release we ship for (the previous one for the newest).
-    other=$(printf '%s\n' 22.05 23.02 23.11 24.05 24.11 25.05 25.11 26.05 | grep -A1 -x "$mm" | tail -1)
-    [ "$other" != "$mm" ] || other=$(printf '%s\n' 22.05 23.02 23.11 24.05 24.11 25.05 25.11 26.05 | grep -B1 -x "$mm" | sed -n 1p)
+    other=$(release_next "$mm")
     run_package_test test_rpm_for_another_slurm_is_refused "$rpm" "$other.1"
     [[ $seen == *" $arch "* ]] && continue
     seen+="$arch "
@@ -206,6 +205,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   REPO=$(cd "$(dirname "$0")/../.." && pwd)
   cd "$REPO" || exit 1
   source tests/e2e/assert.sh
+  source scripts/releases.sh
   TOTAL_PASSED=0 TOTAL_FAILED=0
   run_package_test() {
     CURRENT_OK=1; echo "--- $*"
