@@ -3,7 +3,8 @@
 //! keeps what every program shares). Split out so the plugin's `.so` does
 //! not link it, nor its YAML parser and SHA-256.
 //!
-//! - IMEX on this node: `imex` (a job's domain, the daemon, its control tool)
+//! - IMEX on this node: `imex` (a job's domain, the daemon, its control tool,
+//!   and the decisions of the domain watcher while the job runs)
 //! - racks and NVLink cliques, in one place: `rack`
 //! - node names to the addresses in nodes_config.cfg: `addresses`
 //! - what one hook run reads of the cluster, once: `context`

@@ -9,8 +9,9 @@
 //!   record only: acting on a verdict is `drain`)
 //! - `check`: the health check hook, and publishing the node's clique
 //! - `imex_check`: the node's IMEX daemon as one of that check's findings
-//! - `watch`: the job's domain watcher (`slurm-imex-watch`), from the
-//!   prolog to the epilog: a dead daemon restarted, every event recorded
+//! - `watch_program`: the job's domain watcher (`slurm-imex-watch`), from
+//!   the prolog to the epilog: a dead daemon restarted, every event
+//!   recorded (`watch_program/recorder.rs`)
 //! - `drain`: what a drain-class finding does to the node in Slurm, for the
 //!   prolog, the epilog and the check alike
 
@@ -19,4 +20,4 @@ pub mod drain;
 pub mod gpu_job;
 pub mod imex_check;
 pub mod lifecycle;
-pub mod watch;
+pub mod watch_program;

@@ -71,7 +71,7 @@ pub trait PrologSteps: Sync {
     fn note_drained(&self, action: &DrainAction);
     /// Return IMEX on this node to idle (`domain::teardown`).
     fn teardown(&self) -> Result<TeardownOutcome>;
-    /// Start the watcher of the job's per-job domain, now UP (`watch::spawn`).
+    /// Start the watcher of the job's per-job domain, now UP (`watch_program::spawn`).
     fn watch_domain(&self) -> Result<()>;
     /// Read again the recovery action of `gpus`, which asked at the gate
     /// for their IMEX domain to be restored (`gpu_job::reread_recovery`):
@@ -88,10 +88,10 @@ pub trait PrologSteps: Sync {
 /// The steps an epilog runs (see [`PrologSteps`]).
 pub trait EpilogSteps {
     /// Stop the job's domain watcher, before anything reads what it wrote
-    /// (`watch::stop`).
+    /// (`watch_program::stop`).
     fn stop_watch(&self) -> Result<()>;
     /// The drain line when the watcher left the daemon down (it died past
-    /// `[imex.watch] max_restarts`), read once (`watch::left_down`).
+    /// `[imex.watch] max_restarts`), read once (`watch_program::left_down`).
     fn watch_left_down(&self) -> Option<String>;
     /// The node's standing, after sweeping temporary files left by killed writers.
     fn load_node(&self) -> NodeState;
@@ -173,7 +173,7 @@ impl PrologSteps for Live<'_> {
         if !watch.enabled || self.cfg.imex.domain != DomainScope::Job {
             return Ok(());
         }
-        crate::watch::spawn(self.job.job_id, &self.job.node_name, self.cfg)
+        crate::watch_program::spawn(self.job.job_id, &self.job.node_name, self.cfg)
     }
     fn reread_recovery(&self, gpus: &[GpuRef]) -> std::result::Result<(), String> {
         gpu_job::reread_recovery(self.cfg, gpus)
@@ -188,10 +188,10 @@ impl PrologSteps for Live<'_> {
 
 impl EpilogSteps for Live<'_> {
     fn stop_watch(&self) -> Result<()> {
-        crate::watch::stop(self.cfg, self.job.job_id)
+        crate::watch_program::stop(self.cfg, self.job.job_id)
     }
     fn watch_left_down(&self) -> Option<String> {
-        crate::watch::left_down(self.cfg, self.job.job_id)
+        crate::watch_program::left_down(self.cfg, self.job.job_id)
     }
     fn load_node(&self) -> NodeState {
         sweep::sweep_orphan_temps(self.cfg, self.cfg.metrics.textfile_dir());

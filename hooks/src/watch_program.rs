@@ -3,22 +3,23 @@
 //! the epilog before teardown ([`stop`]). In between it looks at this
 //! node's daemon every `[imex.watch] interval` (a `/proc` read) and asks it
 //! for the domain (`nvidia-imex-ctl -N -j`); what a look means is decided
-//! by `slurm_imex_domain::imex::watch`, and each event is recorded by
-//! `record`. A daemon that died is started again on the job's config,
+//! by `slurm_imex_domain::imex::domain_watch` (what it saw for the job is
+//! `domain::imex::watch_state`), and each event is recorded by `recorder`. A daemon that died is started again on the job's config,
 //! under the domain lock and only while the job still owns the domain.
 
-mod record;
+mod recorder;
 
 use slurm_imex_core::config::DaemonManager;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::state::job_record::Outcome;
-use slurm_imex_core::state::{StateDir, WatchState};
+use slurm_imex_core::state::StateDir;
 use slurm_imex_domain::imex::ctl::Ctl;
 use slurm_imex_domain::imex::daemon::{Daemon, Liveness};
 use slurm_imex_domain::imex::daemon_proc::ProcId;
-use slurm_imex_domain::imex::watch::{Act, DomainWatch, Look};
-use slurm_imex_domain::imex::watcher::Watcher;
+use slurm_imex_domain::imex::domain_watch::{Act, DomainWatch, Look};
+use slurm_imex_domain::imex::watch_state::WatchState;
+use slurm_imex_domain::imex::watcher_pid::Watcher;
 use slurm_imex_settings::Config;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -195,7 +196,7 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
     let mut watch = DomainWatch::new(node, record.nodes, max, watch_state).map_err(Error::new)?;
     let mut daemon = Daemon::new(&cfg.imex.daemon, &state);
     let mut pid = daemon.main_pid();
-    let mut recorder = record::Recorder::new(cfg);
+    let mut recorder = recorder::Recorder::new(cfg);
     tracing::info!(job_id, "watching the IMEX domain");
     while !signals.wait(cfg.imex.watch.interval.0) {
         match state.read_owner() {
