@@ -8,8 +8,11 @@
 //! - racks and NVLink cliques, in one place: `rack`
 //! - node names to the addresses in nodes_config.cfg: `addresses`
 //! - what one hook run reads of the cluster, once: `context`
+//! - what the engine reads of the config, and `[imex]`'s engine keys with
+//!   their defaults and bounds: `config`
 
 pub mod addresses;
+pub mod config;
 pub mod context;
 pub mod imex;
 pub mod rack;

@@ -3,7 +3,7 @@
 //! and bounds live here, beside the code that reads them; the programs
 //! assemble them with the rest of the file (`slurm-imex-settings`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::bounds::{first_violation, CountBound, DurationBound, MIN, MS};
 use slurm_imex_core::config::{Config, HumanDuration, Section};
 use std::path::PathBuf;
@@ -17,7 +17,7 @@ pub trait GpuSections {
     fn health(&self) -> &HealthConfig;
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct GpuConfig {
     pub nvml_library: PathBuf,
@@ -43,7 +43,7 @@ impl Default for GpuConfig {
 
 /// What the prolog does about NVML accounting mode, which is off after
 /// every boot and driver load (docs/gpu-health.md, "Accounting").
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Accounting {
     /// Turn it on for the job's GPUs where it is off (needs root).
@@ -52,7 +52,7 @@ pub enum Accounting {
     Leave,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum GpuJobs {
     /// Every job is a GPU job; jobs without SLURM_JOB_GPUS own every GPU.
@@ -61,7 +61,7 @@ pub enum GpuJobs {
     Gres,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum MigPolicy {
     Any,
@@ -69,7 +69,7 @@ pub enum MigPolicy {
     Off,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HealthConfig {
     pub enabled: bool,
@@ -95,7 +95,9 @@ pub struct HealthConfig {
     /// Deprecated names of `[slurm] scontrol` and `scontrol_timeout`, still
     /// read (with a warning); the loader moves them there (core's
     /// `OldHealthKeys`), so they are always None after loading.
+    #[serde(skip_serializing)]
     pub scontrol: Option<PathBuf>,
+    #[serde(skip_serializing)]
     pub scontrol_timeout: Option<HumanDuration>,
     /// Where NVIDIA GPUs are counted on the PCI bus.
     pub pci_devices: PathBuf,

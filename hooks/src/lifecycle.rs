@@ -6,13 +6,13 @@
 use crate::drain::{self, DrainAction};
 use crate::gpu_job::{self, GpuEpilog, GpuOutcome};
 use slurm_imex_core::blame::{Blamed, Fault};
-use slurm_imex_core::config::DomainScope;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::{JobRecord, Outcome};
 use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
+use slurm_imex_domain::config::DomainScope;
 use slurm_imex_domain::context::HookContext;
 use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
 use slurm_imex_domain::imex::status::expectation;
@@ -169,8 +169,8 @@ impl PrologSteps for Live<'_> {
         domain::teardown(self.job.job_id, self.cfg)
     }
     fn watch_domain(&self) -> Result<()> {
-        let watch = &self.cfg.imex.watch;
-        if !watch.enabled || self.cfg.imex.domain != DomainScope::Job {
+        let watch = &self.cfg.engine.watch;
+        if !watch.enabled || self.cfg.engine.domain != DomainScope::Job {
             return Ok(());
         }
         crate::watch_program::spawn(self.job.job_id, &self.job.node_name, self.cfg)
@@ -194,7 +194,9 @@ impl EpilogSteps for Live<'_> {
         crate::watch_program::left_down(self.cfg, self.job.job_id)
     }
     fn load_node(&self) -> NodeState {
-        sweep::sweep_orphan_temps(self.cfg, self.cfg.metrics.textfile_dir());
+        let mut others = self.cfg.engine.daemon.written_dirs();
+        others.extend(self.cfg.metrics.textfile_dir());
+        sweep::sweep_orphan_temps(self.cfg, others);
         NodeState::load(&StateDir::of(self.cfg))
     }
     fn read_record(&self) -> Option<JobRecord> {

@@ -9,11 +9,11 @@
 
 mod recorder;
 
-use slurm_imex_core::config::DaemonManager;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::config::DaemonManager;
 use slurm_imex_domain::imex::ctl::Ctl;
 use slurm_imex_domain::imex::daemon::{Daemon, Liveness};
 use slurm_imex_domain::imex::daemon_proc::ProcId;
@@ -32,7 +32,7 @@ pub const PROGRAM: &str = "slurm-imex-watch";
 /// How long the epilog waits for the watcher to leave after SIGTERM (it
 /// may be in its last look: two asks of the ctl) before SIGKILL.
 fn stop_grace(cfg: &Config) -> Duration {
-    cfg.imex.daemon.ctl_timeout.0 * 2 + Duration::from_secs(2)
+    cfg.engine.daemon.ctl_timeout.0 * 2 + Duration::from_secs(2)
 }
 
 /// Start the watcher of `job_id`'s domain, detached from the prolog (its
@@ -192,13 +192,13 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
     }
     let started = Instant::now();
     let watch_state = WatchState::load(&state, job_id);
-    let max = cfg.imex.watch.max_restarts;
+    let max = cfg.engine.watch.max_restarts;
     let mut watch = DomainWatch::new(node, record.nodes, max, watch_state).map_err(Error::new)?;
-    let mut daemon = Daemon::new(&cfg.imex.daemon, &state);
+    let mut daemon = Daemon::new(&cfg.engine.daemon, &state);
     let mut pid = daemon.main_pid();
     let mut recorder = recorder::Recorder::new(cfg);
     tracing::info!(job_id, "watching the IMEX domain");
-    while !signals.wait(cfg.imex.watch.interval.0) {
+    while !signals.wait(cfg.engine.watch.interval.0) {
         match state.read_owner() {
             Ok(Some(owner)) if owner == job_id => {}
             Ok(_) => break,
@@ -238,16 +238,16 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
 /// One look: is the daemon alive (its pid, read from `/proc`; the
 /// manager's word only once that pid is gone), and if so, the domain.
 fn look(cfg: &Config, daemon: &mut Daemon, pid: Option<ProcId>) -> Look {
-    let alive = match (cfg.imex.daemon.manager, pid) {
+    let alive = match (cfg.engine.daemon.manager, pid) {
         (DaemonManager::Process, _) => daemon.liveness(),
         (DaemonManager::Systemd, Some(p)) if p.alive() => Liveness::Running,
         (DaemonManager::Systemd, _) => daemon.liveness(),
     };
     let domain = (alive == Liveness::Running).then(|| {
         let ctl = Ctl {
-            program: &cfg.imex.daemon.ctl,
-            config: &cfg.imex.daemon.job_config,
-            timeout: cfg.imex.daemon.ctl_timeout.0,
+            program: &cfg.engine.daemon.ctl,
+            config: &cfg.engine.daemon.job_config,
+            timeout: cfg.engine.daemon.ctl_timeout.0,
         };
         ctl.domain_status().map_err(|e| e.to_string())
     });
@@ -265,7 +265,7 @@ fn look(cfg: &Config, daemon: &mut Daemon, pid: Option<ProcId>) -> Look {
 fn restart(cfg: &Config, state: &StateDir, job_id: u32, daemon: &mut Daemon) -> bool {
     let started = state.lock().and_then(|lock| {
         let owned = state.owner(&lock)? == Some(job_id);
-        if !owned || !Path::new(&cfg.imex.daemon.job_config).exists() {
+        if !owned || !Path::new(&cfg.engine.daemon.job_config).exists() {
             return Ok(false);
         }
         if daemon.liveness() == Liveness::Running {

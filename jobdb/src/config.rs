@@ -4,14 +4,14 @@
 //! them; the programs assemble them with the rest of the file
 //! (`slurm-imex-settings`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::bounds::{first_violation, CountBound, DurationBound};
 use slurm_imex_core::config::bounds::{DAY, HOUR, MIN};
 use slurm_imex_core::config::{must_be_absolute, AutoPath, HumanDuration, Section};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     pub path: PathBuf,
@@ -35,7 +35,7 @@ impl Default for DatabaseConfig {
 pub const DEBIAN_TEXTFILE_DIR: &str = "/var/lib/prometheus/node-exporter";
 
 /// The Prometheus textfile export (slurm_imex_jobdb::metrics).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// node_exporter's textfile collector directory: "auto" (Debian's

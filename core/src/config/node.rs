@@ -1,11 +1,11 @@
 //! `[node]`: what slurm-imex keeps on the node itself (the SPANK plugin
 //! reads it).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// What slurm-imex keeps on the node itself.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeConfig {
     /// The node's state directory (`crate::state`): IMEX job records and

@@ -2,12 +2,12 @@
 //! scontrol it runs (the SPANK plugin reads it to find slurm.conf).
 
 use super::{AutoPath, HumanDuration};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where slurm-imex reads Slurm's own configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SlurmConfig {
     /// slurm.conf: "auto" ($SLURM_CONF, else the configless cache

@@ -11,7 +11,7 @@
 //! down), `watch_state` keeps what the watch saw of the daemon for the job
 //! (`watch.json`), and `watcher_pid` says who the watching process is
 //! (`watch.pid`); the watcher's settings are `[imex.watch]`
-//! (`slurm_imex_core::config::WatchConfig`).
+//! (`crate::config::WatchConfig`).
 //! What the prolog concluded for a job is
 //! `slurm_imex_core::state::job_record`: the plugin reads it too.
 

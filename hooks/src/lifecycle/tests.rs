@@ -46,10 +46,10 @@ mod node;
 
 use super::*;
 use node::{TestNode, CLIQUE_7, CLIQUE_8};
-use slurm_imex_core::config::{DomainScope, Span};
 use slurm_imex_core::error::Error;
 use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::config::{DomainScope, Span};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Mutex;
 
@@ -393,7 +393,7 @@ fn row_this_nodes_daemon_or_channel_fails_the_prolog() {
     // The daemon exits while the prolog waits for it (seen at once: the
     // wait is long, so a loaded machine cannot turn it into a timeout).
     let mut node = TestNode::new();
-    node.cfg.imex.ready_timeout = slurm_imex_core::config::HumanDuration(Duration::from_secs(30));
+    node.cfg.engine.ready_timeout = slurm_imex_core::config::HumanDuration(Duration::from_secs(30));
     node.daemon_exits();
     let line = node_fault_on(&node);
     assert!(
@@ -403,7 +403,7 @@ fn row_this_nodes_daemon_or_channel_fails_the_prolog() {
     );
     // It cannot be started at all.
     let mut node = TestNode::new();
-    node.cfg.imex.daemon.binary = node.path("no-such-nvidia-imex");
+    node.cfg.engine.daemon.binary = node.path("no-such-nvidia-imex");
     let line = node_fault_on(&node);
     assert!(
         line.starts_with("nvidia-imex could not start on n1: "),
@@ -462,7 +462,7 @@ fn row_bad_local_config_fails_the_prolog() {
         }
         // The daemon's nodes config has no directory to be written in.
         let mut node = TestNode::in_scope(scope);
-        node.cfg.imex.daemon.nodes_config = node.path("no-such-dir/nodes_config.cfg");
+        node.cfg.engine.daemon.nodes_config = node.path("no-such-dir/nodes_config.cfg");
         let line = node_fault_on(&node);
         assert!(
             line.starts_with("[imex.daemon] nodes_config = ")
@@ -628,7 +628,7 @@ fn row_node_serving_another_jobs_domain_is_the_jobs() {
 #[test]
 fn row_job_spanning_racks_is_the_jobs() {
     let mut node = TestNode::new();
-    node.cfg.imex.span = Span::Refuse;
+    node.cfg.engine.span = Span::Refuse;
     // By the rack map, then by the topology file's blocks.
     node.rack_map(&[("r7", CLIQUE_7, "n1"), ("r8", CLIQUE_8, "n2")]);
     let cause = jobs_fault_before_any_daemon(&node);
@@ -640,7 +640,7 @@ fn row_job_spanning_racks_is_the_jobs() {
     );
     // The same by the indexed map, read in pieces.
     let mut node = TestNode::new();
-    node.cfg.imex.span = Span::Refuse;
+    node.cfg.engine.span = Span::Refuse;
     let dir = node.rack_map_indexed(&[("r7", CLIQUE_7, "n1"), ("r8", CLIQUE_8, "n2")]);
     let cause = jobs_fault_before_any_daemon(&node);
     assert!(
@@ -650,7 +650,7 @@ fn row_job_spanning_racks_is_the_jobs() {
         "{cause}"
     );
     let mut node = TestNode::new();
-    node.cfg.imex.span = Span::Refuse;
+    node.cfg.engine.span = Span::Refuse;
     node.topology("BlockName=b1 Nodes=n1\nBlockName=b2 Nodes=n2\n");
     let cause = jobs_fault_before_any_daemon(&node);
     assert!(cause.contains("b1 (n1), b2 (n2)"), "{cause}");
@@ -769,14 +769,14 @@ fn own_clique_is_not_checked_against_a_gate_without_one() {
 fn row_rack_daemon_down_is_this_nodes() {
     let mut node = TestNode::in_scope(DomainScope::Rack);
     // The rack's daemon is down and cannot be started.
-    node.cfg.imex.daemon.binary = node.path("no-such-nvidia-imex");
+    node.cfg.engine.daemon.binary = node.path("no-such-nvidia-imex");
     let line = node_fault_on(&node);
     assert!(
         line.starts_with("nvidia-imex could not start on n1: "),
         "{line}"
     );
     // It starts, but never becomes READY.
-    node.cfg.imex.daemon.binary = node.path("nvidia-imex");
+    node.cfg.engine.daemon.binary = node.path("nvidia-imex");
     node.ctl_says("DEGRADED", "INITIALIZING", "READY", "NEVER_CONNECTED");
     let line = node_fault_on(&node);
     assert!(

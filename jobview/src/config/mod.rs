@@ -4,7 +4,7 @@
 //! `[job]`; the programs' whole config is one ([`JobViewSections`]). The
 //! URL's check is `http_url`, the TLS and credential keys' `store_access`.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::{bounds, Config, HumanDuration, Section};
 use slurm_imex_core::text;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ pub mod store_access;
 /// `slurm-imex job` and the summary store on the controller host
 /// (slurm_imex_jobsummary): where the nodes' per-job series are queried, and
 /// when an ended job's summary is written to Slurm's accounting.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobViewConfig {
     /// The Prometheus server that scrapes the nodes' node_exporter, or a
@@ -99,15 +99,16 @@ impl TestConfig {
     /// The core sections and `[job]` of `text`, checked as the programs
     /// check them, with the places of the keys naming files.
     pub fn parse(text: &str, origin: &std::path::Path) -> slurm_imex_core::Result<TestConfig> {
-        use slurm_imex_core::config::{check_section, parse_document};
+        use slurm_imex_core::config::Document;
         #[derive(serde::Deserialize)]
         struct JobOnly {
             #[serde(default)]
             job: JobViewConfig,
         }
-        let job = parse_document::<JobOnly>(text, origin)?.job;
-        check_section(&job, text, origin)?;
-        let mut core = Config::parse(text, origin)?;
+        let doc = Document::parse(text, origin)?;
+        let job = doc.read::<JobOnly>()?.job;
+        doc.check(&job)?;
+        let mut core = Config::read(&doc)?;
         core.note_places(text, origin, &store_access::keys_set(&job));
         Ok(TestConfig { core, job })
     }
