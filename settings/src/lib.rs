@@ -11,6 +11,10 @@
 //! and reads the file (parsed once, `Document`) and maps errors to their
 //! lines.
 //!
+//! `reference` renders every key's default and meaning from the table each
+//! section keeps beside its struct (docs/settings.md), and its tests hold
+//! that page and conf-examples/imex.toml to the code.
+//!
 //! [`Config`] dereferences to the domain engine's config, which
 //! dereferences to core's, so `cfg.imex.channel_count`,
 //! `cfg.engine.port_base` and `cfg.gpu` read alike and a `&Config` goes
@@ -28,6 +32,8 @@ use slurm_imex_jobdb::config::{DatabaseConfig, MetricsConfig};
 use slurm_imex_jobview::config::{store_access, JobViewConfig, JobViewSections};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
+
+pub mod reference;
 
 /// Every section of the file, as the programs read it.
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -6,6 +6,7 @@
 //! The programs read both and refuse a key neither knows
 //! (`slurm-imex-settings`).
 
+use super::{Documented, Key};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -30,6 +31,20 @@ pub struct ImexConfig {
     /// `Config::parse` moves it there, so it is always None after loading.
     #[serde(skip_serializing)]
     pub state_dir: Option<PathBuf>,
+}
+
+impl Documented for ImexConfig {
+    const TABLE: &'static str = "imex";
+    const READ_BY: &'static str =
+        "the SPANK plugin (its channel keys, the only `[imex]` keys it reads) and every program";
+    const KEYS: &'static [Key] = &[
+        Key::new("channel_count", "2048", "The driver's NVreg_ImexChannelCount (2 to 1048576): a job gets channel 1 + job_id mod (channel_count - 1), never 0."),
+        Key::new("channel_dir", r#""/dev/nvidia-caps-imex-channels""#, "Where IMEX channel devices live; inside a job's tasks a private tmpfs holding only the job's channel."),
+        Key::new("proc_devices", r#""/proc/devices""#, "Where the channel device's major number is read (line `N nvidia-caps-imex-channels`)."),
+        Key::new("hide_channels_from_other_jobs", "true", "Jobs without --imex see an empty channel directory (channels = \"plugin\" only)."),
+        Key::new("channels", r#""auto""#, "Who hands out IMEX channels: \"plugin\" (slurm-imex), \"slurm\" (switch/nvidia_imex, Slurm >= 24.05), or \"auto\" (\"slurm\" when slurm.conf has that SwitchType)."),
+    ];
+    const OLD_NAMES: &'static [&'static str] = &["state_dir"];
 }
 
 impl Default for ImexConfig {

@@ -6,8 +6,11 @@
 //! crate that uses it, as a [`Section`] (the rest of `[imex]` in
 //! `slurm-imex-domain`); the programs assemble the whole file from them
 //! (`slurm-imex-settings`), so a bad key anywhere is still refused when they
-//! load it, while the plugin parses only its own keys. Every key has a
-//! default, and the file may be absent at its default path.
+//! load it, while the plugin parses only its own keys. What each key says
+//! of itself (its default and one line, beside its struct) is `key_doc`,
+//! and the keys a section's struct reads, as serde knows them,
+//! `field_names`. Every key has a default, and the file may be absent at
+//! its default path.
 
 use crate::error::Result;
 use serde::Deserialize;
@@ -18,6 +21,7 @@ mod document;
 mod field_names;
 mod file;
 mod imex;
+mod key_doc;
 mod locate;
 mod node;
 mod renamed;
@@ -27,6 +31,7 @@ pub use document::{key_label, Document};
 pub use field_names::field_names;
 pub use file::ConfigFile;
 pub use imex::*;
+pub use key_doc::{check_keys, Documented, Key};
 pub use node::NodeConfig;
 use renamed::{move_renamed, Renamed};
 pub use slurm::SlurmConfig;

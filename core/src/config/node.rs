@@ -1,6 +1,7 @@
 //! `[node]`: what slurm-imex keeps on the node itself (the SPANK plugin
 //! reads it).
 
+use super::{Documented, Key};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -20,4 +21,14 @@ impl Default for NodeConfig {
             state_dir: "/run/slurm-imex".into(),
         }
     }
+}
+
+impl Documented for NodeConfig {
+    const TABLE: &'static str = "node";
+    const READ_BY: &'static str = "the SPANK plugin and every program";
+    const KEYS: &'static [Key] = &[Key::new(
+        "state_dir",
+        r#""/run/slurm-imex""#,
+        "The node's state directory (job records, the daemon's owner, GPU snapshots, the node's standing); keep it on a tmpfs. Formerly `[imex] state_dir`.",
+    )];
 }

@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::bounds::{DurationBound, MIN, MS, S};
 use slurm_imex_core::config::{
-    check_file_trust, check_program_trust, key_label, must_be_absolute, HumanDuration,
+    check_file_trust, check_program_trust, key_label, must_be_absolute, Documented, HumanDuration,
+    Key,
 };
 use slurm_imex_core::Result;
 use std::path::PathBuf;
@@ -42,6 +43,24 @@ pub struct DaemonConfig {
     pub start_timeout: HumanDuration,
     /// Bound on each `nvidia-imex-ctl` call.
     pub ctl_timeout: HumanDuration,
+}
+
+impl Documented for DaemonConfig {
+    const TABLE: &'static str = "imex.daemon";
+    const READ_BY: &'static str = "the prolog, epilog, watcher, CLI and doctor";
+    const KEYS: &'static [Key] = &[
+        Key::new("manager", r#""systemd""#, "\"systemd\" (systemctl restart/stop the unit, which runs the per-job config) or \"process\" (the prolog spawns the daemon, the epilog stops it)."),
+        Key::new("unit", r#""nvidia-imex""#, "The daemon's systemd unit (manager = \"systemd\")."),
+        Key::new("systemctl", r#""systemctl""#, "The systemctl the systemd manager runs (looked up in PATH when not absolute)."),
+        Key::new("binary", r#""/usr/bin/nvidia-imex""#, "The daemon the process manager spawns."),
+        Key::new("ctl", r#""/usr/bin/nvidia-imex-ctl""#, "The control tool asked for the domain's state."),
+        Key::new("base_config", r#""/etc/nvidia-imex/config.cfg""#, "The admin's daemon config, never modified: each job's config is rendered from it."),
+        Key::new("nodes_config", r#""/etc/nvidia-imex/nodes_config.cfg""#, "The job's node addresses, one per line in Slurm's order; empty when idle."),
+        Key::new("job_config", r#""/run/slurm-imex/nvidia-imex.cfg""#, "Where the per-job daemon config is rendered."),
+        Key::new("stop_timeout", r#""10s""#, "Grace between SIGTERM and SIGKILL (process), or bound on systemctl stop (100ms to 10m)."),
+        Key::new("start_timeout", r#""30s""#, "Bound on systemctl restart (1s to 10m)."),
+        Key::new("ctl_timeout", r#""5s""#, "Bound on each nvidia-imex-ctl call (100ms to 5m)."),
+    ];
 }
 
 impl Default for DaemonConfig {

@@ -9,7 +9,7 @@ use super::{AddressesConfig, DaemonConfig, WatchConfig};
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::bounds::{first_violation, CountBound, DurationBound, HOUR, MIN, MS};
-use slurm_imex_core::config::{AutoPath, HumanDuration, Section};
+use slurm_imex_core::config::{AutoPath, Documented, HumanDuration, Key, Section};
 use slurm_imex_core::slurm::hostlist::MAX_HOSTS_LIMIT;
 use std::time::Duration;
 
@@ -41,6 +41,22 @@ pub struct EngineConfig {
     pub daemon: DaemonConfig,
     pub addresses: AddressesConfig,
     pub watch: WatchConfig,
+}
+
+impl Documented for EngineConfig {
+    const TABLE: &'static str = "imex";
+    const READ_BY: &'static str = "the prolog, epilog, watcher, CLI and doctor (never the plugin); `domain` and `shared_nodes` also job_submit.lua in slurmctld";
+    const KEYS: &'static [Key] = &[
+        Key::new("span", r#""split""#, "A job across several racks (NVLink domains): \"split\" (one IMEX domain per rack) or \"refuse\" (the job fails before any daemon starts)."),
+        Key::new("domain", r#""job""#, "Who an IMEX domain belongs to: \"job\" (one per job, the daemon restarted for it) or \"rack\" (one long-lived domain per rack, jobs kept apart by their channels)."),
+        Key::new("shared_nodes", r#""exclusive""#, "job_submit.lua's answer to an --imex job on a partition that shares nodes: \"exclusive\" (made whole-node) or \"refuse\"."),
+        Key::new("port_base", "33792", "First per-job daemon SERVER_PORT: port_base + job_id mod port_span (skipping IMEX_CMD_PORT); port_base + port_span - 1 <= 65535."),
+        Key::new("port_span", "16384", "How many ports the per-job SERVER_PORT takes (1 to 65535)."),
+        Key::new("ready_timeout", r#""60s""#, "How long the prolog waits for the domain to be UP with every node READY (100ms to 1h)."),
+        Key::new("ready_poll_max", r#""1s""#, "Longest pause between readiness polls, after 20 ms ones for the first second (1ms to 60s)."),
+        Key::new("max_nodes", "4096", "Most hosts a job's hostlist (or a rack) may expand to (1 to 16384)."),
+        Key::new("rack_map", r#""auto""#, "The rack map (`slurm-imex topology --map`): \"auto\" (imex-racks.d, else imex-racks.toml beside this file, when there), \"none\", or an absolute path."),
+    ];
 }
 
 impl Default for EngineConfig {

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::bounds::{CountBound, DurationBound, MIN, MS};
-use slurm_imex_core::config::HumanDuration;
+use slurm_imex_core::config::{Documented, HumanDuration, Key};
 use std::time::Duration;
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -17,6 +17,17 @@ pub struct WatchConfig {
     /// Deaths of the daemon one job may see restarted; the next one leaves
     /// it down and the node is drained after the job. 0: never restart.
     pub max_restarts: u32,
+}
+
+impl Documented for WatchConfig {
+    const TABLE: &'static str = "imex.watch";
+    const READ_BY: &'static str =
+        "the prolog (which starts the watcher), the watcher, the epilog and `slurm-imex check`";
+    const KEYS: &'static [Key] = &[
+        Key::new("enabled", "true", "Watch each --imex job's per-job domain while it runs: a dead daemon restarted, every change recorded."),
+        Key::new("interval", r#""2s""#, "How often the daemon is looked at and the domain asked for (100ms to 10m)."),
+        Key::new("max_restarts", "3", "Deaths of the daemon one job may see restarted; the next leaves it down and drains the node after the job (0 to 100; 0: never restart)."),
+    ];
 }
 
 impl Default for WatchConfig {

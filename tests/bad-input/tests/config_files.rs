@@ -569,3 +569,16 @@ fn programs_root_must_not_trust_are_refused_before_running() {
     n += 1;
     eprintln!("bad-input: {n} program and directory trust cases");
 }
+
+/// `slurm-imex config --reference` prints docs/settings.md byte for byte
+/// (the page is the reference the code renders: settings' tests hold it).
+#[test]
+fn config_reference_prints_the_settings_page() {
+    let page = include_str!("../../../docs/settings.md");
+    let r = run(&bin("slurm-imex"), &["config", "--reference"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout == page,
+        "config --reference is not docs/settings.md"
+    );
+}
