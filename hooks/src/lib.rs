@@ -14,8 +14,11 @@
 //!   recorded (`watch_program/recorder.rs`)
 //! - `drain`: what a drain-class finding does to the node in Slurm, for the
 //!   prolog, the epilog and the check alike
+//! - `config_fault`: what an imex.toml the node's programs cannot load does
+//!   to the node (the rule for a bad key), for the same three
 
 pub mod check;
+pub mod config_fault;
 pub mod drain;
 pub mod gpu_job;
 pub mod imex_check;

@@ -616,14 +616,12 @@ fn run_hook(hook: Hook, body: fn(&JobEnv, &Config) -> Exit) -> u8 {
     };
     let span = slurm_imex_core::logging::job_span(job.job_id, &job.node_name);
     let _guard = span.enter();
-    let config = match Config::load(None).and_then(|(c, _)| c.check_trust().map(|_| c)) {
-        Ok(c) => c,
-        Err(e) => {
-            report(&format!("{program} on {}: {e}", job.node_name));
-            return 1;
-        }
+    // A file it cannot load is this node's fault (docs/blame.md, "A bad
+    // key in imex.toml"): the hook fails, and the standing says why.
+    let exit = match Config::load_trusted(None) {
+        Ok((config, _)) => body(&job, &config),
+        Err(e) => crate::config_fault::fail_hook(hook, &job.node_name, None, &e),
     };
-    let exit = body(&job, &config);
     for line in &exit.errors {
         report(line);
     }

@@ -164,9 +164,7 @@ pub fn run_from_args() -> u8 {
     slurm_imex_core::logging::init(PROGRAM);
     let span = slurm_imex_core::logging::job_span(args.job, &args.node);
     let _guard = span.enter();
-    let outcome = Config::load(None)
-        .and_then(|(c, _)| c.check_trust().map(|_| c))
-        .and_then(|cfg| run(args.job, &args.node, &cfg));
+    let outcome = Config::load_trusted(None).and_then(|(cfg, _)| run(args.job, &args.node, &cfg));
     match outcome {
         Ok(()) => 0,
         Err(e) => {

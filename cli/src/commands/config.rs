@@ -7,30 +7,50 @@
 //! docs/settings.md).
 
 use crate::args::Cli;
-use crate::output;
+use crate::output::{self, print_json};
+use serde::Serialize;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_settings::{reference, Config};
 
+/// What `--json` prints (docs/json.md).
+#[derive(Serialize)]
+struct Loaded<'a> {
+    config: String,
+    present: bool,
+    deprecations: &'a [String],
+}
+
 pub fn config(cli: &Cli, print_reference: bool) -> Result<u8> {
-    if cli.json {
-        return Err(Error::new(
-            "config prints one line, or with --reference Markdown: drop --json",
-        ));
-    }
     if print_reference {
+        if cli.json {
+            return Err(Error::new("--reference prints Markdown: drop --json"));
+        }
         output::lines(&reference::markdown())?;
         return Ok(0);
     }
     let (config, path) = Config::load_trusted(cli.config.as_deref())?;
-    let loaded = match &config.source {
-        Some(file) => format!(
-            "{}: loads; every key known and in range, and what it names trusted",
-            file.display()
-        ),
-        None => format!("no {}: every key at its default", path.display()),
+    let loaded = Loaded {
+        config: config
+            .source
+            .as_deref()
+            .unwrap_or(&path)
+            .display()
+            .to_string(),
+        present: config.source.is_some(),
+        deprecations: &config.deprecations,
     };
-    out!("{loaded}");
-    for line in &config.deprecations {
+    if cli.json {
+        print_json(&loaded)?;
+        return Ok(0);
+    }
+    match loaded.present {
+        true => out!(
+            "{}: loads; every key known and in range, and what it names trusted",
+            loaded.config
+        ),
+        false => out!("no {}: every key at its default", loaded.config),
+    }
+    for line in loaded.deprecations {
         out!("note: {line}");
     }
     Ok(0)
