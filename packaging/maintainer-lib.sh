@@ -161,4 +161,20 @@ imex_warn_slurm_lines() { # sysconfdir
   echo "slurm-imex: Slurm's configuration still names slurm-imex; remove these lines and restart slurmctld and slurmd, or jobs fail and nodes drain when the programs are gone:" >&2
   printf '%s\n' "$lines" | sed 's/^/  /' >&2
 }
+
+# After installing or upgrading: the installed CLI loads imex.toml as the
+# prolog, epilog and health check will (`slurm-imex config`). A file it
+# refuses is said as a warning with its line (file:line: key), and the
+# install goes on: the fixed file may come after the package, and until then
+# the node's hooks fail and drain it (docs/install.md, "A bad key in
+# imex.toml").
+imex_config_warn() { # cli config
+  local out
+  [ -x "$1" ] && [ -e "$2" ] || return 0
+  if ! out=$("$1" --config "$2" config 2>&1 >/dev/null); then
+    out=$(printf '%s' "$out" | sed -n 1p)
+    echo "slurm-imex: warning: ${out#slurm-imex: } (every prolog and epilog on this node fails, and Slurm drains it, until the file loads: fix it, then run slurm-imex config)" >&2
+  fi
+  return 0
+}
 # --- END maintainer-lib.sh ---

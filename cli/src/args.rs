@@ -117,6 +117,17 @@ pub enum Command {
         #[arg(long)]
         store: bool,
     },
+    /// Load imex.toml as the prolog, epilog and health check do (every
+    /// section, then the trust of the programs and files it names): exit 0
+    /// when it loads, 2 with the one line naming file:line: key when not
+    /// (installing the package runs it and prints that line as a warning).
+    /// --reference prints every key with its default and meaning instead.
+    Config {
+        /// Print the settings reference (Markdown, docs/settings.md): every
+        /// key of every section, its default and what it does.
+        #[arg(long)]
+        reference: bool,
+    },
     /// Write man pages for every slurm-imex program into DIR (packaging).
     #[command(hide = true)]
     Man { dir: PathBuf },

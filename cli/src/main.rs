@@ -41,14 +41,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// The subcommand's exit status. `man`, `doctor` and `job` run without
-/// loading the config here (`doctor` and `job` load it themselves: a
-/// refused one is a finding, or an exit status of its own); the rest share
+/// The subcommand's exit status. `man`, `config`, `check`, `doctor` and
+/// `job` run without loading the config here (the others load it
+/// themselves: a refused one is their answer, drains the node with `check
+/// --drain`, is a finding, or an exit status of its own); the rest share
 /// one load.
 fn run(cli: &Cli) -> Result<u8> {
     cli.refuse_format_where_it_does_nothing()?;
     match &cli.command {
         Command::Man { dir } => commands::man::write_all(dir).map(|_| 0),
+        Command::Config { reference } => commands::config::config(cli, *reference),
+        Command::Check {
+            drain,
+            undrain,
+            node,
+        } => commands::check::check(cli, *drain, *undrain, node.clone()),
         Command::Doctor { cluster } => commands::doctor::doctor(cli, *cluster),
         Command::Job { job_id, store } => commands::job::job(cli, *job_id, *store),
         _ => run_with_config(cli, &Config::load(cli.config.as_deref())?.0),
@@ -67,14 +74,13 @@ fn run_with_config(cli: &Cli, config: &Config) -> Result<u8> {
             node.as_deref(),
             *limit as usize,
         ),
-        Command::Check {
-            drain,
-            undrain,
-            node,
-        } => commands::check::check(cli, config, *drain, *undrain, node.clone()),
         Command::Status => commands::status::status(cli, config),
         Command::Topology(args) => commands::topology::topology(cli, config, args),
         Command::Undrain { node } => commands::undrain::undrain(cli, config, node.clone()),
-        Command::Man { .. } | Command::Doctor { .. } | Command::Job { .. } => Ok(0),
+        Command::Man { .. }
+        | Command::Config { .. }
+        | Command::Check { .. }
+        | Command::Doctor { .. }
+        | Command::Job { .. } => Ok(0),
     }
 }

@@ -3,6 +3,8 @@
 //! variants cargo-deb reads from this crate's manifest are written from it
 //! (`scripts/releases.sh sync`), and must not drift from it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a panic is its failure
+
 use std::path::Path;
 use std::process::Command;
 

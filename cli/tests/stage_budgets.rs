@@ -3,6 +3,8 @@
 //! run-all.sh times and every e2e phase (tests/e2e/phases.sh) has its row,
 //! and no row names a stage that no longer exists.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a panic is its failure
+
 use std::collections::BTreeSet;
 use std::path::Path;
 

@@ -10,7 +10,6 @@
 //! - IMEX channels: `channel` (the plugin gives a job its channel)
 //! - an NVLink clique's one spelling: `clique` (the GPU side writes it, the
 //!   rack side reads it)
-//! - what happened to a job's IMEX domain while it ran: `imex_event`
 //! - a GPU recovery action's one spelling: `recovery_action` (the GPU side
 //!   reads the action, the job's records name it)
 //! - who is to blame for a failure: `blame` (docs/blame.md)
@@ -29,7 +28,6 @@ pub mod error;
 pub mod fsutil;
 pub mod hex;
 pub mod hook;
-pub mod imex_event;
 pub mod logging;
 pub mod poll;
 pub mod process;

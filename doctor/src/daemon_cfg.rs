@@ -58,7 +58,7 @@ pub struct Effective {
 impl Effective {
     /// Err: the base config was refused (imex-config FAILs it).
     pub fn read(config: &Config) -> Result<Effective, Refused> {
-        let d = &config.imex.daemon;
+        let d = &config.engine.daemon;
         let base = DaemonCfg::read(&d.base_config, Origin::Base)?;
         let (running, running_refused) = match std::fs::symlink_metadata(&d.job_config) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
@@ -95,17 +95,17 @@ mod tests {
     fn the_running_copy_is_read_when_there_and_compared_by_key() {
         let d = tempfile::tempdir().unwrap();
         let mut config = Config::default();
-        config.imex.daemon.base_config = d.path().join("config.cfg");
-        config.imex.daemon.job_config = d.path().join("job.cfg");
+        config.engine.daemon.base_config = d.path().join("config.cfg");
+        config.engine.daemon.job_config = d.path().join("job.cfg");
         assert!(Effective::read(&config)
             .unwrap_err()
             .found
             .contains("base_config"));
-        std::fs::write(&config.imex.daemon.base_config, "A=1\nB=2\n").unwrap();
+        std::fs::write(&config.engine.daemon.base_config, "A=1\nB=2\n").unwrap();
         let e = Effective::read(&config).unwrap();
         assert!(e.running.is_none() && e.running_refused.is_none());
         assert_eq!(e.differing(&["A"]).len(), 1);
-        std::fs::write(&config.imex.daemon.job_config, "A=1\nB=3\n").unwrap();
+        std::fs::write(&config.engine.daemon.job_config, "A=1\nB=3\n").unwrap();
         let e = Effective::read(&config).unwrap();
         assert_eq!(e.differing(&["A"]).len(), 1);
         assert_eq!(e.differing(&["A", "B"]).len(), 2);
@@ -117,8 +117,8 @@ mod tests {
             "{}",
             e.differing(&["B"])[1].named()
         );
-        std::fs::remove_file(&config.imex.daemon.job_config).unwrap();
-        std::fs::create_dir(&config.imex.daemon.job_config).unwrap();
+        std::fs::remove_file(&config.engine.daemon.job_config).unwrap();
+        std::fs::create_dir(&config.engine.daemon.job_config).unwrap();
         let e = Effective::read(&config).unwrap();
         let refused = e.running_refused.unwrap();
         assert!(
@@ -131,9 +131,9 @@ mod tests {
     fn a_config_that_is_not_text_is_refused_either_way() {
         let d = tempfile::tempdir().unwrap();
         let mut config = Config::default();
-        config.imex.daemon.base_config = d.path().join("config.cfg");
-        config.imex.daemon.job_config = d.path().join("job.cfg");
-        std::fs::write(&config.imex.daemon.base_config, b"A=1\0\n").unwrap();
+        config.engine.daemon.base_config = d.path().join("config.cfg");
+        config.engine.daemon.job_config = d.path().join("job.cfg");
+        std::fs::write(&config.engine.daemon.base_config, b"A=1\0\n").unwrap();
         let e = Effective::read(&config).unwrap_err();
         assert!(
             e.found.contains(
@@ -141,8 +141,8 @@ mod tests {
             ),
             "{e}"
         );
-        std::fs::write(&config.imex.daemon.base_config, b"A=1\n").unwrap();
-        std::fs::write(&config.imex.daemon.job_config, b"A=\xff\n").unwrap();
+        std::fs::write(&config.engine.daemon.base_config, b"A=1\n").unwrap();
+        std::fs::write(&config.engine.daemon.job_config, b"A=\xff\n").unwrap();
         let e = Effective::read(&config).unwrap();
         assert!(e.running.is_none());
         let refused = e.running_refused.unwrap();

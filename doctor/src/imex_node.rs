@@ -3,14 +3,14 @@
 //! the SERVER_PORT span against the ephemeral ports, and the systemd unit.
 
 use crate::check::{Check, CheckName};
-use slurm_imex_core::config::{DaemonManager, DomainScope};
 use slurm_imex_core::trust::{self, Expect};
+use slurm_imex_domain::config::{DaemonManager, DomainScope};
 use slurm_imex_domain::imex::daemon_config::{DaemonConfigFile, Origin};
 use slurm_imex_settings::Config;
 use std::time::Duration;
 
 pub fn programs(config: &Config) -> Vec<Check> {
-    let d = &config.imex.daemon;
+    let d = &config.engine.daemon;
     [
         (CheckName::ImexDaemon, "[imex.daemon] binary", &d.binary),
         (CheckName::ImexCtl, "[imex.daemon] ctl", &d.ctl),
@@ -32,7 +32,7 @@ pub fn programs(config: &Config) -> Vec<Check> {
 }
 
 pub fn base_config(config: &Config) -> Check {
-    let path = &config.imex.daemon.base_config;
+    let path = &config.engine.daemon.base_config;
     let file = match DaemonConfigFile::read_as(path, Origin::Base) {
         Ok(f) => f,
         Err(refused) => return Check::fail(CheckName::ImexConfig, refused.found, refused.fix),
@@ -94,14 +94,14 @@ pub fn channel_dir(config: &Config) -> Check {
 /// Every per-job SERVER_PORT (or the rack daemon's one) out of the
 /// ephemeral range or reserved.
 pub fn ports(config: &Config) -> Check {
-    if config.imex.domain == DomainScope::Rack {
+    if config.engine.domain == DomainScope::Rack {
         return Check::pass(
             CheckName::Ports,
             "[imex] domain = \"rack\": one daemon on the base config's SERVER_PORT",
         );
     }
     let (range, reserved) = slurm_imex_domain::imex::port::port_sysctls();
-    let (lo, span) = (config.imex.port_base, config.imex.port_span.0);
+    let (lo, span) = (config.engine.port_base, config.engine.port_span.0);
     let hi = (u32::from(lo) + u32::from(span) - 1).min(65535) as u16;
     let exposed = slurm_imex_domain::imex::port::exposed_ports(lo, hi, &range, &reserved);
     match exposed.first() {
@@ -129,7 +129,7 @@ fn reserve_remedy(reserved: &str, lo: u16, hi: u16) -> String {
 /// With `manager = "systemd"`: the unit exists and starts the daemon on
 /// our per-job config (the drop-in).
 pub fn systemd_unit(config: &Config) -> Check {
-    let d = &config.imex.daemon;
+    let d = &config.engine.daemon;
     if d.manager == DaemonManager::Process {
         return Check::pass(
             CheckName::Systemd,
@@ -235,20 +235,20 @@ mod tests {
     #[test]
     fn systemd_without_systemctl_or_unit_fails() {
         let mut config = Config::default();
-        config.imex.daemon.manager = DaemonManager::Systemd;
-        config.imex.daemon.systemctl = "/nonexistent/systemctl".into();
+        config.engine.daemon.manager = DaemonManager::Systemd;
+        config.engine.daemon.systemctl = "/nonexistent/systemctl".into();
         let f = systemd_unit(&config);
         assert_eq!((f.check, f.verdict), (CheckName::Systemd, Status::Fail));
-        config.imex.daemon.manager = DaemonManager::Process;
+        config.engine.daemon.manager = DaemonManager::Process;
         assert_eq!(systemd_unit(&config).verdict, Status::Pass);
     }
 
     #[test]
     fn missing_daemon_programs_and_base_config_fail() {
         let mut config = Config::default();
-        config.imex.daemon.binary = "/nonexistent/nvidia-imex".into();
-        config.imex.daemon.ctl = "/nonexistent/nvidia-imex-ctl".into();
-        config.imex.daemon.base_config = "/nonexistent/config.cfg".into();
+        config.engine.daemon.binary = "/nonexistent/nvidia-imex".into();
+        config.engine.daemon.ctl = "/nonexistent/nvidia-imex-ctl".into();
+        config.engine.daemon.base_config = "/nonexistent/config.cfg".into();
         let found = programs(&config);
         assert!(found.iter().all(|f| f.verdict == Status::Fail), "{found:?}");
         assert_eq!(found[0].check, CheckName::ImexDaemon);
@@ -265,7 +265,7 @@ mod tests {
         )
         .unwrap();
         let mut config = Config::default();
-        config.imex.daemon.base_config = cfg.clone();
+        config.engine.daemon.base_config = cfg.clone();
         let f = base_config(&config);
         assert_eq!(f.verdict, Status::Fail);
         assert!(f.remedy.contains("IMEX_CMD_ENABLED=1"), "{}", f.remedy);
@@ -287,7 +287,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let cfg = d.path().join("config.cfg");
         let mut config = Config::default();
-        config.imex.daemon.base_config = cfg.clone();
+        config.engine.daemon.base_config = cfg.clone();
         for (bytes, says) in [
             (
                 &b"IMEX_CMD_ENABLED=1\n\0\0\0\n"[..],

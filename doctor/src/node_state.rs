@@ -28,7 +28,7 @@ pub fn config_file(path: &Path, loaded: &Result<(), Error>, config: &Config) -> 
         );
     }
     // The address map: every --imex job fails on a bad one (docs/blame.md).
-    if let Err(e) = slurm_imex_domain::addresses::Resolver::new(&config.imex.addresses) {
+    if let Err(e) = slurm_imex_domain::addresses::Resolver::new(&config.engine.addresses) {
         return Check::fail(
             CheckName::Config,
             e.to_string(),

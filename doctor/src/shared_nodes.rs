@@ -6,7 +6,7 @@
 
 use crate::check::{Check, CheckName};
 use crate::slurm_view::SlurmView;
-use slurm_imex_core::config::{DomainScope, SharedNodes};
+use slurm_imex_domain::config::{DomainScope, SharedNodes};
 use slurm_imex_settings::Config;
 use std::path::{Path, PathBuf};
 
@@ -113,7 +113,7 @@ pub fn check(
     slurm: &SlurmView,
     partitions: Result<Vec<Partition>, String>,
 ) -> Check {
-    if config.imex.domain == DomainScope::Rack {
+    if config.engine.domain == DomainScope::Rack {
         return Check::pass(
             CheckName::SharedNodes,
             "rack-wide IMEX domains: --imex jobs may share nodes, each with its own channel",
@@ -141,7 +141,7 @@ pub fn check(
     }
     let script = script_path(slurm);
     match guard_wired(slurm, &script) {
-        Ok(()) => Check::pass(CheckName::SharedNodes, steered(config.imex.shared_nodes, &sharing)),
+        Ok(()) => Check::pass(CheckName::SharedNodes, steered(config.engine.shared_nodes, &sharing)),
         Err(missing) => Check::fail(
             CheckName::SharedNodes,
             format!(
@@ -290,7 +290,7 @@ PartitionName=forced AllowGroups=ALL OverSubscribe=FORCE:2 State=UP\n";
         assert_eq!(c.verdict, Status::Pass, "{}", c.found);
         assert_eq!(c.found, "job_submit.lua makes --imex jobs whole-node in shared (OverSubscribe=NO); refuses them at submission in forced (OverSubscribe=FORCE:2)");
         let mut refuse = Config::default();
-        refuse.imex.shared_nodes = SharedNodes::Refuse;
+        refuse.engine.shared_nodes = SharedNodes::Refuse;
         let c = check(&refuse, &slurm, Ok(parse_partitions(ANSWER)));
         assert!(
             c.found
@@ -313,7 +313,7 @@ PartitionName=forced AllowGroups=ALL OverSubscribe=FORCE:2 State=UP\n";
         );
         assert_eq!(c.verdict, Status::Pass, "{}", c.found);
         let mut rack = Config::default();
-        rack.imex.domain = DomainScope::Rack;
+        rack.engine.domain = DomainScope::Rack;
         let c = check(
             &rack,
             &view(d.path(), "(null)", "select/cons_tres"),

@@ -4,7 +4,8 @@
 
 use crate::check::{Check, CheckName};
 use crate::slurm_view::SlurmView;
-use slurm_imex_core::config::{ChannelMode, DomainScope};
+use slurm_imex_core::config::ChannelMode;
+use slurm_imex_domain::config::DomainScope;
 use slurm_imex_domain::imex::rack_channels;
 use slurm_imex_settings::Config;
 use std::path::Path;
@@ -200,7 +201,7 @@ pub fn private_data(slurm: &SlurmView) -> Check {
 /// `[imex] domain = "rack"`: two running jobs of a rack never share a
 /// channel (`imex::rack_channels`), or every --imex job fails.
 pub fn rack_channels(config: &Config) -> Check {
-    if config.imex.domain == DomainScope::Job {
+    if config.engine.domain == DomainScope::Job {
         return Check::pass(
             CheckName::RackChannels,
             "[imex] domain = \"job\": every --imex job has an IMEX domain of its own",
@@ -377,7 +378,7 @@ mod tests {
         let mut config = Config::default();
         config.slurm.config = slurm_imex_core::config::AutoPath::Path(conf.clone());
         assert_eq!(rack_channels(&config).verdict, Status::Pass);
-        config.imex.domain = DomainScope::Rack;
+        config.engine.domain = DomainScope::Rack;
         let f = rack_channels(&config);
         assert_eq!(f.verdict, Status::Fail);
         assert!(f.found.contains("set MaxJobId=2047"), "{}", f.found);

@@ -1,7 +1,7 @@
 //! Turning Slurm node names into the addresses written to nodes_config.cfg:
 //! through DNS, a static map file, or the node name itself.
 
-use slurm_imex_core::config::{AddressSource, AddressesConfig};
+use crate::config::{AddressSource, AddressesConfig};
 use slurm_imex_core::error::{Error, Result};
 use std::collections::HashMap;
 use std::net::{IpAddr, ToSocketAddrs};

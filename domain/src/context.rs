@@ -6,8 +6,9 @@
 //! it, and a rack-mode prolog reads slurm.conf once, not once per question.
 //! The readers are injectable so a test can count them.
 
+use crate::config::Config;
 use crate::rack::sources::RackSources;
-use slurm_imex_core::config::{ChannelMode, Config};
+use slurm_imex_core::config::ChannelMode;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::slurm::conf::{self as slurm_conf, SlurmConf};
 use std::path::Path;
@@ -124,7 +125,7 @@ mod tests {
         let mut cfg = Config::default();
         cfg.slurm.config = AutoPath::Path(conf);
         cfg.slurm.topology = AutoPath::None;
-        cfg.imex.rack_map = AutoPath::None;
+        cfg.engine.rack_map = AutoPath::None;
         let ctx = HookContext::with_readers(&cfg, counting());
         assert_eq!(SLURM_CONF_READS.load(Ordering::SeqCst), 0);
         assert_eq!(ctx.channel_mode(), (ChannelMode::Slurm, None));

@@ -3,9 +3,9 @@
 //! and bounds live here, beside the code that reads them; the programs
 //! assemble them with the rest of the file (`slurm-imex-settings`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::bounds::{first_violation, CountBound, DurationBound, MIN, MS};
-use slurm_imex_core::config::{Config, HumanDuration, Section};
+use slurm_imex_core::config::{Config, Documented, HumanDuration, Key, Section};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ pub trait GpuSections {
     fn health(&self) -> &HealthConfig;
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct GpuConfig {
     pub nvml_library: PathBuf,
@@ -28,6 +28,18 @@ pub struct GpuConfig {
     /// NVML accounting mode on the job's GPUs (per-process utilization and
     /// peak memory for the job's stats): turned on by the prolog, or left.
     pub accounting: Accounting,
+}
+
+impl Documented for GpuConfig {
+    const TABLE: &'static str = "gpu";
+    const READ_BY: &'static str =
+        "the prolog and epilog (the health gate), `slurm-imex check`, doctor";
+    const KEYS: &'static [Key] = &[
+        Key::new("nvml_library", r#""libnvidia-ml.so.1""#, "The NVML library loaded at run time by the GPU health gate."),
+        Key::new("kmsg", r#""/dev/kmsg""#, "The kernel log read for XID events."),
+        Key::new("boot_id", r#""/proc/sys/kernel/random/boot_id""#, "The kernel's boot id: the XID checkpoint holds only within the boot that wrote it."),
+        Key::new("accounting", r#""on""#, "NVML accounting mode on the job's GPUs (per-job utilization and peak memory): \"on\" (the prolog turns it on) or \"leave\"."),
+    ];
 }
 
 impl Default for GpuConfig {
@@ -43,7 +55,7 @@ impl Default for GpuConfig {
 
 /// What the prolog does about NVML accounting mode, which is off after
 /// every boot and driver load (docs/gpu-health.md, "Accounting").
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Accounting {
     /// Turn it on for the job's GPUs where it is off (needs root).
@@ -52,7 +64,7 @@ pub enum Accounting {
     Leave,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum GpuJobs {
     /// Every job is a GPU job; jobs without SLURM_JOB_GPUS own every GPU.
@@ -61,7 +73,7 @@ pub enum GpuJobs {
     Gres,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum MigPolicy {
     Any,
@@ -69,7 +81,7 @@ pub enum MigPolicy {
     Off,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct HealthConfig {
     pub enabled: bool,
@@ -95,10 +107,33 @@ pub struct HealthConfig {
     /// Deprecated names of `[slurm] scontrol` and `scontrol_timeout`, still
     /// read (with a warning); the loader moves them there (core's
     /// `OldHealthKeys`), so they are always None after loading.
+    #[serde(skip_serializing)]
     pub scontrol: Option<PathBuf>,
+    #[serde(skip_serializing)]
     pub scontrol_timeout: Option<HumanDuration>,
     /// Where NVIDIA GPUs are counted on the PCI bus.
     pub pci_devices: PathBuf,
+}
+
+impl Documented for HealthConfig {
+    const TABLE: &'static str = "health";
+    const READ_BY: &'static str =
+        "the prolog and epilog (the health gate), `slurm-imex check`, doctor";
+    const KEYS: &'static [Key] = &[
+        Key::new("enabled", "true", "The quick GPU health gate in the prolog and the post-job check in the epilog."),
+        Key::new("gpu_jobs", r#""all""#, "Which jobs are GPU jobs: \"all\" (a job without SLURM_JOB_GPUS owns every GPU) or \"gres\" (only jobs with SLURM_JOB_GPUS)."),
+        Key::new("expected_gpus", "0", "GPUs this node must have (0 to 1024; 0: only compare NVML's count with the PCI bus)."),
+        Key::new("expected_driver", r#""""#, "Driver version this node must run (\"\": any)."),
+        Key::new("require_ecc", "true", "ECC must be enabled on every GPU."),
+        Key::new("require_persistence", "false", "Persistence mode off drains when true, warns when false."),
+        Key::new("mig", r#""any""#, "MIG mode required: \"on\", \"off\" or \"any\"."),
+        Key::new("gate_timeout", r#""10s""#, "Hard cap on the whole gate; each check also has its own budget (100ms to 10m)."),
+        Key::new("fabric_wait", r#""30s""#, "How long a GPU's fabric probe may stay NOT_STARTED or IN_PROGRESS before it drains (0s to 10m)."),
+        Key::new("drain_from_epilog", "true", "A drain-class finding after a job fails the epilog, so Slurm drains the node before the next job."),
+        Key::new("set_drain_reason", "false", "Also set our drain reason in Slurm from the prolog or epilog at once (one scontrol call each)."),
+        Key::new("pci_devices", r#""/sys/bus/pci/devices""#, "Where NVIDIA GPUs are counted on the PCI bus."),
+    ];
+    const OLD_NAMES: &'static [&'static str] = &["scontrol", "scontrol_timeout"];
 }
 
 impl Default for HealthConfig {

@@ -22,7 +22,9 @@
 //!   error"/"Epilog error" and the standing says which fault of ours caused
 //!   it. An admin's drain is left, and so is ours for an IMEX daemon or
 //!   channel fault, which an idle node cannot re-test ([`awaits_admin`]):
-//!   `slurm-imex undrain` lifts it. Every run sets our reason in Slurm where
+//!   `slurm-imex undrain` lifts it. Ours for an imex.toml that did not
+//!   load (`crate::config_fault`) is lifted once it loads and the node
+//!   passes: the check re-tests it by loading the file. Every run sets our reason in Slurm where
 //!   the standing says Slurm still shows its own.
 //!   As slurmd's HealthCheckProgram it runs every few minutes on every node,
 //!   so it asks slurmctld nothing when nothing changed: the node's standing
@@ -160,6 +162,13 @@ pub fn for_job(reason: &str, job_id: u32) -> String {
     // cap() adds "… (N more bytes)" past its limit: room for that too.
     let room = REASON_MAX.saturating_sub(suffix.len() + 32);
     format!("{}{suffix}", cap(&printable(reason), room))
+}
+
+/// Our reason for a drain that is no job's (`crate::config_fault`),
+/// printable and capped as [`for_job`]'s.
+pub fn for_node(reason: &str) -> String {
+    use slurm_imex_core::text::{cap, printable};
+    cap(&printable(reason), REASON_MAX.saturating_sub(32))
 }
 
 /// Decide and do what a verdict means for `node` in job `job_id`'s prolog
@@ -302,7 +311,9 @@ const RECHECK_S: i64 = 3600;
 /// check's own `imex` finding). The health check cannot re-test those: the
 /// daemon runs only for a job, so an idle node passes whether or not it is
 /// fixed, and resuming it would fail (and hold) the next `--imex` job.
-/// Such a drain is lifted by `slurm-imex undrain` alone.
+/// Such a drain is lifted by `slurm-imex undrain` alone. A config drain
+/// (`imex-health: config: …`, `crate::config_fault`) is not one: the check
+/// that runs has loaded the file, which is its re-test.
 pub fn awaits_admin(standing: &NodeState) -> Option<&str> {
     let reason = standing.drained_for.as_deref()?;
     // `imex-health: imex <node>: …` from a hook, `imex-health: imex: …`
@@ -997,6 +1008,43 @@ mod tests {
             act_on_check(&slurm, &ours, None, None, undrain).unwrap();
             assert!(slurm.asked(), "{told:?}");
         }
+    }
+
+    /// A config drain (`crate::config_fault`): kept by the prolog, shown by
+    /// the health check once (`--drain`, the file still refused), never
+    /// awaiting an admin: `--undrain` lifts it once the file loads and the
+    /// node passes (the check then has no finding).
+    #[test]
+    fn a_config_drain_is_shown_once_and_lifted_by_check_undrain_once_the_file_loads() {
+        let _serial = serial();
+        let line = "bad config /etc/slurm/imex.toml:9: [gpu] nvml_libary: unknown field";
+        let reason = for_node(&slurm_imex_gpu::health::reasons::config_reason(line));
+        let prolog = DrainAction::Drain {
+            reason: reason.clone(),
+            shown: false,
+        };
+        let mut standing = standing_of(&prolog);
+        assert_eq!(awaits_admin(&standing), None, "not the IMEX class");
+        // The file still refused: the check shows our reason, once.
+        let d = tempfile::tempdir().unwrap();
+        let sc = handle(&scontrol(d.path(), "IDLE+DRAIN", "Prolog error"));
+        let a = check_n1(&sc, &standing, Some(reason.clone()), WRAPPER);
+        assert!(matches!(a, DrainAction::ReasonShown { .. }), "{a:?}");
+        assert_eq!(
+            calls(d.path()),
+            format!("show node n1 -o\nupdate NodeName=n1 State=DRAIN Reason={reason}\n")
+        );
+        a.record(&mut standing, 200);
+        let slurm = NodeRead::new(&sc, "n1");
+        let a = act_on_check(&slurm, &standing, Some(reason.clone()), None, WRAPPER).unwrap();
+        assert!(matches!(a, DrainAction::StillDrained { .. }), "{a:?}");
+        assert!(!slurm.asked());
+        // The fixed file loads and the node passes: resumed by the check.
+        let d = tempfile::tempdir().unwrap();
+        let sc = handle(&scontrol(d.path(), "IDLE+DRAIN", &reason));
+        let a = check_n1(&sc, &standing, None, WRAPPER);
+        assert_eq!(a, DrainAction::Resumed { was: reason });
+        assert!(calls(d.path()).ends_with("update NodeName=n1 State=RESUME\n"));
     }
 
     fn standing_of(action: &DrainAction) -> NodeState {

@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::hook::Hook;
-use slurm_imex_core::imex_event::{summary_line, ImexEvent};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::node::NodeRead;
 use slurm_imex_core::state::job_record::{JobRecord, Outcome};
@@ -28,6 +27,7 @@ use slurm_imex_gpu::xid::checkpoint::{self, Checkpoint};
 use slurm_imex_gpu::xid::log::LogPosition;
 use slurm_imex_jobdb::write::{GpuRecord, HookVerdict, ImexOutcome, JobRow};
 use slurm_imex_jobdb::JobDb;
+use slurm_imex_jobsummary::imex_event::{summary_line, ImexEvent};
 use slurm_imex_settings::Config;
 
 /// What the prolog leaves for the epilog (state_dir/gpu-jobs/<job>.json).
@@ -451,7 +451,7 @@ fn record(cfg: &Config, row: &mut JobRow) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use slurm_imex_core::imex_event::ImexEventKind;
+    use slurm_imex_jobsummary::imex_event::ImexEventKind;
 
     fn row() -> JobRow {
         JobRow {

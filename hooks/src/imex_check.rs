@@ -11,9 +11,10 @@
 //! is the domain crate's (`slurm_imex_domain::imex::status`) and the GPU
 //! crate, which owns the findings, does not depend on it.
 
-use slurm_imex_core::state::{StateDir, WatchState};
+use slurm_imex_core::state::StateDir;
 use slurm_imex_domain::imex::status::node_status;
-use slurm_imex_domain::imex::watcher::Watcher;
+use slurm_imex_domain::imex::watch_state::WatchState;
+use slurm_imex_domain::imex::watcher_pid::Watcher;
 use slurm_imex_gpu::health::reasons::IMEX;
 use slurm_imex_gpu::health::{Finding, Severity};
 use slurm_imex_settings::Config;

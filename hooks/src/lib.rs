@@ -9,14 +9,18 @@
 //!   record only: acting on a verdict is `drain`)
 //! - `check`: the health check hook, and publishing the node's clique
 //! - `imex_check`: the node's IMEX daemon as one of that check's findings
-//! - `watch`: the job's domain watcher (`slurm-imex-watch`), from the
-//!   prolog to the epilog: a dead daemon restarted, every event recorded
+//! - `watch_program`: the job's domain watcher (`slurm-imex-watch`), from
+//!   the prolog to the epilog: a dead daemon restarted, every event
+//!   recorded (`watch_program/recorder.rs`)
 //! - `drain`: what a drain-class finding does to the node in Slurm, for the
 //!   prolog, the epilog and the check alike
+//! - `config_fault`: what an imex.toml the node's programs cannot load does
+//!   to the node (the rule for a bad key), for the same three
 
 pub mod check;
+pub mod config_fault;
 pub mod drain;
 pub mod gpu_job;
 pub mod imex_check;
 pub mod lifecycle;
-pub mod watch;
+pub mod watch_program;

@@ -6,13 +6,13 @@
 use crate::drain::{self, DrainAction};
 use crate::gpu_job::{self, GpuEpilog, GpuOutcome};
 use slurm_imex_core::blame::{Blamed, Fault};
-use slurm_imex_core::config::DomainScope;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::hook::Hook;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::{JobRecord, Outcome};
 use slurm_imex_core::state::{sweep, NodeState, StateDir};
 use slurm_imex_core::timespec::now_s;
+use slurm_imex_domain::config::DomainScope;
 use slurm_imex_domain::context::HookContext;
 use slurm_imex_domain::imex::domain::{self, TeardownOutcome};
 use slurm_imex_domain::imex::status::expectation;
@@ -71,7 +71,7 @@ pub trait PrologSteps: Sync {
     fn note_drained(&self, action: &DrainAction);
     /// Return IMEX on this node to idle (`domain::teardown`).
     fn teardown(&self) -> Result<TeardownOutcome>;
-    /// Start the watcher of the job's per-job domain, now UP (`watch::spawn`).
+    /// Start the watcher of the job's per-job domain, now UP (`watch_program::spawn`).
     fn watch_domain(&self) -> Result<()>;
     /// Read again the recovery action of `gpus`, which asked at the gate
     /// for their IMEX domain to be restored (`gpu_job::reread_recovery`):
@@ -88,10 +88,10 @@ pub trait PrologSteps: Sync {
 /// The steps an epilog runs (see [`PrologSteps`]).
 pub trait EpilogSteps {
     /// Stop the job's domain watcher, before anything reads what it wrote
-    /// (`watch::stop`).
+    /// (`watch_program::stop`).
     fn stop_watch(&self) -> Result<()>;
     /// The drain line when the watcher left the daemon down (it died past
-    /// `[imex.watch] max_restarts`), read once (`watch::left_down`).
+    /// `[imex.watch] max_restarts`), read once (`watch_program::left_down`).
     fn watch_left_down(&self) -> Option<String>;
     /// The node's standing, after sweeping temporary files left by killed writers.
     fn load_node(&self) -> NodeState;
@@ -169,11 +169,11 @@ impl PrologSteps for Live<'_> {
         domain::teardown(self.job.job_id, self.cfg)
     }
     fn watch_domain(&self) -> Result<()> {
-        let watch = &self.cfg.imex.watch;
-        if !watch.enabled || self.cfg.imex.domain != DomainScope::Job {
+        let watch = &self.cfg.engine.watch;
+        if !watch.enabled || self.cfg.engine.domain != DomainScope::Job {
             return Ok(());
         }
-        crate::watch::spawn(self.job.job_id, &self.job.node_name, self.cfg)
+        crate::watch_program::spawn(self.job.job_id, &self.job.node_name, self.cfg)
     }
     fn reread_recovery(&self, gpus: &[GpuRef]) -> std::result::Result<(), String> {
         gpu_job::reread_recovery(self.cfg, gpus)
@@ -188,13 +188,15 @@ impl PrologSteps for Live<'_> {
 
 impl EpilogSteps for Live<'_> {
     fn stop_watch(&self) -> Result<()> {
-        crate::watch::stop(self.cfg, self.job.job_id)
+        crate::watch_program::stop(self.cfg, self.job.job_id)
     }
     fn watch_left_down(&self) -> Option<String> {
-        crate::watch::left_down(self.cfg, self.job.job_id)
+        crate::watch_program::left_down(self.cfg, self.job.job_id)
     }
     fn load_node(&self) -> NodeState {
-        sweep::sweep_orphan_temps(self.cfg, self.cfg.metrics.textfile_dir());
+        let mut others = self.cfg.engine.daemon.written_dirs();
+        others.extend(self.cfg.metrics.textfile_dir());
+        sweep::sweep_orphan_temps(self.cfg, others);
         NodeState::load(&StateDir::of(self.cfg))
     }
     fn read_record(&self) -> Option<JobRecord> {
@@ -614,14 +616,12 @@ fn run_hook(hook: Hook, body: fn(&JobEnv, &Config) -> Exit) -> u8 {
     };
     let span = slurm_imex_core::logging::job_span(job.job_id, &job.node_name);
     let _guard = span.enter();
-    let config = match Config::load(None).and_then(|(c, _)| c.check_trust().map(|_| c)) {
-        Ok(c) => c,
-        Err(e) => {
-            report(&format!("{program} on {}: {e}", job.node_name));
-            return 1;
-        }
+    // A file it cannot load is this node's fault (docs/blame.md, "A bad
+    // key in imex.toml"): the hook fails, and the standing says why.
+    let exit = match Config::load_trusted(None) {
+        Ok((config, _)) => body(&job, &config),
+        Err(e) => crate::config_fault::fail_hook(hook, &job.node_name, None, &e),
     };
-    let exit = body(&job, &config);
     for line in &exit.errors {
         report(line);
     }

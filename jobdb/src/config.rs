@@ -4,14 +4,16 @@
 //! them; the programs assemble them with the rest of the file
 //! (`slurm-imex-settings`).
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use slurm_imex_core::config::bounds::{first_violation, CountBound, DurationBound};
 use slurm_imex_core::config::bounds::{DAY, HOUR, MIN};
-use slurm_imex_core::config::{must_be_absolute, AutoPath, HumanDuration, Section};
+use slurm_imex_core::config::{
+    must_be_absolute, AutoPath, Documented, HumanDuration, Key, Section,
+};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
     pub path: PathBuf,
@@ -19,6 +21,17 @@ pub struct DatabaseConfig {
     pub retention: HumanDuration,
     /// How long a writer waits for a lock held by another prolog/epilog.
     pub busy_timeout: HumanDuration,
+}
+
+impl Documented for DatabaseConfig {
+    const TABLE: &'static str = "database";
+    const READ_BY: &'static str =
+        "the epilog, the watcher, `slurm-imex check`, the CLI's history, show and gpus";
+    const KEYS: &'static [Key] = &[
+        Key::new("path", r#""/var/lib/slurm-imex/jobs.db""#, "The node's job database (SQLite), root's, mode 0600."),
+        Key::new("retention", r#""180d""#, "Records older than this are deleted by the epilog, at most once a day (1h to 36500d, or 0: keep every record)."),
+        Key::new("busy_timeout", r#""10s""#, "How long a writer waits for the lock of a concurrent prolog or epilog (0s to 10m)."),
+    ];
 }
 
 impl Default for DatabaseConfig {
@@ -35,7 +48,7 @@ impl Default for DatabaseConfig {
 pub const DEBIAN_TEXTFILE_DIR: &str = "/var/lib/prometheus/node-exporter";
 
 /// The Prometheus textfile export (slurm_imex_jobdb::metrics).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsConfig {
     /// node_exporter's textfile collector directory: "auto" (Debian's
@@ -64,6 +77,17 @@ impl MetricsConfig {
             }
         }
     }
+}
+
+impl Documented for MetricsConfig {
+    const TABLE: &'static str = "metrics";
+    const READ_BY: &'static str =
+        "the epilog, the watcher and `slurm-imex check` (the Prometheus textfile export)";
+    const KEYS: &'static [Key] = &[
+        Key::new("textfile_dir", r#""auto""#, "node_exporter's textfile directory: \"auto\" (Debian's, when it exists), \"none\", or a root-owned path."),
+        Key::new("job_series", "16", "How many of this node's latest jobs the per-job export keeps (0 to 256; 0: none)."),
+        Key::new("job_series_for", r#""30m""#, "How long a job stays in the per-job export after its epilog (1m to 7d)."),
+    ];
 }
 
 impl Default for MetricsConfig {

@@ -223,7 +223,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     CREATE INDEX jobs_end ON jobs (end_ts);
     "#,
     // v7: what the IMEX domain watcher (`slurm-imex-watch`) saw happen to
-    // a running job's domain on this node (slurm_imex_core::imex_event),
+    // a running job's domain on this node (slurm_imex_jobsummary::imex_event),
     // written while the job runs, before its row exists: keyed by job and
     // node, not by a job row (crate::imex_events). Pruned by time.
     r#"

@@ -1,6 +1,6 @@
 //! The IMEX domain events of running jobs (table `imex_events`, schema v7):
 //! what the domain watcher (`slurm-imex-watch`) saw happen to a job's IMEX
-//! domain on this node (slurm_imex_core::imex_event), written one at a time
+//! domain on this node (slurm_imex_jobsummary::imex_event), written one at a time
 //! while the job runs, and read back for `show`, `history` (whether the
 //! domain was interrupted, in SQL: [`interrupting_kinds_sql`]) and the
 //! per-job export. Keyed by job id and node, not by a job row: the watcher writes
@@ -16,8 +16,8 @@ use crate::db::{err, JobDb};
 use rusqlite::types::ValueRef;
 use rusqlite::{params, TransactionBehavior};
 use slurm_imex_core::error::Result;
-use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind, DETAIL_MAX};
 use slurm_imex_core::text::{cap, printable};
+use slurm_imex_jobsummary::imex_event::{ImexEvent, ImexEventKind, DETAIL_MAX};
 
 /// Most events read back for one job on one node (the first ones, by
 /// time): a watcher in a flapping domain must not make `show` unbounded.

@@ -10,8 +10,8 @@ use crate::config::MetricsConfig;
 use crate::write::{GpuRecord, JobRow};
 use crate::JobDb;
 use slurm_imex_core::error::Result;
-use slurm_imex_core::imex_event::ImexEvent;
 use slurm_imex_gpu::health::Verdict;
+use slurm_imex_jobsummary::imex_event::ImexEvent;
 use slurm_imex_jobsummary::report::{Blame, GpuReport, NodeReport, XidCount};
 use slurm_imex_jobsummary::series;
 use std::collections::BTreeMap;
@@ -70,7 +70,7 @@ pub const IMEX_EVENTS_LINE_MAX: usize = 300;
 /// The node's IMEX events as one line for its report
 /// (`imex_event::summary_line`, at most [`IMEX_EVENTS_LINE_MAX`]).
 fn imex_events_line(events: &[ImexEvent]) -> Option<String> {
-    slurm_imex_core::imex_event::summary_line(events, IMEX_EVENTS_LINE_MAX)
+    slurm_imex_jobsummary::imex_event::summary_line(events, IMEX_EVENTS_LINE_MAX)
 }
 
 /// Who this node's record blames, and why: an IMEX failure as the prolog
@@ -182,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_nodes_imex_events_become_one_bounded_line() {
-        use slurm_imex_core::imex_event::ImexEventKind;
+        use slurm_imex_jobsummary::imex_event::ImexEventKind;
         let mut j = row();
         assert_eq!(node_report(&j).imex_events, None);
         j.imex_events = vec![

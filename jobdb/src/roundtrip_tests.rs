@@ -629,7 +629,7 @@ fn each_gpus_usage_and_processes_round_trip_and_unknown_stays_unknown() {
 
 mod imex_events {
     use super::*;
-    use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind};
+    use slurm_imex_jobsummary::imex_event::{ImexEvent, ImexEventKind};
 
     fn died(job_id: u32, node: &str, ts_ms: i64) -> ImexEvent {
         ImexEvent::new(

@@ -6,10 +6,10 @@ use crate::db::{err, JobDb};
 use rusqlite::{params, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use slurm_imex_core::error::Result;
-use slurm_imex_core::imex_event::ImexEvent;
 use slurm_imex_gpu::health::Verdict;
 use slurm_imex_gpu::stats::GpuJobStats;
 use slurm_imex_gpu::xid::Bucket;
+use slurm_imex_jobsummary::imex_event::ImexEvent;
 
 /// One hook's verdict (the prolog's or the epilog's), as the job's row keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,13 +8,18 @@
 //!   out of its summary and counted
 //! - `comment`: the compact summary stored in the job's AdminComment
 //! - `field`: how much text that AdminComment holds
+//! - `imex_event`: what happened to the job's IMEX domain on a node while it
+//!   ran (the domain watcher's events, their kinds and their one line), which
+//!   a node's report carries as one line
 //!
-//! Loaded by the epilog (to write its series) and by the CLI on login and
-//! controller hosts (to read them back and store the summary); never by the
-//! SPANK plugin.
+//! Loaded by the epilog (to write its series), by the domain watcher and the
+//! engine that decides its events (`slurm-imex-domain`), and by the CLI on
+//! login and controller hosts (to read them back and store the summary);
+//! never by the SPANK plugin.
 
 pub mod comment;
 pub mod field;
+pub mod imex_event;
 pub mod report;
 pub mod rollup;
 pub mod series;

@@ -1,32 +1,46 @@
 //! slurm-imex-settings: the whole config file (`/etc/slurm/imex.toml`) as
 //! the programs load it. Each section's schema, defaults and bounds sit in
-//! the crate that uses it: `[node]`, `[imex]`, `[slurm]` in core (the SPANK
-//! plugin's), `[gpu]` and `[health]` in slurm-imex-gpu, `[database]` and
-//! `[metrics]` in slurm-imex-jobdb, `[job]` in slurm-imex-jobview. This
-//! crate puts them together and checks them all at load, so a bad key
-//! anywhere, or an unknown section, is refused with `file:line: key` before
-//! a program acts. Core finds, trusts and reads the file and maps errors to
-//! their lines.
+//! the crate that uses it: `[node]`, `[imex]`'s channel keys and `[slurm]`
+//! in core (the SPANK plugin's), the rest of `[imex]` (the engine's, with
+//! `[imex.daemon]`, `[imex.addresses]`, `[imex.watch]`) in slurm-imex-domain,
+//! `[gpu]` and `[health]` in slurm-imex-gpu, `[database]` and `[metrics]` in
+//! slurm-imex-jobdb, `[job]` in slurm-imex-jobview. This crate puts them
+//! together and checks them all at load, so a bad key anywhere, a key of
+//! `[imex]` that neither of its readers knows, or an unknown section, is
+//! refused with `file:line: key` before a program acts. Core finds, trusts
+//! and reads the file (parsed once, `Document`) and maps errors to their
+//! lines.
 //!
-//! [`Config`] dereferences to core's config, so `cfg.imex` and `cfg.gpu`
-//! read alike and a `&Config` goes wherever core's is asked for.
+//! `reference` renders every key's default and meaning from the table each
+//! section keeps beside its struct (docs/settings.md), and its tests hold
+//! that page and conf-examples/imex.toml to the code.
+//!
+//! [`Config`] dereferences to the domain engine's config, which
+//! dereferences to core's, so `cfg.imex.channel_count`,
+//! `cfg.engine.port_base` and `cfg.gpu` read alike and a `&Config` goes
+//! wherever the engine's or core's is asked for.
 
+use serde::de::IgnoredAny;
 use serde::Deserialize;
-use slurm_imex_core::config::OldHealthKeys;
-use slurm_imex_core::config::{self as core, check_section, parse_document, Section};
-use slurm_imex_core::config::{ConfigFile, ImexConfig, NodeConfig, SlurmConfig};
+use slurm_imex_core::config::{
+    self as core, field_names, ConfigFile, Document, ImexConfig, Section,
+};
 use slurm_imex_core::Result;
+use slurm_imex_domain::config::{self as domain, EngineConfig};
 use slurm_imex_gpu::config::{GpuConfig, GpuSections, HealthConfig};
 use slurm_imex_jobdb::config::{DatabaseConfig, MetricsConfig};
 use slurm_imex_jobview::config::{store_access, JobViewConfig, JobViewSections};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
+pub mod reference;
+
 /// Every section of the file, as the programs read it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
-    /// `[node]`, `[imex]`, `[slurm]`, and what loading found (core's).
-    pub core: core::Config,
+    /// The plugin's keys (core's) and `[imex]`'s engine keys (the
+    /// domain's), and what loading found.
+    pub domain: domain::Config,
     pub gpu: GpuConfig,
     pub health: HealthConfig,
     pub database: DatabaseConfig,
@@ -34,13 +48,14 @@ pub struct Config {
     pub job: JobViewConfig,
 }
 
-/// The file as written: every section known, any other refused.
+/// The file as written: every section known, any other refused. The
+/// sections core and the domain read are read by them.
 #[derive(Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 struct File {
-    node: NodeConfig,
-    imex: ImexConfig,
-    slurm: SlurmConfig,
+    node: IgnoredAny,
+    imex: IgnoredAny,
+    slurm: IgnoredAny,
     gpu: GpuConfig,
     health: HealthConfig,
     database: DatabaseConfig,
@@ -52,19 +67,24 @@ impl Config {
     /// Parse config text; `origin` names the file in error messages. Every
     /// error is one line naming `file:line`, the key and the fix.
     pub fn parse(text: &str, origin: &Path) -> Result<Config> {
-        let mut f: File = parse_document(text, origin)?;
-        let old = OldHealthKeys {
-            scontrol: f.health.scontrol.take(),
-            scontrol_timeout: f.health.scontrol_timeout.take(),
-        };
-        let mut core = core::Config::assemble(text, origin, f.node, f.imex, f.slurm, old)?;
+        let doc = Document::parse(text, origin)?;
+        let core = core::Config::read(&doc)?;
+        let mut f: File = doc.read()?;
+        let imex_readers = [field_names::<ImexConfig>(), field_names::<EngineConfig>()];
+        doc.refuse_unknown_keys("imex", &imex_readers)?;
+        let mut domain = domain::Config::read(&doc, core)?;
+        // Their old names' values are in `[slurm]` now (core read them).
+        f.health.scontrol = None;
+        f.health.scontrol_timeout = None;
         let sections: [&dyn Section; 5] = [&f.gpu, &f.health, &f.database, &f.metrics, &f.job];
         for section in sections {
-            check_section(section, text, origin)?;
+            doc.check(section)?;
         }
-        core.note_places(text, origin, &store_access::keys_set(&f.job));
+        domain
+            .core
+            .note_places(text, origin, &store_access::keys_set(&f.job));
         Ok(Config {
-            core,
+            domain,
             gpu: f.gpu,
             health: f.health,
             database: f.database,
@@ -87,34 +107,43 @@ impl Config {
             return Ok((Config::default(), file.path));
         };
         let mut config = Config::parse(text, &file.path)?;
-        config.core.loaded_from(absolute);
+        config.domain.core.loaded_from(absolute);
         Ok((config, file.path))
+    }
+
+    /// The load every hook does before it acts (the prolog, the epilog,
+    /// the watcher, `slurm-imex check`): the whole file, then the trust of
+    /// what it names ([`Config::check_trust`]).
+    pub fn load_trusted(explicit: Option<&Path>) -> Result<(Config, PathBuf)> {
+        let (config, path) = Config::load(explicit)?;
+        config.check_trust()?;
+        Ok((config, path))
     }
 
     /// Hold the programs and files this config names to the trust
     /// boundary, before root runs or reads any of them.
     pub fn check_trust(&self) -> Result<()> {
-        self.core.check_trust()?;
+        self.domain.check_trust()?;
         core::check_file_trust("[gpu] nvml_library", &self.gpu.nvml_library)
     }
 }
 
 impl Deref for Config {
-    type Target = core::Config;
-    fn deref(&self) -> &core::Config {
-        &self.core
+    type Target = domain::Config;
+    fn deref(&self) -> &domain::Config {
+        &self.domain
     }
 }
 
 impl DerefMut for Config {
-    fn deref_mut(&mut self) -> &mut core::Config {
-        &mut self.core
+    fn deref_mut(&mut self) -> &mut domain::Config {
+        &mut self.domain
     }
 }
 
 impl GpuSections for Config {
     fn core(&self) -> &core::Config {
-        &self.core
+        &self.domain.core
     }
     fn gpu(&self) -> &GpuConfig {
         &self.gpu
@@ -126,7 +155,7 @@ impl GpuSections for Config {
 
 impl JobViewSections for Config {
     fn core(&self) -> &core::Config {
-        &self.core
+        &self.domain.core
     }
     fn job(&self) -> &JobViewConfig {
         &self.job

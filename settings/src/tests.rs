@@ -1,7 +1,7 @@
 //! The whole file: the tests that read more than the plugin's sections.
 
 use super::*;
-use slurm_imex_core::config::{AddressSource, DaemonManager};
+use slurm_imex_domain::config::{AddressSource, DaemonManager, SharedNodes};
 use std::time::Duration;
 
 fn parse(t: &str) -> Result<Config> {
@@ -44,11 +44,11 @@ fn empty_file_gives_contract_defaults() {
     let c = parse("").unwrap();
     assert_eq!(c, Config::default());
     assert_eq!(c.imex.channel_count.0, 2048);
-    assert_eq!(c.imex.port_base, 33792);
-    assert_eq!(c.imex.port_span.0, 16384);
-    assert_eq!(c.imex.ready_timeout.0, Duration::from_secs(60));
-    assert_eq!(c.imex.daemon.manager, DaemonManager::Systemd);
-    assert_eq!(c.imex.addresses.source, AddressSource::Dns);
+    assert_eq!(c.engine.port_base, 33792);
+    assert_eq!(c.engine.port_span.0, 16384);
+    assert_eq!(c.engine.ready_timeout.0, Duration::from_secs(60));
+    assert_eq!(c.engine.daemon.manager, DaemonManager::Systemd);
+    assert_eq!(c.engine.addresses.source, AddressSource::Dns);
     assert_eq!(
         c.database.path,
         PathBuf::from("/var/lib/slurm-imex/jobs.db")
@@ -147,4 +147,79 @@ fn the_stores_tls_and_credentials_are_checked_when_the_file_is_read() {
         c.place_of("job.prometheus_bearer_token_file"),
         "/etc/slurm/imex.toml"
     );
+}
+
+// Moved here with `[imex]`'s engine keys from core, whose parse (the
+// plugin's) no longer reads them: the programs' load says the same.
+
+#[test]
+fn shared_nodes_is_exclusive_or_refuse_and_a_bad_value_names_its_line() {
+    assert_eq!(
+        parse("").unwrap().engine.shared_nodes,
+        SharedNodes::Exclusive
+    );
+    let c = parse("[imex]\nshared_nodes = \"refuse\"\n").unwrap();
+    assert_eq!(c.engine.shared_nodes, SharedNodes::Refuse);
+    let e = parse("[imex]\n\nshared_nodes = \"share\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("bad config /etc/slurm/imex.toml:3: [imex] shared_nodes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn values_are_read() {
+    let c = parse(
+        "[imex]\nready_timeout = \"750ms\"\nchannel_count = 16\n[imex.daemon]\nmanager = \"process\"\n\
+         [imex.addresses]\nsource = \"map\"\nmap_file = \"/x.toml\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.engine.ready_timeout.0, Duration::from_millis(750));
+    assert_eq!(c.imex.channel_count.0, 16);
+    assert_eq!(c.engine.daemon.manager, DaemonManager::Process);
+    assert_eq!(c.engine.addresses.source, AddressSource::Map);
+    let c = parse("[imex]\nready_timeout = 5\n").unwrap();
+    assert_eq!(c.engine.ready_timeout.0, Duration::from_secs(5));
+}
+
+#[test]
+fn unknown_key_names_file_line_and_key() {
+    let e = parse("[imex]\nchannel_count = 8\nchanel_dir = \"/x\"\n").unwrap_err();
+    let s = e.to_string();
+    assert!(s.contains("/etc/slurm/imex.toml:3"), "{s}");
+    assert!(s.contains("chanel_dir"), "{s}");
+    assert!(!s.contains('\n'));
+    // A key either reader of [imex] knows is no unknown key.
+    assert!(parse("[imex]\nchannel_count = 8\nport_base = 40000\n").is_ok());
+}
+
+#[test]
+fn bad_values_name_line_and_what_to_do() {
+    let e = parse("\n[imex]\nchannel_count = 1\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(":3") && e.contains("channel_count = 1"), "{e}");
+    let e = parse("[imex]\nready_timeout = \"soon\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(":2") && e.contains("not a duration"), "{e}");
+    let e = parse("[imex.daemon]\nmanager = \"upstart\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(":2") && e.contains("upstart"), "{e}");
+    let e = parse("[imex]\nport_base = 60000\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("port_base") && e.contains("65535"), "{e}");
+    let e = parse("[imex]\nstate_dir = \"run\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("[imex] state_dir") && e.contains("absolute"),
+        "{e}"
+    );
+    let e = parse("[imex\n").unwrap_err().to_string();
+    assert!(e.contains("imex.toml:1"), "{e}");
 }

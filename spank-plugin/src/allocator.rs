@@ -20,7 +20,9 @@ pub(crate) fn init_post_opt(
             return Err(format!("--imex takes no value (got \"{v}\"): write just --imex").into());
         }
     }
-    // Refuse at submission what would fail on every node later.
+    // The plugin's own keys ([node], [imex]'s channel keys, [slurm]),
+    // checked: a bad one refuses the submission in one line naming
+    // file:line: key. Other keys are the programs' (docs/blame.md).
     args.load_config()?;
     spank
         .job_control_setenv("IMEX", "1", true)

@@ -7,7 +7,8 @@
 //! user through the SPANK log, each line starting `imex: ` (added here, and
 //! only here: [`log_error`], [`log_verbose`]). It links `slurm-imex-core`
 //! only: the domain engine (`slurm-imex-domain`), NVML and SQLite stay out
-//! of the `.so` (`cargo tree -p spank_imex`).
+//! of the `.so` (`cargo tree -p spank_imex`), and of the config it parses
+//! only the keys it reads (`[node]`, `[imex]`'s channel keys, `[slurm]`).
 
 mod allocator;
 mod plugin_args;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Tests of what installing and removing slurm-imex does beyond its own files,
-# with no cluster: the port reservation (packaging/maintainer-lib.sh, as the
-# .deb, the RPM and install.sh run it) and install.sh's refusals (paths that
+# with no cluster: the port reservation and the warning for an imex.toml the
+# installed CLI refuses (packaging/maintainer-lib.sh, as the .deb, the RPM
+# and install.sh run it) and install.sh's refusals (paths that
 # Slurm's config cannot hold, a manifest that root does not own, an uninstall
 # while slurm.conf still names us), plus install.sh into Debian 12's own Slurm.
 # Each test runs in private mount, network and PID namespaces: tmpfs over the
@@ -101,8 +102,27 @@ $d/plugstack.conf.d/imex.conf:1: required /usr/lib64/slurm/spank_imex.so config=
   rm -rf "$d"
 }
 
+# The install step's config check (imex_config_warn, as the postinst, %post
+# and install.sh run it after installing): the installed CLI's refusal is a
+# warning with its line, and the install goes on; a file that loads says
+# nothing. The CLI is a stand-in answering as `slurm-imex config` does.
+test_a_refused_imex_toml_is_a_warning_that_never_fails_the_install() {
+  local d out
+  d=$(mktemp -d); : > "$d/imex.toml"
+  printf '#!/bin/sh\n[ "$3" = config ] || exit 9\necho "slurm-imex: bad config $2:12: [imex.watch] interval = 0ns is out of range: use 100ms to 10m" >&2\nexit 2\n' > "$d/slurm-imex"
+  chmod 755 "$d/slurm-imex"
+  out=$(bash -c "set -e; source packaging/maintainer-lib.sh; imex_config_warn $d/slurm-imex $d/imex.toml; echo went-on" 2>&1)
+  expect_contains "$out" "slurm-imex: warning: bad config $d/imex.toml:12: [imex.watch] interval = 0ns is out of range" "the refused line, as a warning"
+  expect_contains "$out" "went-on" "the install goes on"
+  printf '#!/bin/sh\necho "$2: loads"\n' > "$d/slurm-imex"
+  out=$(bash -c "set -e; source packaging/maintainer-lib.sh; imex_config_warn $d/slurm-imex $d/imex.toml; echo went-on" 2>&1)
+  expect_eq "$out" "went-on" "a file that loads: nothing said"
+  rm -rf "$d"
+}
+
 # A release payload as scripts/release.sh lays it out; the binaries are
-# stand-ins (install.sh copies them, never runs them).
+# stand-ins (install.sh copies them, and runs only `slurm-imex config`,
+# whose stand-in says nothing: the file loads).
 payload() {
   local p; p=$(mktemp -d /var/tmp/slurm-imex-payload.XXXXXX)
   chmod 755 "$p"; mkdir -p "$p"/{bin,plugins/22.05}

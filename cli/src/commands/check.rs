@@ -1,6 +1,9 @@
 //! `slurm-imex check`: the health gate now (slurmd's HealthCheckProgram or
 //! an admin's command). The hook runs in `slurm_imex_hooks::check`; this
-//! file checks `--node` and prints the report. Exit 1 on a drain verdict.
+//! file checks `--node`, loads imex.toml as the prolog does, and prints the
+//! report. Exit 1 on a drain verdict; 2 when it could not check, an
+//! imex.toml that does not load among them (with `--drain` the node is
+//! drained with its line: `slurm_imex_hooks::config_fault`).
 
 use crate::args::Cli;
 use crate::output::{self, print_json};
@@ -16,13 +19,7 @@ use slurm_imex_settings::Config;
 
 /// `slurm-imex check`: the hook runs (`slurm_imex_hooks::check`), and its
 /// report is printed. Exit 1 on a drain verdict.
-pub fn check(
-    cli: &Cli,
-    config: &Config,
-    drain_node: bool,
-    undrain: bool,
-    node: Option<String>,
-) -> Result<u8> {
+pub fn check(cli: &Cli, drain_node: bool, undrain: bool, node: Option<String>) -> Result<u8> {
     let flags = CheckFlags {
         drain: drain_node,
         undrain,
@@ -34,7 +31,12 @@ pub fn check(
             ))
         })?;
     }
-    let report = hooks::check::check(config, this_node(node), flags)?;
+    let node = this_node(node);
+    let config = match Config::load_trusted(cli.config.as_deref()) {
+        Ok((config, _)) => config,
+        Err(e) => return cannot_load(cli, &node, flags, e),
+    };
+    let report = hooks::check::check(&config, node, flags)?;
     for w in &report.warnings {
         err!("slurm-imex: warning: {w}");
     }
@@ -48,6 +50,23 @@ pub fn check(
     } else {
         0
     })
+}
+
+/// imex.toml does not load: with `--drain` the node is drained with its
+/// line (once), which is printed; the line is the command's error (exit 2).
+fn cannot_load(cli: &Cli, node: &str, flags: CheckFlags, e: Error) -> Result<u8> {
+    match hooks::config_fault::check(node, cli.config.as_deref(), &e, flags) {
+        Ok(action) => {
+            if let Some(done) = action.and_then(|a| a.describe(node)) {
+                out!("{done}");
+            }
+            Err(e)
+        }
+        Err(not) => Err(Error::of(
+            e.kind(),
+            format!("{e}; {node} not drained for it: {not}"),
+        )),
+    }
 }
 
 /// The check's report as an admin reads it: the verdict line, the findings

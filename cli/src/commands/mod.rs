@@ -4,6 +4,7 @@
 //! Their arguments are `crate::args`; `main` dispatches to them.
 
 pub mod check;
+pub mod config;
 pub mod doctor;
 pub mod gpus;
 pub mod history;

@@ -222,7 +222,7 @@ fn print_job_gpu_events(j: &JobRow) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind};
+    use slurm_imex_jobsummary::imex_event::{ImexEvent, ImexEventKind};
 
     fn row(events: Vec<ImexEvent>) -> JobRow {
         JobRow {

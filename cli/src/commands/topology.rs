@@ -162,7 +162,7 @@ fn check(
 /// (`-o <dir>.d`) is cut from.
 fn validate_map(text: &str, output: Option<&Path>, config: &Config) -> Result<RackMap> {
     let path = output.unwrap_or(Path::new("<stdout>"));
-    RackMap::parse(path, text.as_bytes().to_vec(), config.imex.max_nodes).map_err(|e| {
+    RackMap::parse(path, text.as_bytes().to_vec(), config.engine.max_nodes).map_err(|e| {
         Error::new(format!(
             "slurm-imex topology --map wrote nothing: the map it built would not load: {e} \
              (fix what the nodes publish, or raise [imex] max_nodes)"
@@ -178,7 +178,7 @@ fn keep_a_corrupt_map_beside(path: &Path, config: &Config) -> Result<()> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(());
     }
-    let Err(why) = RackMap::load(path, config.imex.max_nodes) else {
+    let Err(why) = RackMap::load(path, config.engine.max_nodes) else {
         return Ok(());
     };
     let mut kept = path.as_os_str().to_owned();

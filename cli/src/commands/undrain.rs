@@ -17,7 +17,7 @@ use slurm_imex_settings::Config;
 pub fn undrain(cli: &Cli, config: &Config, node: Option<String>) -> Result<u8> {
     let here = this_node(None);
     let hostlist = node.unwrap_or_else(|| here.clone());
-    let names = node_names(&hostlist, config.imex.max_nodes).map_err(|e| {
+    let names = node_names(&hostlist, config.engine.max_nodes).map_err(|e| {
         Error::invalid(format!(
             "--node: {e}: give a Slurm node name or hostlist, such as n1 or gb-r1-[01-18]"
         ))

@@ -4,8 +4,9 @@
 //! later arithmetic on them can overflow: the largest duration allowed is
 //! 100 years, far inside `Instant` and `SystemTime` range, and the largest
 //! busy timeout fits SQLite's `int` milliseconds. This module lists the
-//! bounds of the sections core reads (`[imex]`, `[slurm]`); every other
-//! section lists its own beside its schema.
+//! bounds of the keys core reads (`[slurm]`'s; `[imex]`'s channel count is
+//! bounded by its type); every other section lists its own beside its
+//! schema.
 
 use super::Config;
 use std::time::Duration;
@@ -55,62 +56,15 @@ impl CountBound {
     }
 }
 
-/// Upper bound on `[imex] max_nodes` (and so on any hostlist's expansion).
-pub const MAX_NODES_LIMIT: u64 = 16384;
-
+/// The bounds of the plugin's keys: `[slurm] scontrol_timeout`.
 pub fn durations(c: &Config) -> Vec<(DurationBound, Duration)> {
-    let (i, d) = (&c.imex, DurationBound::of);
-    vec![
-        d("imex.ready_timeout", 100 * MS, HOUR, i.ready_timeout.0),
-        d("imex.ready_poll_max", MS, MIN, i.ready_poll_max.0),
-        d(
-            "imex.watch.interval",
-            100 * MS,
-            10 * MIN,
-            i.watch.interval.0,
-        ),
-        d(
-            "imex.daemon.stop_timeout",
-            100 * MS,
-            10 * MIN,
-            i.daemon.stop_timeout.0,
-        ),
-        d(
-            "imex.daemon.start_timeout",
-            S,
-            10 * MIN,
-            i.daemon.start_timeout.0,
-        ),
-        d(
-            "imex.daemon.ctl_timeout",
-            100 * MS,
-            5 * MIN,
-            i.daemon.ctl_timeout.0,
-        ),
-        d(
-            "slurm.scontrol_timeout",
-            S,
-            5 * MIN,
-            c.slurm.scontrol_timeout.0,
-        ),
-    ]
-}
-
-pub fn counts(c: &Config) -> Vec<(CountBound, u64)> {
-    vec![
-        CountBound::of(
-            "imex.max_nodes",
-            1,
-            MAX_NODES_LIMIT,
-            c.imex.max_nodes as u64,
-        ),
-        CountBound::of(
-            "imex.watch.max_restarts",
-            0,
-            100,
-            c.imex.watch.max_restarts as u64,
-        ),
-    ]
+    let timeout = c.slurm.scontrol_timeout.0;
+    vec![DurationBound::of(
+        "slurm.scontrol_timeout",
+        S,
+        5 * MIN,
+        timeout,
+    )]
 }
 
 /// The first value out of its range, as (key, the reason and the fix).
@@ -154,14 +108,14 @@ mod tests {
     use super::*;
 
     fn first(c: &Config) -> Option<(&'static str, String)> {
-        first_violation(durations(c), counts(c))
+        first_violation(durations(c), Vec::new())
     }
 
     #[test]
     fn defaults_are_in_range_and_extremes_are_not() {
         let mut c = Config::default();
         assert!(first(&c).is_none());
-        c.imex.max_nodes = usize::MAX;
-        assert_eq!(first(&c).unwrap().0, "imex.max_nodes");
+        c.slurm.scontrol_timeout.0 = Duration::from_secs(86400);
+        assert_eq!(first(&c).unwrap().0, "slurm.scontrol_timeout");
     }
 }

@@ -1,28 +1,37 @@
 //! The slurm-imex configuration (`/etc/slurm/imex.toml`) as a file: where it
-//! is found, its trust, reading it, the one-line `file:line: key` errors
-//! for bad files, renamed keys, and the sections the SPANK plugin reads
-//! (`[node]`, `[imex]`, `[slurm]`). Every other section's schema, defaults
-//! and bounds sit in the crate that uses it, as a [`Section`]; the programs
-//! assemble the whole file from them (`slurm-imex-settings`), so a bad key
-//! anywhere is still refused when they load it. Every key has a default,
-//! and the file may be absent at its default path.
+//! is found, its trust, reading it (parsed once, `document`), the one-line
+//! `file:line: key` errors for bad files, renamed keys, and the keys the
+//! SPANK plugin reads: `[node]`, `[imex]`'s channel keys (`imex`) and
+//! `[slurm]`. Every other key's schema, defaults and bounds sit in the
+//! crate that uses it, as a [`Section`] (the rest of `[imex]` in
+//! `slurm-imex-domain`); the programs assemble the whole file from them
+//! (`slurm-imex-settings`), so a bad key anywhere is still refused when they
+//! load it, while the plugin parses only its own keys. What each key says
+//! of itself (its default and one line, beside its struct) is `key_doc`,
+//! and the keys a section's struct reads, as serde knows them,
+//! `field_names`. Every key has a default, and the file may be absent at
+//! its default path.
 
-use crate::error::{Error, Result};
-use serde::de::DeserializeOwned;
+use crate::error::Result;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 pub mod bounds;
+mod document;
+mod field_names;
 mod file;
 mod imex;
+mod key_doc;
 mod locate;
 mod node;
 mod renamed;
 mod slurm;
 mod values;
-pub use bounds::MAX_NODES_LIMIT;
+pub use document::{key_label, Document};
+pub use field_names::field_names;
 pub use file::ConfigFile;
 pub use imex::*;
+pub use key_doc::{check_keys, Documented, Key};
 pub use node::NodeConfig;
 use renamed::{move_renamed, Renamed};
 pub use slurm::SlurmConfig;
@@ -58,8 +67,8 @@ pub trait Section {
     fn first_problem(&self) -> Option<(&'static str, String)>;
 }
 
-/// The sections core reads (the SPANK plugin's), and what loading the file
-/// found out about it.
+/// The keys core reads (the SPANK plugin's: `[node]`, `[imex]`'s channel
+/// keys, `[slurm]`), and what loading the file found out about it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Config {
     pub node: NodeConfig,
@@ -89,9 +98,10 @@ pub struct OldHealthKeys {
     pub scontrol_timeout: Option<HumanDuration>,
 }
 
-/// What the SPANK plugin reads of the file: its own sections, and the old
-/// names of its keys. Other sections are the programs' and are not read
-/// here (the programs refuse a bad one when they load the file).
+/// What the SPANK plugin reads of the file: its own keys, and the old
+/// names of its keys. Other sections, and the rest of `[imex]`, are the
+/// programs' and are not read here (the programs refuse a bad one when they
+/// load the file).
 #[derive(Default, Deserialize)]
 #[serde(default)]
 struct PluginFile {
@@ -101,81 +111,26 @@ struct PluginFile {
     health: OldHealthKeys,
 }
 
-/// Parse `text` as `T`; `origin` names the file in error messages. Every
-/// error is one line naming `file:line`, the key and the fix.
-pub fn parse_document<T: DeserializeOwned>(text: &str, origin: &Path) -> Result<T> {
-    toml::from_str(text).map_err(|e| {
-        let offset = e.span().map(|s| s.start);
-        let at = match offset {
-            Some(o) => format!("{}:{}", origin.display(), locate::line_of(text, o)),
-            None => origin.display().to_string(),
-        };
-        let key = offset
-            .and_then(|o| locate::key_at(text, o))
-            .map(|k| format!("{}: ", key_label(&k)))
-            .unwrap_or_default();
-        let msg = plain_message(e.message());
-        Error::invalid(format!(
-            "bad config {at}: {key}{msg} (every key is documented in conf-examples/imex.toml)"
-        ))
-    })
-}
-
-/// A section's bounds, checked: its first bad value as one line naming
-/// `file:line`, the key and the fix.
-pub fn check_section(section: &dyn Section, text: &str, origin: &Path) -> Result<()> {
-    match section.first_problem() {
-        Some((key, why)) => Err(bad_value(text, origin, key, &why)),
-        None => Ok(()),
-    }
-}
-
-/// `bad config file:line: [section] key = <why>`.
-fn bad_value(text: &str, origin: &Path, key: &str, why: &str) -> Error {
-    let at = match locate::line_of_key(text, key) {
-        Some(l) => format!("{}:{l}", origin.display()),
-        None => origin.display().to_string(),
-    };
-    Error::invalid(format!("bad config {at}: {} = {why}", key_label(key)))
-}
-
-/// toml's message on one line. An integer past 64 bits reaches serde as an
-/// i128 ("invalid type: integer `99999999999999999999` as i128, expected
-/// u16"); it is said as what it is, a number too large for the key.
-fn plain_message(message: &str) -> String {
-    let msg = message.trim().replace('\n', " ");
-    if msg.starts_with("invalid type: integer `") && msg.contains("` as i128, expected ") {
-        return "number too large to fit in target type".to_string();
-    }
-    msg
-}
-
 impl Config {
-    /// Parse the plugin's sections of config text; `origin` names the file
-    /// in error messages. Other sections are not read.
+    /// Parse the plugin's keys of config text; `origin` names the file in
+    /// error messages. Other sections, and the rest of `[imex]`, are not
+    /// read.
     pub fn parse(text: &str, origin: &Path) -> Result<Config> {
-        let file: PluginFile = parse_document(text, origin)?;
-        Config::assemble(text, origin, file.node, file.imex, file.slurm, file.health)
+        Config::read(&Document::parse(text, origin)?)
     }
 
-    /// The core sections as read from `text`: old key names moved to the
+    /// The plugin's keys as `doc` writes them: old key names moved to the
     /// new ones (with a deprecation line), then every value checked.
-    pub fn assemble(
-        text: &str,
-        origin: &Path,
-        node: NodeConfig,
-        imex: ImexConfig,
-        slurm: SlurmConfig,
-        old: OldHealthKeys,
-    ) -> Result<Config> {
+    pub fn read(doc: &Document) -> Result<Config> {
+        let file: PluginFile = doc.read()?;
         let mut config = Config {
-            node,
-            imex,
-            slurm,
+            node: file.node,
+            imex: file.imex,
+            slurm: file.slurm,
             ..Config::default()
         };
-        let used = config.take_renamed_keys(old, text, origin)?;
-        config.validate(text, origin, &used)?;
+        let used = config.take_renamed_keys(file.health, doc.text(), doc.origin())?;
+        config.validate(doc, &used)?;
         config.renamed = used;
         Ok(config)
     }
@@ -248,25 +203,20 @@ impl Config {
         Ok(used)
     }
 
-    fn validate(&self, text: &str, origin: &Path, used: &Renamed) -> Result<()> {
-        let found = bounds::first_violation(bounds::durations(self), bounds::counts(self))
-            .or_else(|| self.imex.port_problem())
+    fn validate(&self, doc: &Document, used: &Renamed) -> Result<()> {
+        let found = bounds::first_violation(bounds::durations(self), Vec::new())
             .or_else(|| self.relative_path());
         match found {
-            Some((key, why)) => Err(bad_value(text, origin, used.as_written(key), &why)),
+            Some((key, why)) => Err(doc.bad_value(used.as_written(key), &why)),
             None => Ok(()),
         }
     }
 
     /// The first path key that must be absolute and is not.
     fn relative_path(&self) -> Option<(&'static str, String)> {
-        let (i, node) = (&self.imex, &self.node);
         [
-            ("imex.channel_dir", &i.channel_dir),
-            ("node.state_dir", &node.state_dir),
-            ("imex.daemon.nodes_config", &i.daemon.nodes_config),
-            ("imex.daemon.job_config", &i.daemon.job_config),
-            ("imex.daemon.base_config", &i.daemon.base_config),
+            ("imex.channel_dir", &self.imex.channel_dir),
+            ("node.state_dir", &self.node.state_dir),
         ]
         .into_iter()
         .find(|(_, p)| !p.is_absolute())
@@ -304,28 +254,25 @@ impl Config {
         }
     }
 
-    /// Hold the programs and files this config names to the trust boundary,
-    /// before root runs or reads any of them. Programs not installed on this
-    /// node are skipped here (running them fails with its own line).
+    /// Hold the programs this config names to the trust boundary, before
+    /// root runs any of them (`[slurm] scontrol`; the engine's are held by
+    /// `slurm-imex-domain`).
     pub fn check_trust(&self) -> Result<()> {
-        let d = &self.imex.daemon;
-        let programs = [
-            ("imex.daemon.binary", &d.binary),
-            ("imex.daemon.ctl", &d.ctl),
-            ("imex.daemon.systemctl", &d.systemctl),
-            ("slurm.scontrol", &self.slurm.scontrol),
-        ];
-        for (key, program) in programs {
-            let what = key_label(self.renamed.as_written(key));
-            let what = what.as_str();
-            if let Some(found) = crate::trust::resolve_program(program) {
-                if found.exists() {
-                    crate::trust::check(&found, crate::trust::Expect::Program, what)?;
-                }
-            }
-        }
-        check_file_trust("[imex.daemon] base_config", &d.base_config)
+        let key = key_label(self.renamed.as_written("slurm.scontrol"));
+        check_program_trust(&key, &self.slurm.scontrol)
     }
+}
+
+/// Hold a program the config names (`what`: its key) to the trust
+/// boundary. One not installed on this node is skipped here (running it
+/// fails with its own line).
+pub fn check_program_trust(what: &str, program: &Path) -> Result<()> {
+    if let Some(found) = crate::trust::resolve_program(program) {
+        if found.exists() {
+            crate::trust::check(&found, crate::trust::Expect::Program, what)?;
+        }
+    }
+    Ok(())
 }
 
 /// Hold a file the config names to the trust boundary, when it is there.
@@ -341,35 +288,12 @@ pub fn must_be_absolute(p: &Path) -> String {
     format!("\"{}\" must be an absolute path", p.display())
 }
 
-/// `imex.daemon.ctl` as an admin reads it: `[imex.daemon] ctl`.
-fn key_label(dotted: &str) -> String {
-    match dotted.rsplit_once('.') {
-        Some((section, key)) => format!("[{section}] {key}"),
-        None => dotted.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn parse(t: &str) -> Result<Config> {
         Config::parse(t, Path::new("/etc/slurm/imex.toml"))
-    }
-
-    #[test]
-    fn shared_nodes_is_exclusive_or_refuse_and_a_bad_value_names_its_line() {
-        assert_eq!(parse("").unwrap().imex.shared_nodes, SharedNodes::Exclusive);
-        let c = parse("[imex]\nshared_nodes = \"refuse\"\n").unwrap();
-        assert_eq!(c.imex.shared_nodes, SharedNodes::Refuse);
-        let e = parse("[imex]\n\nshared_nodes = \"share\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.starts_with("bad config /etc/slurm/imex.toml:3: [imex] shared_nodes"),
-            "{e}"
-        );
     }
 
     #[test]
@@ -397,6 +321,13 @@ mod tests {
             e.contains(":2") && e.contains("[node] state_dir") && e.contains("absolute"),
             "{e}"
         );
+        let e = parse("[imex]\nstate_dir = \"run\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("[imex] state_dir") && e.contains("absolute"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -410,56 +341,30 @@ mod tests {
     }
 
     #[test]
-    fn values_are_read() {
-        let c = parse(
-            "[imex]\nready_timeout = \"750ms\"\nchannel_count = 16\n[imex.daemon]\nmanager = \"process\"\n\
-             [imex.addresses]\nsource = \"map\"\nmap_file = \"/x.toml\"\n",
-        )
-        .unwrap();
-        assert_eq!(c.imex.ready_timeout.0, Duration::from_millis(750));
+    fn the_plugin_reads_only_imex_channel_keys_and_leaves_the_engines() {
+        // The engine's keys, good or bad, and keys no reader knows, are the
+        // programs' to judge: the plugin never parses them.
+        let text = "[imex]\nchannel_count = 16\nready_timeout = \"soon\"\nchanel_dir = \"/x\"\n\
+                    [imex.daemon]\nmanager = \"upstart\"\n[imex.watch]\ninterval = \"0s\"\n";
+        let c = parse(text).unwrap();
         assert_eq!(c.imex.channel_count.0, 16);
-        assert_eq!(c.imex.daemon.manager, DaemonManager::Process);
-        assert_eq!(c.imex.addresses.source, AddressSource::Map);
-        let c = parse("[imex]\nready_timeout = 5\n").unwrap();
-        assert_eq!(c.imex.ready_timeout.0, Duration::from_secs(5));
-    }
-
-    #[test]
-    fn unknown_key_names_file_line_and_key() {
-        let e = parse("[imex]\nchannel_count = 8\nchanel_dir = \"/x\"\n").unwrap_err();
-        let s = e.to_string();
-        assert!(s.contains("/etc/slurm/imex.toml:3"), "{s}");
-        assert!(s.contains("chanel_dir"), "{s}");
-        assert!(!s.contains('\n'));
-    }
-
-    #[test]
-    fn bad_values_name_line_and_what_to_do() {
+        assert_eq!(c.imex.channel_dir, ImexConfig::default().channel_dir);
+        // Its own keys, bad, refuse it with file:line: key.
         let e = parse("\n[imex]\nchannel_count = 1\n")
             .unwrap_err()
             .to_string();
         assert!(e.contains(":3") && e.contains("channel_count = 1"), "{e}");
-        let e = parse("[imex]\nready_timeout = \"soon\"\n")
+        let e = parse("[imex]\nchannels = \"both\"\n")
             .unwrap_err()
             .to_string();
-        assert!(e.contains(":2") && e.contains("not a duration"), "{e}");
-        let e = parse("[imex.daemon]\nmanager = \"upstart\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains(":2") && e.contains("upstart"), "{e}");
-        let e = parse("[imex]\nport_base = 60000\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("port_base") && e.contains("65535"), "{e}");
-        let e = parse("[imex]\nstate_dir = \"run\"\n")
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("[imex] state_dir") && e.contains("absolute"),
-            "{e}"
-        );
+        assert!(e.contains(":2") && e.contains("[imex] channels"), "{e}");
         let e = parse("[imex\n").unwrap_err().to_string();
         assert!(e.contains("imex.toml:1"), "{e}");
+        // [node] and [slurm] are the plugin's whole: an unknown key there too.
+        let e = parse("[slurm]\nscontol = \"/x\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(":2") && e.contains("[slurm] scontol"), "{e}");
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! `[slurm]`: where slurm-imex reads Slurm's own configuration, and the
 //! scontrol it runs (the SPANK plugin reads it to find slurm.conf).
 
-use super::{AutoPath, HumanDuration};
-use serde::Deserialize;
+use super::{AutoPath, Documented, HumanDuration, Key};
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where slurm-imex reads Slurm's own configuration.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SlurmConfig {
     /// slurm.conf: "auto" ($SLURM_CONF, else the configless cache
@@ -32,4 +32,15 @@ impl Default for SlurmConfig {
             scontrol_timeout: HumanDuration(Duration::from_secs(15)),
         }
     }
+}
+
+impl Documented for SlurmConfig {
+    const TABLE: &'static str = "slurm";
+    const READ_BY: &'static str = "the SPANK plugin (to find slurm.conf) and every program";
+    const KEYS: &'static [Key] = &[
+        Key::new("config", r#""auto""#, "slurm.conf, read as slurmctld reads it, never through the controller: \"auto\" ($SLURM_CONF, the configless cache, /etc/slurm/slurm.conf) or a path."),
+        Key::new("topology", r#""auto""#, "The racks of Slurm's topology/block: \"auto\" (topology.yaml, else topology.conf, beside slurm.conf), \"none\", or an absolute path."),
+        Key::new("scontrol", r#""scontrol""#, "The scontrol every call to slurmctld runs (looked up in PATH when not absolute). Formerly `[health] scontrol`."),
+        Key::new("scontrol_timeout", r#""15s""#, "Bound on each scontrol call (1s to 5m). Formerly `[health] scontrol_timeout`."),
+    ];
 }

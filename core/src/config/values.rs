@@ -3,7 +3,7 @@
 //! "auto" or "none".
 
 use serde::de::{self, Deserializer};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize, Serializer};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,6 +13,17 @@ pub enum AutoPath {
     Auto,
     None,
     Path(PathBuf),
+}
+
+/// As the config writes it: "auto", "none" or the path.
+impl Serialize for AutoPath {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            AutoPath::Auto => s.serialize_str("auto"),
+            AutoPath::None => s.serialize_str("none"),
+            AutoPath::Path(p) => p.serialize(s),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for AutoPath {
@@ -37,6 +48,13 @@ pub struct HumanDuration(pub Duration);
 impl std::fmt::Display for HumanDuration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+/// As the config writes it, a string (`"1m"`).
+impl Serialize for HumanDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

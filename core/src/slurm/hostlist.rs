@@ -13,6 +13,10 @@
 
 use crate::error::{Error, Result};
 
+/// The most hosts any hostlist is expanded to: the bound of `[imex]
+/// max_nodes`, and of a `--node` hostlist a command is given.
+pub const MAX_HOSTS_LIMIT: usize = 16384;
+
 /// Expand `expr` into node names. Fails with one line naming the problem and
 /// its position when the syntax is bad or the result exceeds `max_hosts`.
 pub fn expand(expr: &str, max_hosts: usize) -> Result<Vec<String>> {

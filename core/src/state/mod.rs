@@ -8,9 +8,9 @@
 //! domain.lock, domain.owner   which job owns this node's IMEX daemon (domain.rs)
 //! jobs/<job>.json             what the prolog concluded for an --imex job (job_record.rs, domain.rs)
 //! nvidia-imex.pid, .out       the daemon the process manager spawned (slurm_imex_domain::imex::daemon)
-//! watch.pid                   the job's domain watcher, pid and start time (slurm_imex_hooks::watch)
-//! watch.json                  what that watcher saw of the daemon: deaths, restarts (watch.rs)
-//! watch-counters.json         the node's domain events by kind, for the export (watch.rs; only watchers write it)
+//! watch.pid                   the job's domain watcher, pid and start time (slurm_imex_domain::imex::watcher_pid)
+//! watch.json                  what that watcher saw of the daemon: deaths, restarts (slurm_imex_domain::imex::watch_state)
+//! watch-counters.json         the node's domain events by kind, for the export (event_counts.rs; only watchers write it)
 //! gpu-jobs/<job>.json         a GPU job's start snapshot, prolog -> epilog
 //! xid-checkpoint.json         per GPU (and "node"), the last kernel-log record already judged
 //! node-metrics.json           this node's standing for the export (node.rs)
@@ -20,15 +20,15 @@
 //! ```
 
 mod domain;
+mod event_counts;
 pub mod job_record;
 mod node;
 mod published;
 pub mod sweep;
-mod watch;
 
 pub use domain::DomainLock;
+pub use event_counts::{count_events, event_counts};
 pub use node::NodeState;
-pub use watch::{count_events, event_counts, WatchState};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -97,12 +97,13 @@ impl StateDir {
         self.root.join("watch.pid")
     }
 
-    /// What that watcher saw of the daemon (`WatchState`).
-    fn watch_state_path(&self) -> PathBuf {
+    /// What that watcher saw of the daemon
+    /// (`slurm_imex_domain::imex::watch_state::WatchState`).
+    pub fn watch_state_path(&self) -> PathBuf {
         self.root.join("watch.json")
     }
 
-    /// The node's domain events by kind (`watch::count_events`).
+    /// The node's domain events by kind (`event_counts`).
     fn watch_counters_path(&self) -> PathBuf {
         self.root.join("watch-counters.json")
     }

@@ -49,9 +49,9 @@ pub struct NodeState {
     pub last_epilog_ms: Option<u64>,
     /// IMEX domain events the watcher saw on this node since the state
     /// directory began (a reboot, on its tmpfs), by kind
-    /// (`crate::imex_event::ImexEventKind::as_str`): the node's Prometheus
+    /// (`slurm_imex_jobsummary::imex_event::ImexEventKind::as_str`): the node's Prometheus
     /// counters, with no job label. Read from the watchers' own file at
-    /// each load (`super::watch::event_counts`), never kept here.
+    /// each load (`super::event_counts`), never kept here.
     #[serde(skip)]
     pub imex_events: std::collections::BTreeMap<String, u64>,
 }
@@ -65,7 +65,7 @@ impl NodeState {
             .flatten()
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-        node.imex_events = super::watch::event_counts(state);
+        node.imex_events = super::event_counts(state);
         node
     }
 

@@ -6,19 +6,13 @@
 
 use super::StateDir;
 use crate::config::Config;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Every directory slurm-imex writes files to on this node: those of the
-/// core sections, and `others` (the node_exporter textfile directory,
-/// which `[metrics]` in slurm-imex-jobdb names).
+/// Every directory slurm-imex writes files to on this node: the state
+/// directory's, and `others` (the directories of the files the other
+/// sections name: the daemon's config files, the textfile directory).
 pub fn written_dirs(cfg: &Config, others: impl IntoIterator<Item = PathBuf>) -> Vec<PathBuf> {
-    let daemon = &cfg.imex.daemon;
     let mut dirs: Vec<PathBuf> = StateDir::of(cfg).dirs().into();
-    dirs.extend(
-        [&daemon.nodes_config, &daemon.job_config]
-            .into_iter()
-            .filter_map(|file| file.parent().map(Path::to_path_buf)),
-    );
     dirs.extend(others);
     dirs.sort();
     dirs.dedup();
@@ -37,11 +31,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_sweep_covers_state_daemon_config_and_textfile_dirs() {
+    fn the_sweep_covers_the_state_dir_and_the_dirs_it_is_given() {
         let mut cfg = Config::default();
         cfg.node.state_dir = "/run/x".into();
-        let textfile_dir = PathBuf::from("/var/lib/prom");
-        let dirs = written_dirs(&cfg, Some(textfile_dir));
+        let others = ["/etc/nvidia-imex", "/var/lib/prom"].map(PathBuf::from);
+        let dirs = written_dirs(&cfg, others);
         for want in [
             "/run/x",
             "/run/x/jobs",

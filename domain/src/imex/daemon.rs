@@ -4,10 +4,10 @@
 //! after the grace period). `verify_gone` is the teardown's proof: no
 //! daemon process of ours and nothing on the command port.
 
+use crate::config::{DaemonConfig, DaemonManager};
 use crate::imex::daemon_proc::{self, ProcId};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use slurm_imex_core::config::{DaemonConfig, DaemonManager};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::{remove_if_exists, tail_lines, write_atomic};
 use slurm_imex_core::poll::{Backoff, Wait};

@@ -9,12 +9,14 @@
 use super::job_domain;
 pub use super::plan::TeardownOutcome;
 use super::rack_domain;
+use crate::config::Config;
+use crate::config::{DomainScope, Span};
 use crate::context::HookContext;
 use crate::rack::nvlink_domain::NvlinkDomain;
 use crate::rack::sources::RackSources;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
 use slurm_imex_core::channel::{channel_for_job, channel_major};
-use slurm_imex_core::config::{ChannelMode, Config, DomainScope, Span};
+use slurm_imex_core::config::ChannelMode;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::slurm::hostlist;
@@ -95,7 +97,7 @@ fn form_or_join(
         .map_err(|e| e.context(format!("IMEX channel device missing on {node}")))
         .node()?;
     let (racks, domain) = nvlink_domain(job, ctx)?;
-    match cfg.imex.domain {
+    match cfg.engine.domain {
         DomainScope::Rack => rack_domain::join(job, ctx, state, record, racks, domain),
         DomainScope::Job => job_domain::form(job, cfg, state, record, domain),
     }
@@ -110,7 +112,7 @@ fn form_or_join(
 /// on this node lose what they imported through it, which the action says
 /// is lost already (docs/gpu-health.md, "Recovery actions").
 pub fn restore(job: &JobEnv, ctx: &HookContext) -> Option<Blamed<Duration>> {
-    if ctx.cfg.imex.domain != DomainScope::Rack {
+    if ctx.cfg.engine.domain != DomainScope::Rack {
         return None;
     }
     let state = StateDir::of(ctx.cfg);
@@ -140,7 +142,7 @@ fn nvlink_domain<'c>(
 ) -> Blamed<(&'c RackSources, NvlinkDomain)> {
     let cfg = ctx.cfg;
     let node = &job.node_name;
-    let nodes = hostlist::expand(&job.node_list, cfg.imex.max_nodes)
+    let nodes = hostlist::expand(&job.node_list, cfg.engine.max_nodes)
         .map_err(|e| Fault::job(format!("SLURM_JOB_NODELIST: {e}")))?;
     if !nodes.iter().any(|n| n == node) {
         return Err(Fault::job(format!(
@@ -159,7 +161,7 @@ fn nvlink_domain<'c>(
         return Err(Fault::Job(cause));
     }
     let domain = racks.domain_of(node, &nodes);
-    let chosen = match (cfg.imex.span, &racks.blocks) {
+    let chosen = match (cfg.engine.span, &racks.blocks) {
         (Span::Split, _) => Ok(domain),
         (Span::Refuse, Some(blocks)) if blocks.block_of(&nodes).is_some() => blocks
             .check_one_block(&nodes)
@@ -219,7 +221,7 @@ fn record_job_failure(job_id: u32, state: &StateDir, cause: &str) -> Result<()> 
 /// jobs and stays up.
 pub fn teardown(job_id: u32, cfg: &Config) -> Result<TeardownOutcome> {
     let state = StateDir::of(cfg);
-    let outcome = match cfg.imex.domain {
+    let outcome = match cfg.engine.domain {
         DomainScope::Rack => TeardownOutcome::RackDomainKept,
         DomainScope::Job => job_domain::release(job_id, cfg, &state)?,
     };

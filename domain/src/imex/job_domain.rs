@@ -6,11 +6,11 @@
 //! epilog stops the daemon, proves it gone, and leaves the node idle.
 
 use super::plan::{domain_addresses, DomainPlan, Port, TeardownOutcome, WaitFor};
+use crate::config::Config;
 use crate::imex::daemon::Daemon;
 use crate::imex::daemon_config::DaemonConfigFile;
 use crate::rack::nvlink_domain::NvlinkDomain;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::Result;
 use slurm_imex_core::fsutil::{remove_if_exists, write_atomic};
 use slurm_imex_core::slurm::env::JobEnv;
@@ -38,7 +38,7 @@ pub fn form(
     let plan = DomainPlan::render(cfg, &addrs, Port::PerJob(job.job_id)).node()?;
     plan.write(cfg).node()?;
     record.server_port = plan.port;
-    let mut daemon = Daemon::new(&cfg.imex.daemon, state);
+    let mut daemon = Daemon::new(&cfg.engine.daemon, state);
     let started = Instant::now();
     plan.start(&mut daemon, &job.node_name).node()?;
     let everyone: Vec<usize> = (0..domain.nodes.len()).collect();
@@ -95,7 +95,7 @@ pub fn release(job_id: u32, cfg: &Config, state: &StateDir) -> Result<TeardownOu
         owner => {
             stop_daemon(cfg, state)?;
             restore_idle_nodes_config(cfg)?;
-            remove_if_exists(&cfg.imex.daemon.job_config)?;
+            remove_if_exists(&cfg.engine.daemon.job_config)?;
             state.clear_owner(&lock)?;
             if owner.is_some() {
                 TeardownOutcome::TornDown
@@ -109,7 +109,7 @@ pub fn release(job_id: u32, cfg: &Config, state: &StateDir) -> Result<TeardownOu
 /// Stop this node's daemon and prove it gone (no process of ours, nothing
 /// on the command port).
 fn stop_daemon(cfg: &Config, state: &StateDir) -> Result<()> {
-    let mut daemon = Daemon::new(&cfg.imex.daemon, state);
+    let mut daemon = Daemon::new(&cfg.engine.daemon, state);
     daemon.stop()?;
     daemon.verify_gone(command_address(cfg))
 }
@@ -117,8 +117,8 @@ fn stop_daemon(cfg: &Config, state: &StateDir) -> Result<()> {
 /// Where the daemon's command port listens (IMEX_CMD_BIND_INTERFACE_IP,
 /// default loopback); None when the base config cannot say.
 fn command_address(cfg: &Config) -> Option<std::net::SocketAddr> {
-    let base = DaemonConfigFile::read(&cfg.imex.daemon.base_config).ok()?;
-    let port = base.cmd_port(&cfg.imex.daemon.base_config).ok()?;
+    let base = DaemonConfigFile::read(&cfg.engine.daemon.base_config).ok()?;
+    let port = base.cmd_port(&cfg.engine.daemon.base_config).ok()?;
     let ip = base
         .get("IMEX_CMD_BIND_INTERFACE_IP")
         .and_then(|v| v.parse::<std::net::IpAddr>().ok())
@@ -130,7 +130,7 @@ fn command_address(cfg: &Config) -> Option<std::net::SocketAddr> {
 /// The idle nodes config is empty, so a daemon started by accident joins no
 /// domain (NVIDIA's own prolog does the same).
 fn restore_idle_nodes_config(cfg: &Config) -> Result<()> {
-    let path = &cfg.imex.daemon.nodes_config;
+    let path = &cfg.engine.daemon.nodes_config;
     match std::fs::metadata(path) {
         Ok(m) if m.len() == 0 => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

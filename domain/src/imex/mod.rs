@@ -6,9 +6,12 @@
 //! and neither knows the other. Beneath: the daemon (`daemon`, its process
 //! identity `daemon_proc`, its config files `daemon_config`, its port
 //! `port`), the control tool (`ctl`), and the node's IMEX status as an
-//! admin asks for it (`status`). While the job runs, `watch` decides what
-//! a look at the daemon and domain means (events, restart or leave down),
-//! and `watcher` who the watching process is.
+//! admin asks for it (`status`). While the job runs, `domain_watch` decides
+//! what a look at the daemon and domain means (events, restart or leave
+//! down), `watch_state` keeps what the watch saw of the daemon for the job
+//! (`watch.json`), and `watcher_pid` says who the watching process is
+//! (`watch.pid`); the watcher's settings are `[imex.watch]`
+//! (`crate::config::WatchConfig`).
 //! What the prolog concluded for a job is
 //! `slurm_imex_core::state::job_record`: the plugin reads it too.
 
@@ -17,11 +20,12 @@ pub mod daemon;
 pub mod daemon_config;
 pub mod daemon_proc;
 pub mod domain;
+pub mod domain_watch;
 pub mod job_domain;
 pub mod plan;
 pub mod port;
 pub mod rack_channels;
 pub mod rack_domain;
 pub mod status;
-pub mod watch;
-pub mod watcher;
+pub mod watch_state;
+pub mod watcher_pid;

@@ -7,6 +7,8 @@
 //! that never connects, or one with another node map, is the job's.
 
 use crate::addresses;
+use crate::config::Config;
+use crate::config::DaemonManager;
 use crate::imex::ctl::{assess_members, Ctl, NotReady, Readiness};
 use crate::imex::daemon::{Daemon, Liveness};
 use crate::imex::daemon_config::{render_nodes_config, DaemonConfigFile};
@@ -14,7 +16,6 @@ use crate::imex::port::server_port;
 use crate::rack::nvlink_domain::NvlinkDomain;
 use slurm_imex_core::bail;
 use slurm_imex_core::blame::{Blame, Blamed, Fault};
-use slurm_imex_core::config::{Config, DaemonManager};
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::write_atomic;
 use slurm_imex_core::poll::{Backoff, Wait};
@@ -49,7 +50,7 @@ pub enum TeardownOutcome {
 /// is the job's failure, naming it.
 pub fn domain_addresses(cfg: &Config, domain: &NvlinkDomain) -> Blamed<Vec<String>> {
     // The address map the whole cluster shares: the job's fault.
-    let resolver = addresses::Resolver::new(&cfg.imex.addresses).job()?;
+    let resolver = addresses::Resolver::new(&cfg.engine.addresses).job()?;
     resolver.resolve_all(&domain.nodes).map_err(|u| {
         let rack = match &domain.name {
             Some(name) => format!(" of {name}"),
@@ -117,7 +118,7 @@ enum Polled {
 impl DomainPlan {
     /// The admin's base daemon config, which must let the ctl answer.
     pub fn base(cfg: &Config) -> Result<DaemonConfigFile> {
-        let path = &cfg.imex.daemon.base_config;
+        let path = &cfg.engine.daemon.base_config;
         let base = DaemonConfigFile::read(path)?;
         if let Some(v) = base.get("IMEX_CMD_ENABLED").filter(|v| *v != "1") {
             bail!(
@@ -132,7 +133,7 @@ impl DomainPlan {
     /// Render nodes_config.cfg for `addrs` and the daemon config: the base
     /// config (read once) with our nodes config and `port` as SERVER_PORT.
     pub fn render(cfg: &Config, addrs: &[String], port: Port) -> Result<DomainPlan> {
-        let imex = &cfg.imex;
+        let imex = &cfg.engine;
         let daemon = &imex.daemon;
         let base = Self::base(cfg)?;
         let port = match port {
@@ -174,7 +175,7 @@ impl DomainPlan {
 
     /// Both files, atomically.
     pub fn write(&self, cfg: &Config) -> Result<()> {
-        let daemon = &cfg.imex.daemon;
+        let daemon = &cfg.engine.daemon;
         write_config_file(
             &daemon.nodes_config,
             self.nodes_config.as_bytes(),
@@ -185,7 +186,7 @@ impl DomainPlan {
 
     /// Both files already hold exactly this plan.
     pub fn is_written(&self, cfg: &Config) -> bool {
-        let daemon = &cfg.imex.daemon;
+        let daemon = &cfg.engine.daemon;
         let holds = |path: &std::path::Path, want: &str| {
             std::fs::read(path).is_ok_and(|have| have == want.as_bytes())
         };
@@ -203,7 +204,7 @@ impl DomainPlan {
 
     /// Poll until the domain's members are ready, or say who is to blame.
     pub fn wait_ready(&self, daemon: &mut Daemon, wait: &WaitFor) -> Blamed<Duration> {
-        let imex = &wait.cfg.imex;
+        let imex = &wait.cfg.engine;
         let ctl = Ctl {
             program: &imex.daemon.ctl,
             config: &imex.daemon.job_config,
@@ -223,11 +224,12 @@ impl DomainPlan {
     /// daemon that exits meanwhile is this node's fault.
     fn poll_until_ready(&self, daemon: &mut Daemon, ctl: &Ctl, wait: &WaitFor) -> Result<Polled> {
         let (local, whole) = (wait.local_index(), wait.whole_domain());
-        let backoff = Backoff::doubling(Duration::from_millis(20), wait.cfg.imex.ready_poll_max.0)
-            .steady_for(Duration::from_secs(1));
+        let backoff =
+            Backoff::doubling(Duration::from_millis(20), wait.cfg.engine.ready_poll_max.0)
+                .steady_for(Duration::from_secs(1));
         let deadline = Wait::new(
             "the IMEX domain to be UP",
-            wait.cfg.imex.ready_timeout.0,
+            wait.cfg.engine.ready_timeout.0,
             backoff,
         )
         .since(wait.started);
@@ -280,7 +282,7 @@ impl DomainPlan {
                     Error::new(format!(
                         "nvidia-imex on {} not READY after {} (state: {local_state}){detail}{}",
                         wait.job.node_name,
-                        humantime::format_duration(wait.cfg.imex.ready_timeout.0),
+                        humantime::format_duration(wait.cfg.engine.ready_timeout.0),
                         self.port_hint
                     ))
                     .with_log(daemon, self.log_file.as_deref()),
@@ -300,7 +302,7 @@ fn peers_not_ready(wait: &WaitFor, n: &NotReady) -> String {
         Some(name) => format!(" in NVLink block {name}"),
         None => String::new(),
     };
-    let waited = humantime::format_duration(wait.cfg.imex.ready_timeout.0);
+    let waited = humantime::format_duration(wait.cfg.engine.ready_timeout.0);
     let name = |i: &usize| format!("{} ({})", nodes[*i], addrs[*i]);
     let list = |ids: &[usize]| {
         let named: Vec<String> = ids.iter().map(name).collect();

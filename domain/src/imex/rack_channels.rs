@@ -111,8 +111,9 @@ impl RackChannels {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
     use slurm_imex_core::channel::channel_for_job;
-    use slurm_imex_core::config::{AutoPath, Config};
+    use slurm_imex_core::config::AutoPath;
 
     #[test]
     fn the_mapping_is_one_to_one_exactly_when_the_range_fits() {

@@ -64,14 +64,14 @@ fn join_or_restart(
     if let Some(cause) = rack_channels::guarantee(ctx).job()?.refuses(job.job_id) {
         return Err(Fault::Job(cause));
     }
-    let rack = rack_of(&job.node_name, cfg.imex.max_nodes, racks, &domain).job()?;
+    let rack = rack_of(&job.node_name, cfg.engine.max_nodes, racks, &domain).job()?;
     record.nodes = domain.nodes.clone();
     record.domain = rack.name.clone();
     record.rack_source = rack.source.clone();
     let addrs = domain_addresses(cfg, &rack)?;
     let plan = DomainPlan::render(cfg, &addrs, Port::Base).node()?;
     record.server_port = plan.port;
-    let mut daemon = Daemon::new(&cfg.imex.daemon, state);
+    let mut daemon = Daemon::new(&cfg.engine.daemon, state);
     let started = Instant::now();
     {
         // Two prologs on one node (jobs share nodes in this mode) must not

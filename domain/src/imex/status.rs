@@ -8,10 +8,11 @@
 //! printed by `status` and exported as `slurm_imex_imex_expected`. The
 //! health check built on it is `slurm_imex_hooks::imex_check`.
 
+use crate::config::Config;
+use crate::config::DomainScope;
 use crate::imex::ctl::Ctl;
 use crate::imex::daemon::{Daemon, Liveness};
 use serde::Serialize;
-use slurm_imex_core::config::{Config, DomainScope};
 use slurm_imex_core::error::Result;
 use slurm_imex_core::state::job_record::JobRecord;
 use slurm_imex_core::state::StateDir;
@@ -130,11 +131,11 @@ pub fn imex_expected(seen: &Seen) -> Expectation {
 pub fn expectation(cfg: &Config) -> Expectation {
     let state = StateDir::of(cfg);
     let owner = Owner::of(&state.read_owner());
-    let running = cfg.imex.domain == DomainScope::Rack
-        && Daemon::new(&cfg.imex.daemon, &state).liveness() == Liveness::Running;
+    let running = cfg.engine.domain == DomainScope::Rack
+        && Daemon::new(&cfg.engine.daemon, &state).liveness() == Liveness::Running;
     let records = rack_records(cfg, &state).unwrap_or_default();
     imex_expected(&Seen {
-        scope: cfg.imex.domain,
+        scope: cfg.engine.domain,
         owner,
         daemon_running: running,
         records: &records,
@@ -144,7 +145,7 @@ pub fn expectation(cfg: &Config) -> Expectation {
 /// The `--imex` jobs on this node with a rack-wide domain (none asked for
 /// a per-job one, where the owner decides).
 fn rack_records(cfg: &Config, state: &StateDir) -> Result<Vec<u32>> {
-    match cfg.imex.domain {
+    match cfg.engine.domain {
         DomainScope::Rack => state.record_ids(),
         DomainScope::Job => Ok(Vec::new()),
     }
@@ -169,15 +170,15 @@ pub fn node_status(cfg: &Config) -> NodeImexStatus {
         problems.push(e.to_string());
         Vec::new()
     });
-    let liveness = Daemon::new(&cfg.imex.daemon, &state).liveness();
+    let liveness = Daemon::new(&cfg.engine.daemon, &state).liveness();
     let running = liveness == Liveness::Running;
     let expected = imex_expected(&Seen {
-        scope: cfg.imex.domain,
+        scope: cfg.engine.domain,
         owner: Owner::of(&owner_read),
         daemon_running: running,
         records: &records,
     });
-    let rack_daemon = cfg.imex.domain == DomainScope::Rack && running;
+    let rack_daemon = cfg.engine.domain == DomainScope::Rack && running;
     let serves = match owner {
         Some(job) => Some(format!("job {job}")),
         None => rack_daemon.then(|| "the rack".to_string()),
@@ -210,9 +211,9 @@ fn ask_daemon(
     problems: &mut Vec<String>,
 ) -> (String, Option<String>, Option<(usize, usize)>) {
     let ctl = Ctl {
-        program: &cfg.imex.daemon.ctl,
-        config: &cfg.imex.daemon.job_config,
-        timeout: cfg.imex.daemon.ctl_timeout.0,
+        program: &cfg.engine.daemon.ctl,
+        config: &cfg.engine.daemon.job_config,
+        timeout: cfg.engine.daemon.ctl_timeout.0,
     };
     let local = ctl.local_state().unwrap_or_else(|e| e.to_string());
     match ctl.domain_status() {
@@ -296,7 +297,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut cfg = Config::default();
         cfg.node.state_dir = d.path().join("state");
-        cfg.imex.daemon.manager = slurm_imex_core::config::DaemonManager::Process;
+        cfg.engine.daemon.manager = crate::config::DaemonManager::Process;
         assert_eq!(
             expectation(&cfg),
             seen(DomainScope::Job, Owner::Nobody, false, &[])

@@ -4,9 +4,10 @@
 //! above both, so that the map's format and the index's do not depend on
 //! each other's loading.
 
+use crate::config::Config;
 use crate::rack::index;
 use crate::rack::map::{RackMap, DIR_NAME, FILE_NAME};
-use slurm_imex_core::config::{AutoPath, Config};
+use slurm_imex_core::config::AutoPath;
 use slurm_imex_core::error::Result;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// its index.toml) or else `imex-racks.toml` beside the config file in
 /// force (`/etc/slurm` when none was read), only when it exists.
 pub fn locate(cfg: &Config) -> Option<PathBuf> {
-    match &cfg.imex.rack_map {
+    match &cfg.engine.rack_map {
         AutoPath::None => None,
         AutoPath::Path(p) => Some(p.clone()),
         AutoPath::Auto => {
@@ -48,7 +49,7 @@ impl RackMap {
         if !index::is_indexed(&path) {
             trust_file(&path)?;
         }
-        RackMap::load(&path, cfg.imex.max_nodes).map(Some)
+        RackMap::load(&path, cfg.engine.max_nodes).map(Some)
     }
 
     /// The racks of `nodes` (a job's nodes, this node among them): from an
@@ -61,10 +62,10 @@ impl RackMap {
             return Ok(None);
         };
         if index::is_indexed(&path) {
-            return index::load_for(&path, cfg.imex.max_nodes, nodes).map(Some);
+            return index::load_for(&path, cfg.engine.max_nodes, nodes).map(Some);
         }
         trust_file(&path)?;
-        RackMap::load(&path, cfg.imex.max_nodes).map(Some)
+        RackMap::load(&path, cfg.engine.max_nodes).map(Some)
     }
 
     /// Read the map at `path`, whole: one file, or an indexed map's
@@ -94,7 +95,7 @@ mod tests {
     fn auto_finds_the_map_only_beside_the_config_in_force() {
         let d = tempfile::tempdir().unwrap();
         let mut cfg = Config::default();
-        cfg.source = Some(d.path().join("imex.toml"));
+        cfg.core.source = Some(d.path().join("imex.toml"));
         assert_eq!(locate(&cfg), None);
         std::fs::write(d.path().join(FILE_NAME), "").unwrap();
         assert_eq!(locate(&cfg), Some(d.path().join(FILE_NAME)));
@@ -103,9 +104,9 @@ mod tests {
         assert_eq!(locate(&cfg), Some(d.path().join(FILE_NAME)));
         std::fs::write(d.path().join(DIR_NAME).join("index.toml"), "").unwrap();
         assert_eq!(locate(&cfg), Some(d.path().join(DIR_NAME)));
-        cfg.imex.rack_map = AutoPath::None;
+        cfg.engine.rack_map = AutoPath::None;
         assert_eq!(locate(&cfg), None);
-        cfg.imex.rack_map = AutoPath::Path("/x/racks.toml".into());
+        cfg.engine.rack_map = AutoPath::Path("/x/racks.toml".into());
         assert_eq!(locate(&cfg), Some(PathBuf::from("/x/racks.toml")));
     }
 }

@@ -13,10 +13,10 @@
 //! fails before any daemon starts: a wrong line would otherwise yield domains
 //! that never form, or that form and fail inside CUDA.
 
+use crate::config::Config;
 use crate::rack::map::RackMap;
 use crate::rack::nvlink_domain::NvlinkDomain;
 use crate::rack::topology::{self, Blocks};
-use slurm_imex_core::config::Config;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::text::{cap, PIECE_MAX};
 use std::collections::{BTreeMap, BTreeSet};
@@ -70,7 +70,7 @@ impl RackSources {
             slurm_imex_core::trust::Expect::File
         };
         slurm_imex_core::trust::check(&path, expect, "[imex] rack_map")?;
-        let (map, corrupt) = match RackMap::load(&path, cfg.imex.max_nodes) {
+        let (map, corrupt) = match RackMap::load(&path, cfg.engine.max_nodes) {
             Ok(map) => (Some(map), None),
             Err(e) => (None, Some(e)),
         };
@@ -84,7 +84,7 @@ impl RackSources {
                 // Slurm's own file, read as Slurm reads it (its owner and mode
                 // are Slurm's business; the rack map, ours, is held to the
                 // trust boundary).
-                Some(path) => Some(Blocks::load(&path, cfg.imex.max_nodes).map_err(|e| {
+                Some(path) => Some(Blocks::load(&path, cfg.engine.max_nodes).map_err(|e| {
                     e.context("cannot read Slurm's block topology ([slurm] topology)")
                 })?),
                 None => None,
@@ -368,7 +368,7 @@ mod tests {
         let mut cfg = Config::default();
         cfg.slurm.config = slurm_imex_core::config::AutoPath::None;
         cfg.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
-        cfg.imex.rack_map = slurm_imex_core::config::AutoPath::Path(dir);
+        cfg.engine.rack_map = slurm_imex_core::config::AutoPath::Path(dir);
         (d, cfg)
     }
 

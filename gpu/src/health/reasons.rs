@@ -4,9 +4,11 @@
 //! whose test holds every class against it).
 //!
 //! A reason is `imex-health: <check> gpu<i> <serial>: <detail>`,
-//! `imex-health: <check>: <detail>` ([`Finding::reason`]), or for the node's
-//! IMEX daemon `imex-health: imex <node>: <line>` ([`imex_reason`]); the
-//! hooks add ` (job N)` to a prolog's or epilog's. Its class is its check,
+//! `imex-health: <check>: <detail>` ([`Finding::reason`]), for the node's
+//! IMEX daemon `imex-health: imex <node>: <line>` ([`imex_reason`]), or for
+//! an imex.toml the node's programs cannot load `imex-health: config:
+//! <line>` ([`config_reason`]); the hooks add ` (job N)` to a prolog's or
+//! epilog's finding. Its class is its check,
 //! but for `recovery_action`, which is one class per action the driver asks
 //! for (what to do differs), and one for an action that could not be read.
 //!
@@ -59,12 +61,23 @@ named_checks! {
     IMEX = "imex";
     /// The health gate itself failed (`gate::crashed`).
     GATE = "gate";
+    /// imex.toml cannot be loaded by the node's programs (a bad key, value
+    /// or syntax, or a file root must not trust): `slurm_imex_hooks`'s
+    /// `config_fault`, [`config_reason`].
+    CONFIG = "config";
 }
 
 /// `imex-health: imex <node>: <line>`: a fault of the node's own IMEX
 /// daemon or channel, as a prolog or epilog drains for it.
 pub fn imex_reason(node: &str, line: &str) -> String {
     format!("{DRAIN_PREFIX} {IMEX} {node}: {line}")
+}
+
+/// `imex-health: config: <line>`: the node's imex.toml does not load (the
+/// line says where and why); lifted by `slurm-imex check --undrain` once it
+/// loads.
+pub fn config_reason(line: &str) -> String {
+    format!("{DRAIN_PREFIX} {CONFIG}: {line}")
 }
 
 /// The check a reason of ours names (`xid` of `imex-health: xid gpu0 …`),
@@ -148,6 +161,10 @@ pub fn reason_classes() -> Vec<ReasonClass> {
                 node_finding(check),
             ],
             GATE => vec![gate::crashed().reason()],
+            CONFIG => vec![config_reason(
+                "bad config /etc/slurm/imex.toml:12: [imex.watch] interval = 0ns is out of \
+                 range: use 100ms to 10m",
+            )],
             _ => vec![node_finding(check)],
         };
         for reason in reasons {

@@ -38,7 +38,8 @@
 //! | the topology file and the rack map disagree about the job's nodes | `row_rack_files_disagreeing_are_the_jobs` | `domain::nvlink_domain` (`RackSources::disagreement`), from a block holding n1 and n2 that the rack map puts in two cliques |
 //! | a domain left by a job that has ended | `row_stale_domain_reclaimed_lets_the_job_run` (and `stale_domain_that_will_not_go_is_this_nodes`) | `job_domain::claim`, from a state directory that job 4100 owns and an scontrol that says it COMPLETED; its reclaim (`stop_daemon(…).node()?`), from a command port something still listens on |
 //! | a drain-class finding after the job | `row_drain_finding_after_the_job_fails_the_epilog_with_drain_from_epilog`, `row_drain_finding_after_the_job_is_recorded_without_drain_from_epilog` | `drain::act`, from a canned verdict |
-//! | a finding between jobs (`slurm-imex check`) | not a prolog or epilog: `crate::drain`'s tests `check_drains_once_when_asked_and_never_for_a_warning`, `only_our_drains_are_resumed_and_a_known_standing_asks_nothing`, `a_recovery_action_drain_is_lifted_only_once_every_gpu_reads_none` | `drain::act_on_check`, `drain::awaits_recovery` |
+//! | imex.toml cannot be loaded: a bad key in any section (an unknown name, a value outside its type or range), bad syntax, or a program or file it names that root must not trust | `row_imex_toml_the_hooks_cannot_load_fails_the_hook_and_keeps_the_reason` (and `crate::drain`'s `a_config_drain_is_shown_once_and_lifted_by_check_undrain_once_the_file_loads`) | `config_fault::fail_hook` from `run_hook`'s `Config::load_trusted`, from a file whose `[gpu]` has a misspelt key |
+//! | a finding between jobs (`slurm-imex check`) | not a prolog or epilog: `crate::drain`'s tests `check_drains_once_when_asked_and_never_for_a_warning`, `only_our_drains_are_resumed_and_a_known_standing_asks_nothing`, `a_recovery_action_drain_is_lifted_only_once_every_gpu_reads_none`, `a_config_drain_is_shown_once_and_lifted_by_check_undrain_once_the_file_loads` | `drain::act_on_check`, `drain::awaits_recovery`, `config_fault::check` |
 //! | the epilog cannot return IMEX to idle | `row_epilog_that_cannot_return_imex_to_idle_fails` | the lifecycle's `teardown_domain`, from a canned teardown error |
 //! | the job database is full, read-only or corrupt | `row_job_database_refusing_the_row_fails_nothing` | the lifecycle's epilog, from a canned database error |
 
@@ -46,10 +47,10 @@ mod node;
 
 use super::*;
 use node::{TestNode, CLIQUE_7, CLIQUE_8};
-use slurm_imex_core::config::{DomainScope, Span};
 use slurm_imex_core::error::Error;
 use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::config::{DomainScope, Span};
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Mutex;
 
@@ -393,7 +394,7 @@ fn row_this_nodes_daemon_or_channel_fails_the_prolog() {
     // The daemon exits while the prolog waits for it (seen at once: the
     // wait is long, so a loaded machine cannot turn it into a timeout).
     let mut node = TestNode::new();
-    node.cfg.imex.ready_timeout = slurm_imex_core::config::HumanDuration(Duration::from_secs(30));
+    node.cfg.engine.ready_timeout = slurm_imex_core::config::HumanDuration(Duration::from_secs(30));
     node.daemon_exits();
     let line = node_fault_on(&node);
     assert!(
@@ -403,7 +404,7 @@ fn row_this_nodes_daemon_or_channel_fails_the_prolog() {
     );
     // It cannot be started at all.
     let mut node = TestNode::new();
-    node.cfg.imex.daemon.binary = node.path("no-such-nvidia-imex");
+    node.cfg.engine.daemon.binary = node.path("no-such-nvidia-imex");
     let line = node_fault_on(&node);
     assert!(
         line.starts_with("nvidia-imex could not start on n1: "),
@@ -427,6 +428,35 @@ fn row_this_nodes_daemon_or_channel_fails_the_prolog() {
         "{line}"
     );
     assert!(!node.daemon_started());
+}
+
+/// imex.toml the hooks cannot load (here a misspelt `[gpu]` key, which the
+/// plugin never reads): the prolog and the epilog exit 1 with the one line
+/// naming file:line: key, and the standing keeps our config reason, for
+/// the next health check to show (`check --undrain` lifts it once the file
+/// loads: `crate::drain`'s test).
+#[test]
+fn row_imex_toml_the_hooks_cannot_load_fails_the_hook_and_keeps_the_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let state = d.path().join("state");
+    let path = d.path().join("imex.toml");
+    let text = format!(
+        "[node]\nstate_dir = \"{}\"\n[gpu]\nnvml_libary = \"x\"\n",
+        state.display()
+    );
+    std::fs::write(&path, text).unwrap();
+    let e = Config::load_trusted(Some(&path)).unwrap_err();
+    let at = format!("{}:4: [gpu] nvml_libary", path.display());
+    assert!(e.to_string().contains(&at), "{e}");
+    for hook in [Hook::Prolog, Hook::Epilog] {
+        let exit = crate::config_fault::fail_hook(hook, NODE, Some(&path), &e);
+        assert_eq!(exit.code, 1);
+        assert_eq!(exit.errors, [format!("{} on n1: {e}", hook.program())]);
+        let standing = NodeState::load(&StateDir::new(&state));
+        let reason = crate::config_fault::reason(&e);
+        assert_eq!(standing.drained_for, Some(reason));
+        assert!(standing.drained_since.is_some() && !standing.reason_shown);
+    }
 }
 
 #[test]
@@ -462,7 +492,7 @@ fn row_bad_local_config_fails_the_prolog() {
         }
         // The daemon's nodes config has no directory to be written in.
         let mut node = TestNode::in_scope(scope);
-        node.cfg.imex.daemon.nodes_config = node.path("no-such-dir/nodes_config.cfg");
+        node.cfg.engine.daemon.nodes_config = node.path("no-such-dir/nodes_config.cfg");
         let line = node_fault_on(&node);
         assert!(
             line.starts_with("[imex.daemon] nodes_config = ")
@@ -628,7 +658,7 @@ fn row_node_serving_another_jobs_domain_is_the_jobs() {
 #[test]
 fn row_job_spanning_racks_is_the_jobs() {
     let mut node = TestNode::new();
-    node.cfg.imex.span = Span::Refuse;
+    node.cfg.engine.span = Span::Refuse;
     // By the rack map, then by the topology file's blocks.
     node.rack_map(&[("r7", CLIQUE_7, "n1"), ("r8", CLIQUE_8, "n2")]);
     let cause = jobs_fault_before_any_daemon(&node);
@@ -640,7 +670,7 @@ fn row_job_spanning_racks_is_the_jobs() {
     );
     // The same by the indexed map, read in pieces.
     let mut node = TestNode::new();
-    node.cfg.imex.span = Span::Refuse;
+    node.cfg.engine.span = Span::Refuse;
     let dir = node.rack_map_indexed(&[("r7", CLIQUE_7, "n1"), ("r8", CLIQUE_8, "n2")]);
     let cause = jobs_fault_before_any_daemon(&node);
     assert!(
@@ -650,7 +680,7 @@ fn row_job_spanning_racks_is_the_jobs() {
         "{cause}"
     );
     let mut node = TestNode::new();
-    node.cfg.imex.span = Span::Refuse;
+    node.cfg.engine.span = Span::Refuse;
     node.topology("BlockName=b1 Nodes=n1\nBlockName=b2 Nodes=n2\n");
     let cause = jobs_fault_before_any_daemon(&node);
     assert!(cause.contains("b1 (n1), b2 (n2)"), "{cause}");
@@ -769,14 +799,14 @@ fn own_clique_is_not_checked_against_a_gate_without_one() {
 fn row_rack_daemon_down_is_this_nodes() {
     let mut node = TestNode::in_scope(DomainScope::Rack);
     // The rack's daemon is down and cannot be started.
-    node.cfg.imex.daemon.binary = node.path("no-such-nvidia-imex");
+    node.cfg.engine.daemon.binary = node.path("no-such-nvidia-imex");
     let line = node_fault_on(&node);
     assert!(
         line.starts_with("nvidia-imex could not start on n1: "),
         "{line}"
     );
     // It starts, but never becomes READY.
-    node.cfg.imex.daemon.binary = node.path("nvidia-imex");
+    node.cfg.engine.daemon.binary = node.path("nvidia-imex");
     node.ctl_says("DEGRADED", "INITIALIZING", "READY", "NEVER_CONNECTED");
     let line = node_fault_on(&node);
     assert!(

@@ -19,11 +19,9 @@ use slurm_imex_core::error::Result;
 /// A `--node` value as sacct -N takes it: a Slurm hostlist
 /// (`gb-r1-[01-18]`), as a JSON array for `json_each`.
 fn node_set(expr: &str) -> Result<Value> {
-    let nodes = slurm_imex_core::slurm::hostlist::expand(
-        expr,
-        slurm_imex_core::config::MAX_NODES_LIMIT as usize,
-    )
-    .map_err(|e| e.context("--node"))?;
+    use slurm_imex_core::slurm::hostlist;
+    let nodes =
+        hostlist::expand(expr, hostlist::MAX_HOSTS_LIMIT).map_err(|e| e.context("--node"))?;
     Ok(Value::Text(
         serde_json::to_string(&nodes).unwrap_or_default(),
     ))

@@ -4,8 +4,8 @@
 //! `[job]`; the programs' whole config is one ([`JobViewSections`]). The
 //! URL's check is `http_url`, the TLS and credential keys' `store_access`.
 
-use serde::Deserialize;
-use slurm_imex_core::config::{bounds, Config, HumanDuration, Section};
+use serde::{Deserialize, Serialize};
+use slurm_imex_core::config::{bounds, Config, Documented, HumanDuration, Key, Section};
 use slurm_imex_core::text;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,7 +16,7 @@ pub mod store_access;
 /// `slurm-imex job` and the summary store on the controller host
 /// (slurm_imex_jobsummary): where the nodes' per-job series are queried, and
 /// when an ended job's summary is written to Slurm's accounting.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct JobViewConfig {
     /// The Prometheus server that scrapes the nodes' node_exporter, or a
@@ -40,6 +40,21 @@ pub struct JobViewConfig {
     /// `slurm-imex job --store` looks this far back for ended jobs without
     /// a summary (the backfill).
     pub store_backfill: HumanDuration,
+}
+
+impl Documented for JobViewConfig {
+    const TABLE: &'static str = "job";
+    const READ_BY: &'static str = "`slurm-imex job` and `job --store` (on the controller host)";
+    const KEYS: &'static [Key] = &[
+        Key::new("prometheus_url", r#""""#, "The Prometheus (or VictoriaMetrics, Thanos, Mimir) that scrapes the nodes, http:// or https://; \"\": read only the summaries in AdminComment."),
+        Key::unset("prometheus_ca_file", "https:// only: the PEM file of the CA that signed the store's certificate (unset: the system's CA store)."),
+        Key::new("prometheus_user", r#""""#, "https:// only: basic auth's user name, with prometheus_password_file."),
+        Key::unset("prometheus_password_file", "https:// only: a root-only file holding basic auth's password on one line."),
+        Key::unset("prometheus_bearer_token_file", "https:// only: a root-only file holding a bearer token on one line, instead of basic auth."),
+        Key::new("query_timeout", r#""10s""#, "Longest wait for one Prometheus query (1s to 5m)."),
+        Key::new("store_wait", r#""15m""#, "`job --store` stores a job once every node reported, or this long after it ended (0s to 1d)."),
+        Key::new("store_backfill", r#""2d""#, "How far back `job --store` looks for ended jobs without a summary (1h to 366d)."),
+    ];
 }
 
 impl Default for JobViewConfig {
@@ -99,15 +114,16 @@ impl TestConfig {
     /// The core sections and `[job]` of `text`, checked as the programs
     /// check them, with the places of the keys naming files.
     pub fn parse(text: &str, origin: &std::path::Path) -> slurm_imex_core::Result<TestConfig> {
-        use slurm_imex_core::config::{check_section, parse_document};
+        use slurm_imex_core::config::Document;
         #[derive(serde::Deserialize)]
         struct JobOnly {
             #[serde(default)]
             job: JobViewConfig,
         }
-        let job = parse_document::<JobOnly>(text, origin)?.job;
-        check_section(&job, text, origin)?;
-        let mut core = Config::parse(text, origin)?;
+        let doc = Document::parse(text, origin)?;
+        let job = doc.read::<JobOnly>()?.job;
+        doc.check(&job)?;
+        let mut core = Config::read(&doc)?;
         core.note_places(text, origin, &store_access::keys_set(&job));
         Ok(TestConfig { core, job })
     }

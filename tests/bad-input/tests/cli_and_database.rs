@@ -703,11 +703,11 @@ fn outside_text_in_every_database_column_shows_no_control_byte_and_forges_no_lin
         let cfg = slurm_imex_settings::Config::default();
         let mut db = slurm_imex_jobdb::JobDb::open(&pristine, cfg.database.busy_timeout.0).unwrap();
         db.record_job(&full_job_row()).unwrap();
-        db.record_imex_event(&slurm_imex_core::imex_event::ImexEvent::new(
+        db.record_imex_event(&slurm_imex_jobsummary::imex_event::ImexEvent::new(
             4242,
             "n1",
             1_790_000_100_000,
-            slurm_imex_core::imex_event::ImexEventKind::DaemonDied,
+            slurm_imex_jobsummary::imex_event::ImexEventKind::DaemonDied,
             "killed by signal 9",
         ))
         .unwrap();

@@ -265,6 +265,8 @@ impl Site {
 }
 
 /// The CLI (exit 2) and the prolog (exit 1, a node fault) both refuse it.
+/// The prolog keeps its reason in the default state directory when the
+/// config names none: its own, private `/run` (`run_hook_privately`).
 fn both_refuse(config: &Path, needles: &[&str], case: &str) {
     let cfg = config.to_str().unwrap();
     let cli = run(
@@ -273,7 +275,7 @@ fn both_refuse(config: &Path, needles: &[&str], case: &str) {
         &[],
     );
     cli.one_line_error(2, needles, &format!("cli: {case}"));
-    let prolog = run(
+    let prolog = run_hook_privately(
         &bin("slurm-imex-prolog"),
         &[],
         &[
@@ -513,7 +515,7 @@ fn programs_root_must_not_trust_are_refused_before_running() {
         ("scontrol", "[slurm]"),
     ] {
         let p = site.config(&format!("{section}\n{key} = \"{}\"\n", tool.display()));
-        let r = run(
+        let r = run_hook_privately(
             &bin("slurm-imex-prolog"),
             &[],
             &[
@@ -568,4 +570,17 @@ fn programs_root_must_not_trust_are_refused_before_running() {
     );
     n += 1;
     eprintln!("bad-input: {n} program and directory trust cases");
+}
+
+/// `slurm-imex config --reference` prints docs/settings.md byte for byte
+/// (the page is the reference the code renders: settings' tests hold it).
+#[test]
+fn config_reference_prints_the_settings_page() {
+    let page = include_str!("../../../docs/settings.md");
+    let r = run(&bin("slurm-imex"), &["config", "--reference"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stdout == page,
+        "config --reference is not docs/settings.md"
+    );
 }

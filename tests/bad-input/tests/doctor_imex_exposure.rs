@@ -36,10 +36,10 @@ impl Node {
     fn new() -> Node {
         let dir = scratch();
         let mut config = Config::default();
-        config.imex.daemon.base_config = dir.path().join("config.cfg");
-        config.imex.daemon.job_config = dir.path().join("absent.cfg");
+        config.engine.daemon.base_config = dir.path().join("config.cfg");
+        config.engine.daemon.job_config = dir.path().join("absent.cfg");
         write_mode(
-            &config.imex.daemon.base_config,
+            &config.engine.daemon.base_config,
             b"IMEX_CMD_ENABLED=1\nIMEX_CMD_BIND_INTERFACE_IP=127.0.0.1\nIMEX_CMD_PORT=50005\n",
             0o644,
         );
@@ -158,7 +158,7 @@ type Make = fn(&Path);
 #[test]
 fn a_running_copy_that_is_no_file_or_not_text_fails_each_check_naming_it() {
     let node = Node::new();
-    let running = &node.config.imex.daemon.job_config;
+    let running = &node.config.engine.daemon.job_config;
     let noise = |p: &Path| {
         let bytes: Vec<u8> = (0..4096u32)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
@@ -217,7 +217,7 @@ fn a_running_copy_that_is_no_file_or_not_text_fails_each_check_naming_it() {
 fn a_base_config_that_is_not_text_is_one_warning_per_check() {
     let node = Node::new();
     write_mode(
-        &node.config.imex.daemon.base_config,
+        &node.config.engine.daemon.base_config,
         b"IMEX_CMD_ENABLED=1\n\0\0\n",
         0o644,
     );
@@ -236,7 +236,7 @@ fn a_base_config_that_is_not_text_is_one_warning_per_check() {
 #[test]
 fn a_running_copy_still_open_after_the_base_was_fixed_fails_naming_it() {
     let node = Node::new();
-    let running = &node.config.imex.daemon.job_config;
+    let running = &node.config.engine.daemon.job_config;
     let loopback = tcp_line(Ipv4Addr::LOCALHOST, 50005, "0A") + "\n";
     for (copy, says) in [
         (

@@ -7,9 +7,9 @@
 
 mod common;
 use common::*;
-use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind};
 use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::JobDb;
+use slurm_imex_jobsummary::imex_event::{ImexEvent, ImexEventKind};
 
 /// The `--imex` job every case records, on node n1.
 const JOB: u32 = 4242;

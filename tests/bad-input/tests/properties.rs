@@ -141,8 +141,8 @@ proptest! {
         let (section, name) = key.rsplit_once('.').unwrap();
         let text = format!("[{section}]\n{name} = {v}\n");
         if let Ok(c) = Config::parse(&text, Path::new("t.toml")) {
-            prop_assert!(c.imex.max_nodes >= 1 && c.imex.max_nodes <= 16384);
-            prop_assert!(c.imex.ready_timeout.0.as_secs() <= 3600);
+            prop_assert!(c.engine.max_nodes >= 1 && c.engine.max_nodes <= 16384);
+            prop_assert!(c.engine.ready_timeout.0.as_secs() <= 3600);
             prop_assert!(c.health.gate_timeout.0.as_secs() <= 600);
             prop_assert!(c.database.busy_timeout.0.as_secs() <= 600);
             prop_assert!(c.database.retention.0.as_secs() <= 36500 * 86400);

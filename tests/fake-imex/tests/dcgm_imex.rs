@@ -22,9 +22,10 @@
 //! daemon on idle nodes or hiding NVIDIA's ctl from DCGM; the signal says
 //! where the reading matters, and the rule alerts only there.
 
-use slurm_imex_core::config::{AutoPath, DomainScope};
+use slurm_imex_core::config::AutoPath;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::config::DomainScope;
 use slurm_imex_domain::context::HookContext;
 use slurm_imex_domain::imex::domain::{setup, teardown, TeardownOutcome};
 use slurm_imex_domain::imex::status::{expectation, node_status};
@@ -530,7 +531,7 @@ fn a_rack_node_expects_imex_while_its_daemon_serves_the_rack() {
     let topo = node.path("topology.conf");
     std::fs::write(&topo, "BlockName=rack7 Nodes=n1\n").unwrap();
     node.config.slurm.topology = AutoPath::Path(topo);
-    node.config.imex.domain = DomainScope::Rack;
+    node.config.engine.domain = DomainScope::Rack;
     node.prolog(1107, "n1", true);
     let seen = read_both(&node);
     assert_eq!(seen.dcgm, reading("UP", dcgm::READY, &[]));
@@ -552,7 +553,7 @@ fn a_rack_node_expects_imex_while_its_daemon_serves_the_rack() {
     assert_eq!(seen.dcgm, reading("UNAVAILABLE", -3, &[MINUS_3]));
     assert!(!seen.imex_expected && !seen.alert, "{seen:?}");
     // Back to per-job domains: the next epilog stops what is left.
-    node.config.imex.domain = DomainScope::Job;
+    node.config.engine.domain = DomainScope::Job;
     teardown(1107, &node.config).unwrap();
 }
 

@@ -3,10 +3,11 @@
 //! each kind of failure, ownership, and idempotent teardown.
 
 use slurm_imex_core::blame::Fault;
-use slurm_imex_core::config::{AutoPath, DomainScope};
+use slurm_imex_core::config::AutoPath;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::job_record::Outcome;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::config::DomainScope;
 use slurm_imex_domain::context::{HookContext, Readers};
 use slurm_imex_domain::imex::domain::{refuse_for_own_clique, setup, teardown, TeardownOutcome};
 use slurm_imex_settings::Config;
@@ -350,8 +351,8 @@ esac
     let systemctl = node.path("systemctl");
     std::fs::write(&systemctl, script).unwrap();
     std::fs::set_permissions(&systemctl, std::fs::Permissions::from_mode(0o755)).unwrap();
-    node.config.imex.daemon.manager = slurm_imex_core::config::DaemonManager::Systemd;
-    node.config.imex.daemon.systemctl = systemctl;
+    node.config.engine.daemon.manager = slurm_imex_domain::config::DaemonManager::Systemd;
+    node.config.engine.daemon.systemctl = systemctl;
 
     let outcome = setup(&node.job(500, "n1"), &HookContext::new(&node.config));
     assert!(outcome.is_ok(), "{outcome:?}");
@@ -408,7 +409,7 @@ fn with_span_refuse_a_job_across_two_blocks_fails_before_claiming_or_starting_an
     let topo = node.path("topology.conf");
     std::fs::write(&topo, "BlockName=r1 Nodes=n1\nBlockName=r2 Nodes=n2\n").unwrap();
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
-    node.config.imex.span = slurm_imex_core::config::Span::Refuse;
+    node.config.engine.span = slurm_imex_domain::config::Span::Refuse;
     let job = node.job(4343, "n[1-2]");
     let Err(Fault::Job(cause)) = setup(&job, &HookContext::new(&node.config)) else {
         panic!("a job spanning two blocks must fail as the job's problem");
@@ -457,7 +458,7 @@ fn a_missing_nodes_config_directory_names_the_key_and_the_file() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut node = Node::new(46010, "");
     let missing = node.path("no-such-dir/nodes_config.cfg");
-    node.config.imex.daemon.nodes_config = missing.clone();
+    node.config.engine.daemon.nodes_config = missing.clone();
     let outcome = setup(&node.job(4345, "n1"), &HookContext::new(&node.config));
     let Err(Fault::Node(msg)) = outcome else {
         panic!("{outcome:?}")
@@ -477,7 +478,7 @@ fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
     // n2 is in the rack but runs no daemon: a rack is often DEGRADED.
     std::fs::write(&topo, "BlockName=rack7 Nodes=n[1-2]\n").unwrap();
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
-    node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
+    node.config.engine.domain = slurm_imex_domain::config::DomainScope::Rack;
     let state = StateDir::of(&node.config);
     let ready = |id: u32, nodes: &str| {
         let outcome = setup(&node.job(id, nodes), &HookContext::new(&node.config));
@@ -545,7 +546,7 @@ fn a_rack_wide_domain_starts_once_serves_every_job_and_outlives_them() {
     assert_ne!(std::fs::read_to_string(state.pid_file()).unwrap(), daemon);
 
     // Back to per-job domains: the next epilog stops the daemon.
-    node.config.imex.domain = slurm_imex_core::config::DomainScope::Job;
+    node.config.engine.domain = slurm_imex_domain::config::DomainScope::Job;
     for id in [701, 702, 703] {
         teardown(id, &node.config).unwrap();
     }
@@ -559,7 +560,7 @@ fn a_rack_wide_domain_without_a_rack_fails_the_job_before_starting_anything() {
     let topo = node.path("topology.conf");
     std::fs::write(&topo, "BlockName=rack9 Nodes=n5\n").unwrap();
     node.config.slurm.topology = slurm_imex_core::config::AutoPath::Path(topo);
-    node.config.imex.domain = slurm_imex_core::config::DomainScope::Rack;
+    node.config.engine.domain = slurm_imex_domain::config::DomainScope::Rack;
     // No rack map either; and the prolog never asks Slurm (an scontrol that fails).
     node.config.slurm.scontrol = "/bin/false".into();
     let Err(Fault::Job(cause)) = setup(&node.job(710, "n1"), &HookContext::new(&node.config))
@@ -591,7 +592,7 @@ impl Node {
             ),
         )
         .unwrap();
-        self.config.imex.rack_map = AutoPath::Path(map);
+        self.config.engine.rack_map = AutoPath::Path(map);
     }
 }
 
@@ -668,7 +669,7 @@ fn rack_wide_domains_refuse_channels_that_could_collide() {
     let topo = node.path("topology.conf");
     std::fs::write(&topo, "BlockName=rack7 Nodes=n[1-2]\n").unwrap();
     node.config.slurm.topology = AutoPath::Path(topo);
-    node.config.imex.domain = DomainScope::Rack;
+    node.config.engine.domain = DomainScope::Rack;
     // Slurm's default job ids (1..67043328) over 2047 channels.
     std::fs::write(node.path("slurm.conf"), "ClusterName=c\n").unwrap();
     let Err(Fault::Job(cause)) = setup(&node.job(720, "n1"), &HookContext::new(&node.config))
@@ -688,7 +689,7 @@ fn rack_wide_domains_refuse_channels_that_could_collide() {
         cause.contains("job id 2052 lies outside FirstJobId..MaxJobId = 1..2047"),
         "{cause}"
     );
-    node.config.imex.domain = DomainScope::Job;
+    node.config.engine.domain = DomainScope::Job;
     for id in [720, 5, 2052] {
         teardown(id, &node.config).unwrap();
     }
@@ -788,7 +789,7 @@ fn a_rack_wide_prolog_reads_slurm_conf_and_the_rack_files_once() {
     // Every question slurm.conf answers is asked: "auto" channels (the
     // switch), then the rack's channel guarantee (the switch, the job ids).
     node.config.imex.channels = slurm_imex_core::config::ChannelMode::Auto;
-    node.config.imex.domain = DomainScope::Rack;
+    node.config.engine.domain = DomainScope::Rack;
     SLURM_CONF_READS.store(0, SeqCst);
     RACK_READS.store(0, SeqCst);
     let ctx = HookContext::with_readers(&node.config, counting_readers());
@@ -814,7 +815,7 @@ fn a_rack_wide_prolog_reads_slurm_conf_and_the_rack_files_once() {
     assert!(cause.contains("puts n1 in rack r1"), "{cause}");
     assert_eq!(SLURM_CONF_READS.load(SeqCst), 1, "slurm.conf reads");
     assert_eq!(RACK_READS.load(SeqCst), 1, "rack file reads");
-    node.config.imex.domain = DomainScope::Job;
+    node.config.engine.domain = DomainScope::Job;
     teardown(730, &node.config).unwrap();
     node.assert_idle();
 }

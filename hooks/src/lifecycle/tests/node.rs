@@ -7,9 +7,10 @@
 //! and `scontrol` (a canned `show job`). No daemon, no Slurm.
 
 use super::job;
-use slurm_imex_core::config::{AutoPath, DomainScope};
+use slurm_imex_core::config::AutoPath;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::config::DomainScope;
 use slurm_imex_domain::imex::daemon::Daemon;
 use slurm_imex_settings::Config;
 use std::os::unix::fs::PermissionsExt;
@@ -142,7 +143,7 @@ impl TestNode {
             })
             .collect();
         let path = self.file("imex-racks.toml", &text);
-        self.cfg.imex.rack_map = AutoPath::Path(path.clone());
+        self.cfg.engine.rack_map = AutoPath::Path(path.clone());
         path
     }
 
@@ -154,7 +155,7 @@ impl TestNode {
         let map = slurm_imex_domain::rack::map::RackMap::load(&file, 100).unwrap();
         let dir = self.path("imex-racks.d");
         slurm_imex_domain::rack::index::write(&dir, &map, &text, None).unwrap();
-        self.cfg.imex.rack_map = AutoPath::Path(dir.clone());
+        self.cfg.engine.rack_map = AutoPath::Path(dir.clone());
         dir
     }
 
@@ -168,7 +169,7 @@ impl TestNode {
     /// `[imex] domain = "rack"`, under a slurm.conf whose job ids each
     /// have their own channel (2047 ids, the job's among them).
     pub fn rack_scope(&mut self) {
-        self.cfg.imex.domain = DomainScope::Rack;
+        self.cfg.engine.domain = DomainScope::Rack;
         self.file("slurm.conf", "FirstJobId=4096\nMaxJobId=6142\n");
     }
 
@@ -194,7 +195,7 @@ impl Drop for TestNode {
     /// is left to the job's epilog).
     fn drop(&mut self) {
         let state = StateDir::of(&self.cfg);
-        let _ = Daemon::new(&self.cfg.imex.daemon, &state).stop();
+        let _ = Daemon::new(&self.cfg.engine.daemon, &state).stop();
     }
 }
 

@@ -89,6 +89,23 @@ fn built_here(profile_dir: &Path) -> PathBuf {
         .clone()
 }
 
+/// A hook (`slurm-imex-prolog`, `-epilog`) as [`run`] runs it, but as
+/// root in a private mount namespace whose `/run` is a fresh tmpfs: a hook
+/// on a config it cannot load keeps its reason in the node's standing, in
+/// the default state directory (`/run/slurm-imex`) when the config names
+/// none, which must never be this machine's. Without root, as [`run`] (the
+/// hook cannot create that directory, and says nothing of it).
+pub fn run_hook_privately(program: &Path, args: &[&str], env: &[(&str, OsString)]) -> Ran {
+    if !is_root() {
+        return run(program, args, env);
+    }
+    let script = "mount -t tmpfs tmpfs /run && exec \"$0\" \"$@\"";
+    let mut all = vec!["-m", "--propagation", "private", "sh", "-c", script];
+    all.push(program.to_str().unwrap());
+    all.extend_from_slice(args);
+    run(Path::new("/usr/bin/unshare"), &all, env)
+}
+
 #[derive(Debug)]
 pub struct Ran {
     pub code: Option<i32>,

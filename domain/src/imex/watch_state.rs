@@ -1,18 +1,16 @@
 //! What the domain watcher of the job that owns this node's daemon saw of
-//! it (`watch.json`): how many times it died and was restarted in this
-//! job, whether it was left down (the epilog then drains the node after the
-//! job), and whether a restart is under way (`slurm-imex check` does not
-//! drain a node for a daemon being restarted within the bound). One writer,
-//! the watcher; read by the epilog and the health check. Also the node's
-//! count of domain events by kind (`watch-counters.json`), which only
-//! watchers write and the export reads (`NodeState::load`), so no other
-//! writer of the node's standing can lose an increment.
+//! it (`watch.json` in the state directory): how many times it died and
+//! was restarted in this job, whether it was left down (the epilog then
+//! drains the node after the job), and whether a restart is under way
+//! (`slurm-imex check` does not drain a node for a daemon being restarted
+//! within the bound). One writer, the watcher; read by the epilog and the
+//! health check. The node's count of events by kind is the node's
+//! standing's (`slurm_imex_core::state::count_events`).
 
-use super::StateDir;
-use crate::error::Result;
-use crate::fsutil::remove_if_exists;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use slurm_imex_core::error::Result;
+use slurm_imex_core::fsutil::remove_if_exists;
+use slurm_imex_core::state::StateDir;
 
 /// The watcher's standing for one job.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,23 +61,6 @@ impl WatchState {
     }
 }
 
-/// Add `kinds` (one count each) to the node's event counters.
-pub fn count_events(state: &StateDir, kinds: &[&str]) -> Result<()> {
-    let mut counts = event_counts(state);
-    for kind in kinds {
-        let n = counts.entry(kind.to_string()).or_default();
-        *n = n.saturating_add(1);
-    }
-    state.write_json(&state.watch_counters_path(), &counts)
-}
-
-/// The node's event counters by kind (none yet: empty).
-pub fn event_counts(state: &StateDir) -> BTreeMap<String, u64> {
-    state
-        .read_json(&state.watch_counters_path(), "IMEX event counters")
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,20 +84,6 @@ mod tests {
         assert!(!WatchState::current(&state).unwrap().restarting(8));
         WatchState::clear(&state).unwrap();
         assert!(WatchState::current(&state).is_none());
-    }
-
-    #[test]
-    fn event_counters_add_up_and_survive_a_corrupt_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let state = StateDir::new(dir.path());
-        state.ensure().unwrap();
-        count_events(&state, &["daemon-died", "daemon-died", "domain-up"]).unwrap();
-        count_events(&state, &["daemon-died"]).unwrap();
-        let counts = event_counts(&state);
-        assert_eq!(counts.get("daemon-died"), Some(&3));
-        assert_eq!(counts.get("domain-up"), Some(&1));
-        std::fs::write(dir.path().join("watch-counters.json"), "{").unwrap();
-        assert!(event_counts(&state).is_empty());
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! Prometheus counter per kind has bounded cardinality.
 
 use serde::{Deserialize, Serialize};
+use slurm_imex_core::{text, timespec};
 
 /// Longest detail kept with an event (a member list is capped before it).
 pub const DETAIL_MAX: usize = 400;
@@ -105,13 +106,13 @@ impl ImexEvent {
             node: node.to_string(),
             ts_ms,
             kind,
-            detail: crate::text::cap(&crate::text::printable(detail), DETAIL_MAX),
+            detail: text::cap(&text::printable(detail), DETAIL_MAX),
         }
     }
 
     /// "IMEX daemon died at 12:03:04 (killed by signal 9)", in local time.
     pub fn line(&self) -> String {
-        let at = crate::timespec::clock_time(self.ts_ms / 1000);
+        let at = timespec::clock_time(self.ts_ms / 1000);
         match self.detail.is_empty() {
             true => format!("{} at {at}", self.kind.words()),
             false => format!("{} at {at} ({})", self.kind.words(), self.detail),
@@ -131,7 +132,7 @@ pub fn summary_line(events: &[ImexEvent], max: usize) -> Option<String> {
         if out.len() + sep.len() + line.len() > max {
             let more = lines.len() - i;
             if i == 0 {
-                let first = crate::text::cap(line, max);
+                let first = text::cap(line, max);
                 return Some(match more - 1 {
                     0 => first,
                     rest => format!("{first}; … ({rest} more)"),

@@ -3,22 +3,23 @@
 //! the epilog before teardown ([`stop`]). In between it looks at this
 //! node's daemon every `[imex.watch] interval` (a `/proc` read) and asks it
 //! for the domain (`nvidia-imex-ctl -N -j`); what a look means is decided
-//! by `slurm_imex_domain::imex::watch`, and each event is recorded by
-//! `record`. A daemon that died is started again on the job's config,
+//! by `slurm_imex_domain::imex::domain_watch` (what it saw for the job is
+//! `domain::imex::watch_state`), and each event is recorded by `recorder`. A daemon that died is started again on the job's config,
 //! under the domain lock and only while the job still owns the domain.
 
-mod record;
+mod recorder;
 
-use slurm_imex_core::config::DaemonManager;
 use slurm_imex_core::error::{Error, Result};
 use slurm_imex_core::fsutil::remove_if_exists;
 use slurm_imex_core::state::job_record::Outcome;
-use slurm_imex_core::state::{StateDir, WatchState};
+use slurm_imex_core::state::StateDir;
+use slurm_imex_domain::config::DaemonManager;
 use slurm_imex_domain::imex::ctl::Ctl;
 use slurm_imex_domain::imex::daemon::{Daemon, Liveness};
 use slurm_imex_domain::imex::daemon_proc::ProcId;
-use slurm_imex_domain::imex::watch::{Act, DomainWatch, Look};
-use slurm_imex_domain::imex::watcher::Watcher;
+use slurm_imex_domain::imex::domain_watch::{Act, DomainWatch, Look};
+use slurm_imex_domain::imex::watch_state::WatchState;
+use slurm_imex_domain::imex::watcher_pid::Watcher;
 use slurm_imex_settings::Config;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -31,7 +32,7 @@ pub const PROGRAM: &str = "slurm-imex-watch";
 /// How long the epilog waits for the watcher to leave after SIGTERM (it
 /// may be in its last look: two asks of the ctl) before SIGKILL.
 fn stop_grace(cfg: &Config) -> Duration {
-    cfg.imex.daemon.ctl_timeout.0 * 2 + Duration::from_secs(2)
+    cfg.engine.daemon.ctl_timeout.0 * 2 + Duration::from_secs(2)
 }
 
 /// Start the watcher of `job_id`'s domain, detached from the prolog (its
@@ -163,9 +164,7 @@ pub fn run_from_args() -> u8 {
     slurm_imex_core::logging::init(PROGRAM);
     let span = slurm_imex_core::logging::job_span(args.job, &args.node);
     let _guard = span.enter();
-    let outcome = Config::load(None)
-        .and_then(|(c, _)| c.check_trust().map(|_| c))
-        .and_then(|cfg| run(args.job, &args.node, &cfg));
+    let outcome = Config::load_trusted(None).and_then(|(cfg, _)| run(args.job, &args.node, &cfg));
     match outcome {
         Ok(()) => 0,
         Err(e) => {
@@ -191,13 +190,13 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
     }
     let started = Instant::now();
     let watch_state = WatchState::load(&state, job_id);
-    let max = cfg.imex.watch.max_restarts;
+    let max = cfg.engine.watch.max_restarts;
     let mut watch = DomainWatch::new(node, record.nodes, max, watch_state).map_err(Error::new)?;
-    let mut daemon = Daemon::new(&cfg.imex.daemon, &state);
+    let mut daemon = Daemon::new(&cfg.engine.daemon, &state);
     let mut pid = daemon.main_pid();
-    let mut recorder = record::Recorder::new(cfg);
+    let mut recorder = recorder::Recorder::new(cfg);
     tracing::info!(job_id, "watching the IMEX domain");
-    while !signals.wait(cfg.imex.watch.interval.0) {
+    while !signals.wait(cfg.engine.watch.interval.0) {
         match state.read_owner() {
             Ok(Some(owner)) if owner == job_id => {}
             Ok(_) => break,
@@ -237,16 +236,16 @@ pub fn run(job_id: u32, node: &str, cfg: &Config) -> Result<()> {
 /// One look: is the daemon alive (its pid, read from `/proc`; the
 /// manager's word only once that pid is gone), and if so, the domain.
 fn look(cfg: &Config, daemon: &mut Daemon, pid: Option<ProcId>) -> Look {
-    let alive = match (cfg.imex.daemon.manager, pid) {
+    let alive = match (cfg.engine.daemon.manager, pid) {
         (DaemonManager::Process, _) => daemon.liveness(),
         (DaemonManager::Systemd, Some(p)) if p.alive() => Liveness::Running,
         (DaemonManager::Systemd, _) => daemon.liveness(),
     };
     let domain = (alive == Liveness::Running).then(|| {
         let ctl = Ctl {
-            program: &cfg.imex.daemon.ctl,
-            config: &cfg.imex.daemon.job_config,
-            timeout: cfg.imex.daemon.ctl_timeout.0,
+            program: &cfg.engine.daemon.ctl,
+            config: &cfg.engine.daemon.job_config,
+            timeout: cfg.engine.daemon.ctl_timeout.0,
         };
         ctl.domain_status().map_err(|e| e.to_string())
     });
@@ -264,7 +263,7 @@ fn look(cfg: &Config, daemon: &mut Daemon, pid: Option<ProcId>) -> Look {
 fn restart(cfg: &Config, state: &StateDir, job_id: u32, daemon: &mut Daemon) -> bool {
     let started = state.lock().and_then(|lock| {
         let owned = state.owner(&lock)? == Some(job_id);
-        if !owned || !Path::new(&cfg.imex.daemon.job_config).exists() {
+        if !owned || !Path::new(&cfg.engine.daemon.job_config).exists() {
             return Ok(false);
         }
         if daemon.liveness() == Liveness::Running {

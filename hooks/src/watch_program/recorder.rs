@@ -5,10 +5,10 @@
 //! for Prometheus at once. Each is best effort: a database that cannot be
 //! written is said once in the journal, and the watch goes on.
 
-use slurm_imex_core::imex_event::ImexEvent;
 use slurm_imex_core::state::{count_events, NodeState, StateDir};
 use slurm_imex_domain::imex::status::expectation;
 use slurm_imex_jobdb::{metrics, JobDb};
+use slurm_imex_jobsummary::imex_event::ImexEvent;
 use slurm_imex_settings::Config;
 
 /// Records one watch's events, keeping its database connection between them.

@@ -1,16 +1,17 @@
 //! The decisions of a job's domain watcher ([`DomainWatch`]): from what one
 //! look at this node's daemon and domain found ([`Look`]), which events
-//! happened (`slurm_imex_core::imex_event`) and what to do about the daemon
+//! happened (`slurm_imex_jobsummary::imex_event`) and what to do about the daemon
 //! ([`Act`]): restart it, within `[imex.watch] max_restarts` deaths of the
 //! job, else leave it down (the epilog then drains this node, and only this
 //! node, after the job). A peer that leaves the domain is recorded, never
 //! acted on: its own watcher restarts its daemon, or its node's health
-//! check drains it. No I/O here; `slurm_imex_hooks::watch` runs the loop.
+//! check drains it. No I/O here; `slurm_imex_hooks::watch_program` runs the loop, and
+//! what it saw for the job is kept in `watch_state`.
 
 use crate::imex::ctl::{assess_members, DomainStatus, Readiness};
 use crate::imex::daemon::Liveness;
-use slurm_imex_core::imex_event::{ImexEvent, ImexEventKind};
-use slurm_imex_core::state::WatchState;
+use crate::imex::watch_state::WatchState;
+use slurm_imex_jobsummary::imex_event::{ImexEvent, ImexEventKind};
 use std::collections::BTreeMap;
 
 /// Consecutive looks that must agree before a loss is an event (the
