@@ -35,7 +35,7 @@ releases() { _release_lines | cut -d' ' -f1; }
 
 release_field() { # release field
   local line fields about
-  line=$(_release_lines | awk -v r="$1" '$1 == r { print; exit }')
+  line=$(_release_lines | awk -v r="$1" '$1 == r && !seen { print; seen = 1 }')
   [ -n "$line" ] || { echo "releases: no release $1 in $RELEASES_TABLE" >&2; return 1; }
   fields=${line%%|*}; about=${line#*|}
   # shellcheck disable=SC2086 # the fields, split on purpose
