@@ -21,7 +21,7 @@
 //! file still reads ([`readable_keys`]).
 
 use crate::drain::{self, CheckFlags, DrainAction};
-use crate::lifecycle::Exit;
+use crate::exit::Exit;
 use serde::Deserialize;
 use slurm_imex_core::config::{
     self as core, bounds, ConfigFile, Document, NodeConfig, SlurmConfig,

@@ -12,6 +12,7 @@
 //! - `watch_program`: the job's domain watcher (`slurm-imex-watch`), from
 //!   the prolog to the epilog: a dead daemon restarted, every event
 //!   recorded (`watch_program/recorder.rs`)
+//! - `exit`: what a prolog or epilog run ends with (its status, its lines)
 //! - `drain`: what a drain-class finding does to the node in Slurm, for the
 //!   prolog, the epilog and the check alike
 //! - `config_fault`: what an imex.toml the node's programs cannot load does
@@ -20,6 +21,7 @@
 pub mod check;
 pub mod config_fault;
 pub mod drain;
+pub mod exit;
 pub mod gpu_job;
 pub mod imex_check;
 pub mod lifecycle;

@@ -4,6 +4,7 @@
 //! What a GPU verdict does to the node is decided by `crate::drain`.
 
 use crate::drain::{self, DrainAction};
+pub use crate::exit::Exit;
 use crate::gpu_job::{self, GpuEpilog, GpuOutcome};
 use slurm_imex_core::blame::{Blamed, Fault};
 use slurm_imex_core::error::Result;
@@ -22,31 +23,6 @@ use slurm_imex_jobdb::write::JobRow;
 use slurm_imex_jobdb::{journal, metrics};
 use slurm_imex_settings::Config;
 use std::time::Duration;
-
-/// What a prolog/epilog run ends with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Exit {
-    pub code: u8,
-    /// One line each, for stderr (and the log).
-    pub errors: Vec<String>,
-}
-
-impl Exit {
-    fn ok() -> Exit {
-        Exit {
-            code: 0,
-            errors: Vec::new(),
-        }
-    }
-    fn fail(&mut self, line: String) {
-        self.code = 1;
-        self.errors.push(line);
-    }
-    /// A line for stderr that does not fail the hook.
-    fn note(&mut self, line: String) {
-        self.errors.push(line);
-    }
-}
 
 /// The steps a prolog runs, each a call into another crate; the lifecycle
 /// decides on their outcomes (docs/blame.md). [`Live`] runs the real ones;

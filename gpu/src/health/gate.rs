@@ -4,9 +4,9 @@
 //! naming the check and the GPU, and the whole gate is capped by `[health]
 //! gate_timeout`.
 
+use super::check_names::{GATE, GPU_COUNT, GPU_SET, NVML_INIT, XID};
 use super::checks::{check_gpu, check_node, check_signatures, check_xids, Hook, LogLines};
 use super::fabric_wait::FabricSeen;
-use super::reasons::{GATE, GPU_COUNT, GPU_SET, NVML_INIT, XID};
 use super::{Finding, GpuRef, Severity};
 use crate::config::{Accounting, GpuSections};
 use crate::nvml::{job_gpus, pci_gpu_count, GpuReader, GpuSnapshot, Stage};

@@ -1,8 +1,10 @@
 //! GPU node health: findings, severities, verdicts and drain reasons
 //! (`checks`), the time-bounded gate that reads the GPUs and runs the
 //! checks (`gate`), a fabric probe not done yet across checks
-//! (`fabric_wait`), and every class of drain reason (`reasons`).
+//! (`fabric_wait`), the names of the checks outside the tables
+//! (`check_names`), and every class of drain reason (`reasons`).
 
+pub mod check_names;
 pub mod checks;
 pub mod fabric_wait;
 pub mod gate;

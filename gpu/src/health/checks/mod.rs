@@ -25,7 +25,7 @@ pub(crate) use signatures::detail as signature_detail;
 pub use signatures::{check_signatures, LogLines};
 pub use xids::check_xids;
 
-use super::reasons::GPU_LOST;
+use super::check_names::GPU_LOST;
 use super::{Finding, GpuRef, Severity};
 use crate::config::HealthConfig;
 use crate::nvml::snapshot::GpuSnapshot;

@@ -2,7 +2,7 @@
 //! driver version, and that every GPU of the node is in one NVLink clique.
 
 use crate::config::HealthConfig;
-use crate::health::reasons::{DRIVER, FABRIC_CLIQUE, GPU_COUNT};
+use crate::health::check_names::{DRIVER, FABRIC_CLIQUE, GPU_COUNT};
 use crate::health::Finding;
 use crate::nvml::snapshot::GpuSnapshot;
 use std::collections::BTreeSet;

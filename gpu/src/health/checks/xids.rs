@@ -2,7 +2,7 @@
 //! GPU they name: drain-class XIDs drain, ignorable ones are dropped.
 
 use super::gpu_ref;
-use crate::health::reasons::XID;
+use crate::health::check_names::XID;
 use crate::health::{Finding, Severity};
 use crate::nvml::snapshot::GpuSnapshot;
 use crate::xid::{is_drain_class, Bucket, XidEvent};
