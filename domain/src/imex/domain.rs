@@ -8,7 +8,7 @@
 
 use super::job_domain;
 pub use super::plan::TeardownOutcome;
-use super::rack_domain;
+use super::rack_domain::{self, RackDaemon};
 use crate::config::Config;
 use crate::config::{DomainScope, Span};
 use crate::context::HookContext;
@@ -55,16 +55,7 @@ pub fn form(job: &JobEnv, ctx: &HookContext) -> (JobRecord, Blamed<Duration>) {
     // With Slurm's switch/nvidia_imex, Slurm picks the channel; the prolog never learns it.
     let channel = (mode == ChannelMode::Plugin)
         .then(|| channel_for_job(job.job_id, cfg.imex.channel_count.0));
-    let mut record = JobRecord {
-        job_id: job.job_id,
-        channel,
-        server_port: 0,
-        nodes: Vec::new(),
-        domain: None,
-        rack_source: None,
-        outcome: Outcome::Ready { waited_ms: 0 },
-        prolog_ms: None,
-    };
+    let mut record = new_record(job.job_id, channel);
     let outcome = form_or_join(job, ctx, &state, &mut record);
     record.outcome = outcome_of(&outcome);
     (record, outcome)
@@ -98,7 +89,10 @@ fn form_or_join(
         .node()?;
     let (racks, domain) = nvlink_domain(job, ctx)?;
     match cfg.engine.domain {
-        DomainScope::Rack => rack_domain::join(job, ctx, state, record, racks, domain),
+        DomainScope::Rack => {
+            let keep = RackDaemon::KeepIfCurrent;
+            rack_domain::join(job, ctx, state, record, racks, domain, keep)
+        }
         DomainScope::Job => job_domain::form(job, cfg, state, record, domain),
     }
 }
@@ -116,20 +110,28 @@ pub fn restore(job: &JobEnv, ctx: &HookContext) -> Option<Blamed<Duration>> {
         return None;
     }
     let state = StateDir::of(ctx.cfg);
-    let mut record = JobRecord {
-        job_id: job.job_id,
-        channel: None,
+    // The job's record was written by the join; this one is a scratch copy.
+    let mut record = new_record(job.job_id, None);
+    let restarted = nvlink_domain(job, ctx).and_then(|(racks, domain)| {
+        let restart = RackDaemon::Restart;
+        rack_domain::join(job, ctx, &state, &mut record, racks, domain, restart)
+    });
+    Some(restarted)
+}
+
+/// A job's record before its domain is formed: its channel (None when
+/// Slurm picks it), nothing else known yet.
+fn new_record(job_id: u32, channel: Option<u32>) -> JobRecord {
+    JobRecord {
+        job_id,
+        channel,
         server_port: 0,
         nodes: Vec::new(),
         domain: None,
         rack_source: None,
         outcome: Outcome::Ready { waited_ms: 0 },
         prolog_ms: None,
-    };
-    let restarted = nvlink_domain(job, ctx).and_then(|(racks, domain)| {
-        rack_domain::restart(job, ctx, &state, &mut record, racks, domain)
-    });
-    Some(restarted)
+    }
 }
 
 /// The job's hosts that form this node's IMEX domain, in Slurm's order: a

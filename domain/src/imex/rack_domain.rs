@@ -24,8 +24,20 @@ use slurm_imex_core::state::StateDir;
 use slurm_imex_core::text::{summarize_list, PIECE_MAX};
 use std::time::{Duration, Instant};
 
-/// Make sure this node's rack daemon runs, then gate on the job's nodes of
-/// the rack (`domain`: the job's nodes in this node's NVLink domain).
+/// What a join does with this node's rack daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RackDaemon {
+    /// Start it only when it is down or the rack's files changed.
+    KeepIfCurrent,
+    /// Restart it even when it runs on the rack's files
+    /// (`crate::imex::domain::restore`: a GPU asks for its IMEX domain to
+    /// be restored).
+    Restart,
+}
+
+/// Make sure this node's rack daemon runs (`daemon`), then gate on the
+/// job's nodes of the rack (`domain`: the job's nodes in this node's NVLink
+/// domain).
 pub fn join(
     job: &JobEnv,
     ctx: &HookContext,
@@ -33,32 +45,9 @@ pub fn join(
     record: &mut JobRecord,
     racks: &RackSources,
     domain: NvlinkDomain,
+    daemon_start: RackDaemon,
 ) -> Blamed<Duration> {
-    join_or_restart(job, ctx, state, record, (racks, domain), false)
-}
-
-/// [`join`], restarting this node's rack daemon even when it runs on the
-/// rack's files (`crate::imex::domain::restore`: a GPU asks for its IMEX
-/// domain to be restored).
-pub fn restart(
-    job: &JobEnv,
-    ctx: &HookContext,
-    state: &StateDir,
-    record: &mut JobRecord,
-    racks: &RackSources,
-    domain: NvlinkDomain,
-) -> Blamed<Duration> {
-    join_or_restart(job, ctx, state, record, (racks, domain), true)
-}
-
-fn join_or_restart(
-    job: &JobEnv,
-    ctx: &HookContext,
-    state: &StateDir,
-    record: &mut JobRecord,
-    (racks, domain): (&RackSources, NvlinkDomain),
-    restart: bool,
-) -> Blamed<Duration> {
+    let restart = daemon_start == RackDaemon::Restart;
     let cfg = ctx.cfg;
     // The cluster's configuration, the same on every node: the job's fault.
     if let Some(cause) = rack_channels::guarantee(ctx).job()?.refuses(job.job_id) {

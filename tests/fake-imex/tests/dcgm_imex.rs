@@ -22,6 +22,7 @@
 //! daemon on idle nodes or hiding NVIDIA's ctl from DCGM; the signal says
 //! where the reading matters, and the rule alerts only there.
 
+mod common;
 use slurm_imex_core::config::AutoPath;
 use slurm_imex_core::slurm::env::JobEnv;
 use slurm_imex_core::state::StateDir;
@@ -297,7 +298,7 @@ impl Node {
             std::fs::Permissions::from_mode(0o755),
         )
         .unwrap();
-        let config = Config::parse(&node_toml(dir.path()), Path::new("test.toml")).unwrap();
+        let config = Config::parse(&common::node_toml(dir.path()), Path::new("test.toml")).unwrap();
         Node { dir, config }
     }
 
@@ -356,43 +357,6 @@ impl Node {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         (out.status.code().unwrap_or(-1), text)
     }
-}
-
-fn node_toml(dir: &Path) -> String {
-    let p = |n: &str| dir.join(n).display().to_string();
-    format!(
-        r#"[node]
-state_dir = "{state}"
-[imex]
-proc_devices = "{pd}"
-ready_timeout = "1500ms"
-ready_poll_max = "100ms"
-channels = "plugin"
-[slurm]
-config = "{slurm_conf}"
-topology = "none"
-[imex.daemon]
-manager = "process"
-binary = "{bin}"
-ctl = "{ctl}"
-base_config = "{base}"
-nodes_config = "{nodes}"
-job_config = "{job}"
-stop_timeout = "2s"
-[imex.addresses]
-source = "map"
-map_file = "{map}"
-"#,
-        state = p("state"),
-        pd = p("proc-devices"),
-        slurm_conf = p("slurm.conf"),
-        bin = env!("CARGO_BIN_EXE_nvidia-imex"),
-        ctl = env!("CARGO_BIN_EXE_nvidia-imex-ctl"),
-        base = p("base.cfg"),
-        nodes = p("nodes_config.cfg"),
-        job = p("job.cfg"),
-        map = p("map.toml"),
-    )
 }
 
 const MINUS_3: &str = "IMEX daemon status is -3 (not READY)";

@@ -2,6 +2,7 @@
 //! against the fake nvidia-imex on loopback, one node: readiness, blame for
 //! each kind of failure, ownership, and idempotent teardown.
 
+mod common;
 use slurm_imex_core::blame::Fault;
 use slurm_imex_core::config::AutoPath;
 use slurm_imex_core::slurm::env::JobEnv;
@@ -49,39 +50,7 @@ impl Node {
             ),
         )
         .unwrap();
-        let toml = format!(
-            r#"[node]
-state_dir = "{state}"
-[imex]
-proc_devices = "{pd}"
-ready_timeout = "1500ms"
-ready_poll_max = "100ms"
-channels = "plugin"
-[slurm]
-config = "{slurm_conf}"
-topology = "none"
-[imex.daemon]
-manager = "process"
-binary = "{bin}"
-ctl = "{ctl}"
-base_config = "{base}"
-nodes_config = "{nodes}"
-job_config = "{job}"
-stop_timeout = "2s"
-[imex.addresses]
-source = "map"
-map_file = "{map}"
-"#,
-            pd = p("proc-devices").display(),
-            state = p("state").display(),
-            bin = env!("CARGO_BIN_EXE_nvidia-imex"),
-            ctl = env!("CARGO_BIN_EXE_nvidia-imex-ctl"),
-            base = p("base.cfg").display(),
-            nodes = p("nodes_config.cfg").display(),
-            job = p("job.cfg").display(),
-            map = p("map.toml").display(),
-            slurm_conf = p("slurm.conf").display(),
-        );
+        let toml = common::node_toml(dir.path());
         let config = Config::parse(&toml, Path::new("test.toml")).unwrap();
         Node { dir, config }
     }
