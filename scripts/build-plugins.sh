@@ -56,17 +56,18 @@ for source in "$@"; do
   # libc headers. A copy, not a link: the cross builder sees this checkout only.
   inc=$cargo_root/slurm-headers/$mm
   rm -rf "$inc"; mkdir -p "$inc"; cp -RLp "$slurm_inc" "$inc/slurm"
+  # One target dir for every Slurm and both kinds of bindings, so the
+  # plugin's other crates are built once per architecture; slurm-spank's
+  # build script notices neither a header change nor the kind of bindings,
+  # so it is cleaned (and its bindings made afresh) for each.
+  target=$cargo_root/plugin-build
+  run env -C / CARGO_TARGET_DIR="$target" cargo clean --release --quiet -p slurm-spank "${target_flag[@]}" \
+     --manifest-path "$REPO/spank-plugin/Cargo.toml" 2>/dev/null || true
   if [ $((16#$hex)) -ge $((16#170b00)) ]; then
     bindings=generated
     # Run cargo outside the checkout, so .cargo/config.toml's
     # SKIP_SLURM_BINDINGS (needed below 23.11) does not apply: slurm-spank
-    # then runs bindgen on this Slurm's <slurm/spank.h>. One target dir for
-    # every such Slurm, so the plugin's other crates are built once; but
-    # slurm-spank's build script does not notice a header change, so it is
-    # cleaned (and its bindings generated afresh) for each.
-    target=$cargo_root/plugin-build/generated
-    run env -C / CARGO_TARGET_DIR="$target" cargo clean --release --quiet -p slurm-spank "${target_flag[@]}" \
-       --manifest-path "$REPO/spank-plugin/Cargo.toml" 2>/dev/null || true
+    # then runs bindgen on this Slurm's <slurm/spank.h>.
     run env -C / -u SKIP_SLURM_BINDINGS SLURM_INCLUDE_DIR="$inc" BINDGEN_EXTRA_CLANG_ARGS="-I$inc" \
        CARGO_TARGET_DIR="$target" cargo build --release --quiet "${target_flag[@]}" \
        --manifest-path "$REPO/spank-plugin/Cargo.toml"
@@ -74,7 +75,6 @@ for source in "$@"; do
     # Slurm < 23.11 lacks spank_prepend_task_argv, which generated bindings
     # would call: use slurm-spank's bundled bindings (same SPANK ABI) and stamp.
     bindings=bundled
-    target=$cargo_root/plugin-build/bundled
     run env -C "$REPO" SKIP_SLURM_BINDINGS=1 SLURM_INCLUDE_DIR="$inc" \
        CARGO_TARGET_DIR="$target" cargo build --release --quiet "${target_flag[@]}" -p spank_imex
   fi

@@ -19,7 +19,9 @@ demo=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
 # strace (kill -9 at each state change), sqlite3 (integrity_check) and
 # python3 (open(2) probes) for the fault tests; openssl for the TLS tests;
 # prometheus-node-exporter and prometheus (promtool) for the metrics export
-# tests; victoria-metrics (a long-term store with Prometheus's query API)
+# tests; mariadb-server and slurmdbd (Slurm's accounting, behind which
+# sacct and AdminComment are real) and curl (Prometheus's query API) for the
+# accounting phase (tests/e2e/accounting.sh); victoria-metrics (a long-term store with Prometheus's query API)
 # and python3-bcrypt (the bcrypt hash of Prometheus's web.config basic auth)
 # for the metrics-store test (tests/e2e/metrics-store.sh); systemd-container
 # (systemd-nspawn) for the nodes booted with real systemd; libmunge-dev,
@@ -32,7 +34,8 @@ demo=(slurmctld slurmd slurm-client munge iproute2 procps util-linux passwd
 # artifact's architecture and glibc floor; shellcheck for every shell file
 # (tests/lint/shell.sh).
 test=(debootstrap libclang-dev strace sqlite3 python3 openssl
-      prometheus-node-exporter prometheus victoria-metrics python3-bcrypt
+      prometheus-node-exporter prometheus mariadb-server slurmdbd curl
+      victoria-metrics python3-bcrypt
       systemd-container libmunge-dev libjson-c-dev libyaml-dev liblua5.3-dev
       lua5.1 lua5.3 make xz-utils qemu-user-static binfmt-support file binutils
       shellcheck)
@@ -58,7 +61,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 # The packages enable the system services; the tests run their own daemons.
-for s in slurmctld slurmd munge prometheus prometheus-node-exporter victoria-metrics; do
+for s in slurmctld slurmd slurmdbd mariadb munge prometheus prometheus-node-exporter victoria-metrics; do
   systemctl disable --now "$s" >/dev/null 2>&1 || true
 done
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }

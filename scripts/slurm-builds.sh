@@ -7,6 +7,7 @@
 #   scripts/slurm-builds.sh wait NAME    # wait for one build; prints its tree
 #   scripts/slurm-builds.sh run NAME     # build one now, in the foreground
 #   scripts/slurm-builds.sh queue-order  # the source releases, in build order
+#   scripts/slurm-builds.sh finished REL # exit 0 once REL's build is over
 #
 # NAME is RELEASE or RELEASE-rhel (slurm.spec's layout): every release of
 # scripts/slurm-releases built from source (from = source:prefix or
@@ -108,5 +109,8 @@ case ${1:-} in
   # The source releases in the order the queue builds them (their names
   # without -rhel), for whoever runs their phases as they are done.
   queue-order) for name in "${QUEUE[@]}"; do [ "$name" = previous ] || echo "${name%-rhel}"; done;;
-  *) echo "usage: slurm-builds.sh start | wait NAME | run NAME | queue-order" >&2; exit 2;;
+  # Whether a source release's build is over, in either layout (its status
+  # written: built, failed or nothing to build from); `wait` says which.
+  finished) rel=${2:?finished RELEASE}; [ -f "$state/$rel.rc" ] || [ -f "$state/$rel-rhel.rc" ];;
+  *) echo "usage: slurm-builds.sh start | wait NAME | run NAME | queue-order | finished RELEASE" >&2; exit 2;;
 esac

@@ -15,7 +15,10 @@ NODE_EXPORTER_NODE_PORT=9100
 
 # Started by cluster_up (inside the phase's cgroup) before slurmctld.
 accounting_up() {
-  local a=$C/acct
+  local a=$C/acct c
+  for c in mariadb-install-db mariadbd mariadb slurmdbd sacctmgr curl prometheus prometheus-node-exporter; do
+    command -v "$c" >/dev/null || { echo "accounting_up: $c is not installed (scripts/install-deps.sh test installs it)" >&2; return 1; }
+  done
   mkdir -p "$a"
   id "$SECOND_USER" >/dev/null 2>&1 || useradd -m -s /bin/bash "$SECOND_USER"
   rm -rf "$a/mysql"

@@ -4,7 +4,12 @@
 # parent of the commit that last changed the workspace version line of
 # Cargo.toml. It is built in a git worktree with its own scripts, the plugin
 # from ROOTFS's Slurm headers, and cached by commit; the .deb is copied into
-# target/previous-release/ (inside the checkout, so a rootfs sees it):
+# target/previous-release/ (inside the checkout, so a rootfs sees it).
+# It is compiled at opt-level 0 (CARGO_PROFILE_RELEASE_OPT_LEVEL, which its
+# own scripts' cargo calls inherit): the upgrade test proves the package's
+# upgrade path and the running job's domain across it, never the old
+# binaries' speed, and a fresh CI machine pays for this whole second build
+# (on 2 cores: 250 s for the workspace at opt-level 3):
 #   tests/e2e/previous-release.sh ROOTFS      # prints the copy's path
 # Exit 3 when this checkout has no such commit (a shallow clone, or no bump yet).
 set -euo pipefail
@@ -33,7 +38,8 @@ rm -rf "$wt"; git -C "$REPO" worktree prune
 git -C "$REPO" worktree add --detach -f "$wt" "$old" >/dev/null 2>&1
 start=$SECONDS
 echo "previous-release: building $(git -C "$REPO" log -1 --format='%h (%s)' "$old" | cut -c1-80) for Slurm $mm" >&2
-if ! (cd "$wt" && scripts/build-plugins.sh "$root" && scripts/package.sh) > "$cache.build.log" 2>&1; then
+if ! (cd "$wt" && export CARGO_PROFILE_RELEASE_OPT_LEVEL=0 && scripts/build-plugins.sh "$root" && scripts/package.sh) \
+     > "$cache.build.log" 2>&1; then
   echo "previous-release: the build failed; last lines of $cache.build.log:" >&2
   tail -5 "$cache.build.log" >&2
   exit 1

@@ -101,7 +101,7 @@ run_phase() { # tree install phase [env...]
   [ $rc -ne 0 ] && [ "${failed:-0}" = 0 ] && failed=1
   grep -E '^(---|    (ok|FAIL|FAILED))' "$log" | grep -E 'FAIL' -B1 | sed 's/^/   /'
   # Why a phase that ran no test failed (cluster_up's last word, an exit).
-  [ -z "$line" ] && grep -E '^(cluster_up: gave up|e2e: |cluster_install: |in-(rootfs|prefix): )' "$log" | tail -3 | sed 's/^/   /'
+  [ -z "$line" ] && grep -E '^(cluster_up: gave up|[a-z_]+_up: |e2e: |cluster_install: |in-(rootfs|prefix): )' "$log" | tail -3 | sed 's/^/   /'
   local who="versions: after Slurm $version $phase" left=0
   { e2e_teardown "$who" || left=1; e2e_host_unchanged "$who" "$host" || left=1; } 2> "$log.teardown"
   if [ $left = 1 ]; then
@@ -193,6 +193,13 @@ source_release() { # release
       *) run_e2e_phase "$tree" "$install" "$phase";;
     esac
   done
+}
+
+# Whether a background build is over (whatever its result): a source
+# release's (scripts/slurm-builds.sh) or arm64's (arm64_start).
+built() { # release | arm64
+  if [ "$1" = arm64 ]; then ! kill -0 "${ARM64_BUILD_PID:-}" 2>/dev/null
+  else scripts/slurm-builds.sh finished "$1"; fi
 }
 
 # One phase of the table (topology:conf and topology:yaml say how Slurm
@@ -326,11 +333,21 @@ main() {
   # then each rootfs's.
   for r in $(releases_from host) $(releases_from rootfs) $(releases_from rootfs-deb); do native_release "$r"; done
 
-  # arm64: Debian 13's arm64 Slurm 24.11 under qemu, from the arm64 .deb.
-  arm64_phases
-
-  # Releases built from source, as their builds finish (slurm-builds.sh's order).
-  for r in $(scripts/slurm-builds.sh queue-order); do source_release "$r"; done
+  # The releases built from source (slurm-builds.sh's order) and arm64
+  # (Debian 13's arm64 Slurm 24.11 under qemu, from the arm64 .deb), each as
+  # soon as its background build is done, so that neither waits on the
+  # other's: the first one built, else the next source release (its wait is
+  # bounded), else arm64.
+  local todo=() next item rest
+  for r in $(scripts/slurm-builds.sh queue-order); do todo+=("$r"); done
+  todo+=(arm64)
+  while [ ${#todo[@]} -gt 0 ]; do
+    next=${todo[0]}
+    for item in "${todo[@]}"; do built "$item" && { next=$item; break; }; done
+    if [ "$next" = arm64 ]; then arm64_phases; else source_release "$next"; fi
+    rest=(); for item in "${todo[@]}"; do [ "$item" = "$next" ] || rest+=("$item"); done
+    todo=("${rest[@]}")
+  done
 
   if [ -z "${E2E_RELEASES:-}" ]; then
     scripts/package.sh >/dev/null || { echo "versions: packaging every plugin failed" >&2; exit 1; }
