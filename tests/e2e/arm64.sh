@@ -14,10 +14,15 @@ ARM64_RELEASE=24.11
 
 # The arm64 rootfs, binaries, fakes, the shim and the plugins of Debian's
 # Slurms (22.05 from this machine's headers, 24.11 from the arm64 rootfs',
-# and the given sources), in the background at the lowest priority while
-# the x86_64 phases run: arm64_wait collects it.
-# Log: target/e2e-logs/arm64-build.log, with each step's time.
-arm64_start() { # plugin-source...
+# and the newest rootfs release's, made or reused by slurm-rootfs.sh), in
+# the background at the lowest priority: tests/run-all.sh starts it before
+# the cargo stages (tests/e2e/background-start.sh), versions.sh when run
+# alone. arm64_wait collects it. Log: target/e2e-logs/arm64-build.log, with
+# each step's time; its pid in target/e2e-logs/arm64-build.pid.
+arm64_start() {
+  local newest
+  newest=$(release_field "$(releases_from rootfs | tail -n 1)" from | cut -d: -f2)
+  mkdir -p "$LOGS"
   ( exec nice -n 19 bash -c '
       set -e; t=$SECONDS
       scripts/cross-toolchain.sh builder >/dev/null; echo "cross toolchain: $((SECONDS - t)) s"; t=$SECONDS
@@ -25,18 +30,27 @@ arm64_start() { # plugin-source...
       scripts/cross-build.sh '"$ARM64_TARGET"'; echo "cross build: $((SECONDS - t)) s"; t=$SECONDS
       scripts/cross-toolchain.sh run aarch64-linux-gnu-gcc -O2 -shared -fPIC \
         -o "$PWD/target/cross/fexecve-shim.so" "$PWD/tests/e2e/fexecve-shim.c"
-      scripts/build-plugins.sh --target='"$ARM64_TARGET"' host "$root" "$@" >/dev/null
-      echo "arm64 plugins (22.05, 24.11 $*): $((SECONDS - t)) s"
-      echo done' arm64-build "$@" ) > "$LOGS/arm64-build.log" 2>&1 &
-  ARM64_BUILD_PID=$!
+      newest=$(scripts/slurm-rootfs.sh "$1")
+      scripts/build-plugins.sh --target='"$ARM64_TARGET"' host "$root" "$newest" >/dev/null
+      echo "arm64 plugins (22.05, 24.11, $1): $((SECONDS - t)) s"
+      echo done' arm64-build "$newest" ) > "$LOGS/arm64-build.log" 2>&1 &
+  echo $! > "$LOGS/arm64-build.pid"
 }
+
+# Whether the arm64 build is still going.
+arm64_building() { kill -0 "$(cat "$LOGS/arm64-build.pid" 2>/dev/null)" 2>/dev/null; }
 
 # The arm64 steps wait on the build from here on: it runs at normal priority
 # now, for at most E2E_BUILD_WAIT seconds (3600) more; past that it is
 # stopped, and the arm64 steps fail, naming why, while the rest go on.
 arm64_wait() {
-  wait_bounded "${E2E_BUILD_WAIT:-3600}" "the arm64 build" "$ARM64_BUILD_PID" &&
-    grep -qx 'done' "$LOGS/arm64-build.log" || {
+  local pid; pid=$(cat "$LOGS/arm64-build.pid" 2>/dev/null)
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    renice_tree "$pid"
+    poll_until "${E2E_BUILD_WAIT:-3600}" not kill -0 "$pid" 2>/dev/null ||
+      { echo "waited ${E2E_BUILD_WAIT:-3600} s for the arm64 build (E2E_BUILD_WAIT): stopping it" >&2; kill_tree "$pid"; }
+  fi
+  grep -qx 'done' "$LOGS/arm64-build.log" 2>/dev/null || {
     echo "versions: the arm64 build failed or did not finish; last lines of $LOGS/arm64-build.log:" >&2
     tail -5 "$LOGS/arm64-build.log" >&2; return 1; }
   sed 's/^/   /' "$LOGS/arm64-build.log" | grep -v 'done$'

@@ -198,7 +198,7 @@ source_release() { # release
 # Whether a background build is over (whatever its result): a source
 # release's (scripts/slurm-builds.sh) or arm64's (arm64_start).
 built() { # release | arm64
-  if [ "$1" = arm64 ]; then ! kill -0 "${ARM64_BUILD_PID:-}" 2>/dev/null
+  if [ "$1" = arm64 ]; then ! arm64_building
   else scripts/slurm-builds.sh finished "$1"; fi
 }
 
@@ -320,8 +320,9 @@ main() {
   # The rootfs our .deb installs in (Debian 13's), and the newest (sid).
   trixie=${ROOTFS[$(releases_from rootfs-deb | sed -n 1p)]}
   sid=${ROOTFS[$(releases_from rootfs | tail -n 1)]}
-  # The arm64 toolchain, rootfs, binaries and plugins build in the background too.
-  arm64_start "$sid"
+  # The arm64 toolchain, rootfs, binaries and plugins build in the background
+  # too (tests/run-all.sh started them already).
+  [ -n "${E2E_BACKGROUND_STARTED:-}" ] || arm64_start
   echo "== plugins for Debian's Slurms (each stamped from its own headers), packages, the release tarball"
   local trees=()
   for r in $(releases_from rootfs) $(releases_from rootfs-deb); do trees+=("${ROOTFS[$r]}"); done

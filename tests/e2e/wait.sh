@@ -36,21 +36,6 @@ renice_tree() { # pid
   for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do renice_tree "$child"; done
 }
 
-# Wait for background job PID (a child of this shell) for at most SECONDS;
-# on timeout kill it and every process below it, say so naming WHAT, and
-# return 124. Otherwise its exit status.
-wait_bounded() { # seconds what pid
-  local seconds=$1 what=$2 pid=$3
-  renice_tree "$pid"
-  if ! poll_until "$seconds" not kill -0 "$pid" 2>/dev/null; then
-    echo "waited $seconds s for $what (E2E_BUILD_WAIT): stopping it" >&2
-    kill_tree "$pid"
-    wait "$pid" 2>/dev/null
-    return 124
-  fi
-  wait "$pid"
-}
-
 # SIGKILL a process and everything below it, children first seen first.
 kill_tree() { # pid
   local pid=$1 child
