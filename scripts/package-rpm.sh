@@ -10,6 +10,8 @@
 # libspank_imex.so there whose ELF machine is TRIPLE's architecture, so
 # x86_64 and aarch64 plugins can sit side by side in any layout. Nothing is
 # compiled here; a missing or wrong-architecture binary is refused.
+# SLURM_IMEX_FAST_PACKAGES=1 (what the tests set) compresses the payload fast
+# (gzip -1): the same files in a larger RPM; a release is packaged without it.
 # RPM_VERSION, RPM_OUT and RPM_ONLY (one major.minor) serve the tests'
 # upgrade from an older slurm-imex.
 set -euo pipefail
@@ -107,7 +109,7 @@ for mm in $(printf '%s\n' "${!plugins[@]}" | sort -V); do
     --define "_topdir $REPO/$work" --define "_tmppath $REPO/$work/tmp" \
     --define "stage $stage" --define "pkgversion $version" \
     --define "slurm_mm $mm" --define "slurm_next $next" \
-    --define "_build_id_links none" \
+    --define "_build_id_links none" ${SLURM_IMEX_FAST_PACKAGES:+--define "_binary_payload w1.gzdio"} \
     "$work/slurm-imex.spec" >"$work/rpmbuild-$mm.log" 2>&1 ||
     { cat "$work/rpmbuild-$mm.log" >&2; die "rpmbuild failed for Slurm $mm"; }
   rpm=$(find "$work/RPMS" -name "slurm-imex-$version-1.slurm$mm.$arch.rpm")

@@ -15,6 +15,9 @@
 # (dpkg-architecture -qDEB_HOST_MULTIARCH): package.sh stages it in
 # target/deb-plugin/<multiarch>/{slurm-wlm,slurm}/ and each variant's assets
 # take it from there.
+# SLURM_IMEX_FAST_PACKAGES=1 (what the tests set: tests/e2e/versions.sh)
+# compresses fast (cargo deb --fast): the same files in a larger .deb, 5 s
+# each instead of 25 s on 2 cores; a release is packaged without it.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
@@ -84,7 +87,7 @@ for plugin in "${plugins[@]}"; do
     mkdir -p "target/deb-plugin/$multiarch/$d"
     cp "$plugin" "target/deb-plugin/$multiarch/$d/spank_imex.so"
   done
-  cargo_deb --quiet -p slurm-imex-cli --no-build --variant "$variant" \
+  cargo_deb --quiet -p slurm-imex-cli --no-build ${SLURM_IMEX_FAST_PACKAGES:+--fast} --variant "$variant" \
     --deb-version "${version}+slurm${mm}" -o "$staging/$mm/" >/dev/null
   packaged+=("$mm")
 done

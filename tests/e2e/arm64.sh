@@ -80,14 +80,16 @@ arm64_artifacts() { # plugin-source...
 # epilogs at once: a load test, whose 64 emulated processes on CI's 2 cores
 # run past the epilog's own bounds (NVML init within 2 s, SQLite's busy
 # timeout), so it would measure qemu, not slurm-imex; it runs on every
-# x86_64 release.
+# x86_64 release. The GPU gate's cap is 60 s there (E2E_GATE_TIMEOUT), which
+# scales each NVML check's budget: emulated, a healthy node's NVLink read
+# once overran 500 ms while its peers' prologs ran.
 arm64_release_phases() { # arm64-rootfs deb
   local root=$1 deb=$2 phase
   tests/e2e/in-rootfs.sh "$root" dpkg -i "$deb" >/dev/null || { echo "versions: dpkg -i $deb in the arm64 rootfs failed" >&2; return 1; }
   for phase in $(release_field "$ARM64_RELEASE" phases); do
     case $phase in
       arm64:*) run_phase "$root" package "${phase#arm64:}" BIN="$ARM64_BIN" LD_PRELOAD="$REPO/target/cross/fexecve-shim.so" \
-        E2E_READY_TIMEOUT="${E2E_ARM64_READY_TIMEOUT:-20s}";;
+        E2E_READY_TIMEOUT="${E2E_ARM64_READY_TIMEOUT:-20s}" E2E_GATE_TIMEOUT="${E2E_ARM64_GATE_TIMEOUT:-60s}";;
     esac
   done
   tests/e2e/in-rootfs.sh "$root" dpkg --purge slurm-imex >/dev/null

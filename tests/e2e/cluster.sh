@@ -285,6 +285,10 @@ REPORT
       -e "s#^set_drain_reason = .*#set_drain_reason = true#" \
       -e "s#^textfile_dir = .*#textfile_dir = \"/run/fakehw/textfile\"#" \
       "$(imex_toml_source)" > "$C/etc-slurm/imex.toml.new"
+  # A slower machine's gate cap (the arm64 phase under qemu: E2E_GATE_TIMEOUT),
+  # which scales every NVML check's budget (docs/gpu-health.md, "Time budgets").
+  [ -z "${E2E_GATE_TIMEOUT:-}" ] ||
+    sed -i "s#^gate_timeout = .*#gate_timeout = \"$E2E_GATE_TIMEOUT\"#" "$C/etc-slurm/imex.toml.new"
   mv "$C/etc-slurm/imex.toml.new" "$C/etc-slurm/imex.toml"
   if [ -n "${E2E_SYSTEMD_ROOTFS:-}" ]; then
     # The programs where NVIDIA's package puts them (bound there in each node).

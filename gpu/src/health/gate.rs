@@ -358,7 +358,7 @@ fn collect_snapshots(
 ) -> (Vec<GpuSnapshot>, Vec<Overrun>) {
     let mut deadline = limits.deadline;
     let mut cap = limits.gate_timeout;
-    let budget = |stage: Stage| stage.budget(limits.fabric_wait);
+    let budget = |stage: Stage| stage.budget(limits.fabric_wait, limits.gate_timeout);
     let mut current: BTreeMap<u32, (Stage, Instant)> = gpus
         .iter()
         .map(|i| (*i, (Stage::Identity, Instant::now())))

@@ -103,7 +103,7 @@ pub fn reason_classes() -> Vec<ReasonClass> {
         let overrun = Overrun {
             gpu: example_gpu().index,
             stage,
-            limit: stage.budget(Duration::ZERO),
+            limit: stage.budget(Duration::ZERO, crate::nvml::BUDGET_GATE),
         };
         let check = stage.check_name();
         let name = if check == RECOVERY_ACTION {

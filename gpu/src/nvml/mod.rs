@@ -7,7 +7,7 @@ pub mod raw;
 pub mod reader;
 pub mod snapshot;
 
-pub use reader::{GpuReader, Stage};
+pub use reader::{GpuReader, Stage, BUDGET_GATE};
 pub use snapshot::{GpuSnapshot, Reading};
 
 use std::path::Path;

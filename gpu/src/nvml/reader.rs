@@ -67,23 +67,41 @@ impl Stage {
     }
 
     /// Time budget of the stage on one GPU (docs/gpu-health.md, "Time budgets",
-    /// with headroom). Waiting for the fabric probe gets the wait the
-    /// reader was given (`fabric_wait`) on top of one fabric read.
-    pub fn budget(self, fabric_wait: std::time::Duration) -> std::time::Duration {
+    /// with headroom), written for the default gate cap (`BUDGET_GATE`): a
+    /// larger `[health] gate_timeout` scales it in proportion (a node whose
+    /// NVML answers slowly, or one under emulation, is given room by the
+    /// one setting), a smaller one never shrinks it. Waiting for the fabric
+    /// probe gets the wait the reader was given (`fabric_wait`) on top of
+    /// one fabric read.
+    pub fn budget(
+        self,
+        fabric_wait: std::time::Duration,
+        gate_timeout: std::time::Duration,
+    ) -> std::time::Duration {
         use std::time::Duration;
-        match self {
+        let base = match self {
             Stage::Identity => Duration::from_millis(500),
             Stage::Memory => Duration::from_millis(500),
             Stage::Recovery => Duration::from_millis(250),
-            Stage::Fabric => Duration::from_millis(2500),
-            Stage::FabricWait => Duration::from_millis(2500).saturating_add(fabric_wait),
+            Stage::Fabric | Stage::FabricWait => Duration::from_millis(2500),
             Stage::NvLink => Duration::from_millis(500),
             Stage::Processes => Duration::from_millis(500),
             Stage::Modes => Duration::from_millis(500),
             Stage::Counters => Duration::from_millis(500),
+        };
+        let scale = (gate_timeout.as_secs_f64() / BUDGET_GATE.as_secs_f64()).max(1.0);
+        let scaled = Duration::try_from_secs_f64(base.as_secs_f64() * scale).unwrap_or(base);
+        if self == Stage::FabricWait {
+            scaled.saturating_add(fabric_wait)
+        } else {
+            scaled
         }
     }
 }
+
+/// The gate cap the stage budgets are written for: `[health] gate_timeout`'s
+/// default.
+pub const BUDGET_GATE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A loaded NVML, shareable across reader threads.
 #[derive(Clone)]
@@ -456,5 +474,57 @@ impl<T> MapValue<T> for Reading<T> {
             Reading::NotSupported => Reading::NotSupported,
             Reading::Failed(e) => Reading::Failed(e),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn budgets_are_written_for_the_default_gate_cap() {
+        let gate = crate::config::HealthConfig::default().gate_timeout.0;
+        assert_eq!(gate, BUDGET_GATE);
+        assert_eq!(
+            Stage::NvLink.budget(Duration::ZERO, gate),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            Stage::Recovery.budget(Duration::ZERO, gate),
+            Duration::from_millis(250)
+        );
+        let wait = Duration::from_secs(30);
+        assert_eq!(
+            Stage::FabricWait.budget(wait, gate),
+            Duration::from_millis(32_500)
+        );
+    }
+
+    #[test]
+    fn a_larger_gate_cap_scales_every_budget_and_a_smaller_one_never_shrinks_it() {
+        let six = Duration::from_secs(60);
+        assert_eq!(
+            Stage::NvLink.budget(Duration::ZERO, six),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            Stage::Fabric.budget(Duration::ZERO, six),
+            Duration::from_secs(15)
+        );
+        // the fabric wait is its own setting: added, never scaled
+        let wait = Duration::from_secs(30);
+        assert_eq!(Stage::FabricWait.budget(wait, six), Duration::from_secs(45));
+        for stage in Stage::ALL {
+            let small = stage.budget(Duration::ZERO, Duration::from_millis(100));
+            assert_eq!(
+                small,
+                stage.budget(Duration::ZERO, BUDGET_GATE),
+                "{stage:?}"
+            );
+        }
+        // the largest cap the setting allows stays finite
+        let max = Stage::Fabric.budget(Duration::ZERO, Duration::from_secs(600));
+        assert_eq!(max, Duration::from_secs(150));
     }
 }
