@@ -104,7 +104,7 @@ run_phase() { # tree install phase [env...]
   [ $rc -ne 0 ] && [ "${failed:-0}" = 0 ] && failed=1
   grep -E '^(---|    (ok|FAIL|FAILED))' "$log" | grep -E 'FAIL' -B1 | sed 's/^/   /'
   # Why a phase that ran no test failed (cluster_up's last word, an exit).
-  [ -z "$line" ] && grep -E '^(cluster_up: gave up|[a-z_]+_up: |e2e: |cluster_install: |in-(rootfs|prefix): )' "$log" | tail -3 | sed 's/^/   /'
+  [ -z "$line" ] && grep -E '^([a-z_]+_up: |e2e: |cluster_install: |in-(rootfs|prefix): )' "$log" | tail -3 | sed 's/^/   /'
   local who="versions: after Slurm $version $phase" left=0
   { e2e_teardown "$who" || left=1; e2e_host_unchanged "$who" "$host" || left=1; } 2> "$log.teardown"
   if [ $left = 1 ]; then
