@@ -557,10 +557,17 @@ cluster_up() {
     runuser -u munge -- /usr/sbin/munged --force
     cp /run/munge/munged.pid "$C/run/munged.started-by-us"
   fi
-  # Every node's name resolves on every node, as a site's DNS or hosts file
-  # makes it: a Slurm client (scontrol in a prolog) that looks one up must not
-  # wait 5 s for a resolver a node namespace cannot reach.
+  # Every node's name and the controller's address resolve on every node
+  # and in the controller, as a site's DNS or hosts file makes them, so the
+  # cluster never asks this machine's resolver. A Slurm client (scontrol in a
+  # prolog) must not wait 5 s for a resolver a node namespace cannot reach,
+  # and slurmctld and slurmd 24.11 to 25.11 look up the name of each
+  # connection's peer and local address (conmgr, getnameinfo): where the
+  # resolver drops one query in a few dozen, as this machine's does, a
+  # client RPC waits the resolver's 5 s timeout. That was 3 to 5 s of every
+  # test on those releases; with the controller's address here, none.
   { cat /etc/hosts 2>/dev/null
+    echo "$NET.1 $(hostname -s)"
     for i in $(seq 1 "$E2E_NODES"); do echo "$(node_ip "$i") n$i"; done; } > "$C/etc-hosts"
   chmod 644 "$C/etc-hosts"
   # (accounting.sh: MariaDB and slurmdbd, before the controller registers)

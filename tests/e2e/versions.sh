@@ -308,6 +308,23 @@ package_tests() { # trixie sid
     run_package_test test_package_installs_beside_ubuntu_slurm "$trixie" "$deb" 23.11.4-1.2ubuntu5
 }
 
+# Whether one of these source releases (or arm64) still to run has a .deb
+# (scripts/slurm-releases' deb column): its plugin is not built yet.
+deb_release_in() { # release|arm64...
+  local rel
+  for rel in "$@"; do
+    [ "$rel" = arm64 ] && continue
+    [ "$(release_field "$rel" deb)" = none ] || return 0
+  done
+  return 1
+}
+
+# Every plugin built so far packaged, then the amd64 package tests.
+amd64_package_tests() { # trixie sid
+  scripts/package.sh >/dev/null || { echo "versions: packaging every plugin failed" >&2; exit 1; }
+  package_tests "$@"
+}
+
 main() {
   [ "$(id -u)" = 0 ] || { echo "versions: must run as root" >&2; exit 1; }
   local t0=$SECONDS trixie sid
@@ -342,7 +359,10 @@ main() {
   # soon as its background build is done, so that neither waits on the
   # other's: the first one built, else the next source release (its wait is
   # bounded), else arm64.
-  local todo=() next item rest
+  # The amd64 packages' tests run as soon as every release with a .deb has
+  # its plugin, while the last builds (a release with no .deb, arm64) are
+  # still going: they fill that wait instead of adding to the run's end.
+  local todo=() next item rest debs_tested=
   for r in $(scripts/slurm-builds.sh queue-order); do todo+=("$r"); done
   todo+=(arm64)
   while [ ${#todo[@]} -gt 0 ]; do
@@ -351,11 +371,12 @@ main() {
     if [ "$next" = arm64 ]; then arm64_phases; else source_release "$next"; fi
     rest=(); for item in "${todo[@]}"; do [ "$item" = "$next" ] || rest+=("$item"); done
     todo=("${rest[@]}")
+    if [ -z "$debs_tested" ] && [ -z "${E2E_RELEASES:-}" ] && ! deb_release_in "${todo[@]}"; then
+      amd64_package_tests "$trixie" "$sid"; debs_tested=1
+    fi
   done
 
   if [ -z "${E2E_RELEASES:-}" ]; then
-    scripts/package.sh >/dev/null || { echo "versions: packaging every plugin failed" >&2; exit 1; }
-    package_tests "$trixie" "$sid"
     if [ -n "$ARM64_ROOT" ]; then
       if [ ${#ARM64_SOURCES[@]} -gt 0 ] && ! arm64_artifacts "${ARM64_SOURCES[@]}"; then
         TOTAL_FAILED=$((TOTAL_FAILED + 1)); row "source" arm64 plugin prefix 0 1 failed
