@@ -41,8 +41,8 @@ stage "dependencies" bash scripts/install-deps.sh test
 # The Slurm releases built from source compile in the background, at the
 # lowest priority, from now until the end-to-end phases that need them.
 scripts/slurm-builds.sh start
-# So do the e2e suite's root filesystems and the arm64 build (mostly
-# downloads and package scripts, which leave the cores to cargo).
+# So do the e2e suite's root filesystems and the arm64 build, below
+# cargo's priority (tests/e2e/background-start.sh).
 bash tests/e2e/background-start.sh
 export E2E_BACKGROUND_STARTED=1
 stage "cargo fmt" cargo fmt --all --check

@@ -1,15 +1,15 @@
 #!/bin/bash
-# Starts, in the background at the lowest priority, what the end-to-end
-# suite (tests/e2e/versions.sh) needs long before it runs, so that it
-# overlaps the cargo stages: mostly downloads and package scripts, which
-# leave the cores to cargo.
+# Starts, in the background below the cargo stages' priority, what the
+# end-to-end suite (tests/e2e/versions.sh) needs long before it runs, so
+# that it overlaps the cargo stages.
 #   - the Debian root filesystems of scripts/slurm-releases (and the
 #     bookworm one booted with systemd, when a release has that phase):
 #     those our .deb installs in (Debian 13's, which the previous release's
 #     .deb also builds in: scripts/slurm-builds.sh) beside the others, which
 #     are made one after another (scripts/slurm-rootfs.sh; versions.sh finds
 #     each made, or waits on its lock);
-#   - the arm64 build (tests/e2e/arm64.sh's arm64_start).
+#   - the arm64 build (tests/e2e/arm64.sh's arm64_start, at nice 10: it
+#     says why); the root filesystems at nice 19.
 # tests/run-all.sh calls it and then sets E2E_BACKGROUND_STARTED, so that
 # versions.sh does not start the arm64 build again. Returns at once.
 # Log: target/e2e-logs/rootfs-prefetch.log and arm64-build.log.
