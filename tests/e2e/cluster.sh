@@ -563,7 +563,7 @@ cluster_up() {
   # prolog) must not wait 5 s for a resolver a node namespace cannot reach,
   # and slurmctld and slurmd 24.11 to 25.11 look up the name of each
   # connection's peer and local address (conmgr, getnameinfo): where the
-  # resolver drops one query in a few dozen, as this machine's does, a
+  # resolver drops one query in some 50 to 100, as this machine's does, a
   # client RPC waits the resolver's 5 s timeout. That was 3 to 5 s of every
   # test on those releases; with the controller's address here, none.
   { cat /etc/hosts 2>/dev/null
