@@ -15,15 +15,16 @@ ARM64_RELEASE=24.11
 # The arm64 rootfs, binaries, fakes, the shim and the plugins of Debian's
 # Slurms (22.05 from this machine's headers, 24.11 from the arm64 rootfs',
 # and the newest rootfs release's, made or reused by slurm-rootfs.sh), in
-# the background at the lowest priority: tests/run-all.sh starts it before
-# the cargo stages (tests/e2e/background-start.sh), versions.sh when run
-# alone. arm64_wait collects it. Its steps run one after another: on 2
+# the background below the cargo stages' priority: tests/run-all.sh starts
+# it before the cargo stages (tests/e2e/background-start.sh), versions.sh
+# when run alone. arm64_wait collects it. Its steps run one after another: on 2
 # cores the run is CPU-bound from the start, and the rootfs made beside the
 # cross build took both longer and the source builds' share (rootfs 1126 ->
 # 2224 s, cross build 804 -> 1654 s). It runs at nice 10, ahead of the
 # source builds' queue (nice 19; the cargo stages and the phases at 0): its
-# phase and package tests, under qemu, are the longest work after it, and
-# run while the last source releases build rather than after them. Log:
+# phase, under qemu the longest after it, then runs while the last source
+# releases build rather than after them (its package tests wait for every
+# source release's arm64 plugin, at the end). Log:
 # target/e2e-logs/arm64-build.log, with each step's time; its pid in
 # target/e2e-logs/arm64-build.pid.
 arm64_start() {
